@@ -1,0 +1,79 @@
+"""The composition root: the one place settings, store, transport and jobs are wired."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from partition_notify.settings import Settings, load_settings
+from publisher import Publisher, PublisherConfig
+from store import Store
+from subscriber import Subscriber
+from subscriber.subscriber import OnGap
+from transports import Transport, create_transport
+
+
+@dataclass
+class App:
+    settings: Settings
+    store: Store
+    transport: Transport
+    publisher: Publisher
+
+    def subscriber(self, on_gap: OnGap | None = None) -> Subscriber:
+        return Subscriber(
+            self.store,
+            self.transport,
+            timeout_seconds=self.settings.connect_timeout_seconds,
+            on_gap=on_gap,
+        )
+
+    def close(self) -> None:
+        self.transport.close(self.settings.close_timeout_seconds)
+        self.store.close()
+
+    def __enter__(self) -> App:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def build_transport(settings: Settings, store: Store) -> Transport:
+    password = settings.broker_password.get_secret_value() if settings.broker_password else None
+    return create_transport(
+        settings.transport_url,
+        store=store,
+        poll_interval_seconds=settings.poll_interval_seconds,
+        username=settings.broker_username,
+        password=password,
+        connect_timeout=settings.connect_timeout_seconds,
+        heartbeat_ms=settings.heartbeat_ms,
+        client_id=settings.server_name,
+    )
+
+
+def build_app(settings: Settings | None = None, **overrides: object) -> App:
+    """Wire everything from ``settings`` (default: the environment) plus ``overrides``."""
+    if settings is None:
+        settings = load_settings(**overrides)
+    elif overrides:
+        settings = settings.model_copy(update=overrides)
+    store = Store.open(settings.store_url, connect_timeout_seconds=settings.connect_timeout_seconds)
+    try:
+        transport = build_transport(settings, store)
+    except BaseException:
+        store.close()
+        raise
+    publisher = Publisher(
+        store,
+        transport,
+        PublisherConfig(
+            server=settings.server_name,
+            service_principal=settings.service_principal,
+            topic_prefix=settings.topic_prefix,
+            topic_policy=settings.topic_policy,
+            default_retention_seconds=settings.default_retention_seconds,
+            publish_timeout_seconds=settings.publish_timeout_seconds,
+        ),
+    )
+    return App(settings, store, transport, publisher)

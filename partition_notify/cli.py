@@ -1,0 +1,279 @@
+"""The ``partition-notify`` command line.
+
+Exit codes: 0 success; 1 an error (bad input, store or broker failure) — one
+line on stderr, no traceback; 2 bad command-line usage; 3 ``wait`` timed out;
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+from partition_notify import cli_revisions
+from partition_notify.errors import PartitionNotifyError, WaitTimeout
+
+EXIT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 1, 2, 3
+#: Ten years; larger timeouts overflow the platform's wait primitives.
+MAX_SECONDS = 10 * 365 * 86400
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # One line, not argparse's usage block: scripts grep stderr.
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _table(value: str) -> tuple[str, str]:
+    db, sep, table = value.partition(".")
+    if not sep or not db or not table:
+        raise argparse.ArgumentTypeError(f"table {value!r} must be written db.table")
+    return db, table
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not math.isfinite(seconds) or not 0 <= seconds <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: expected a number of seconds from 0 to {MAX_SECONDS:g}"
+        )
+    return seconds
+
+
+def _keys(value: str) -> list[str]:
+    return value.split(",")
+
+
+def _dump(msg: Any) -> str:
+    return str(msg.model_dump_json(by_alias=True, exclude_none=True))
+
+
+def _app(args: argparse.Namespace) -> Any:
+    from partition_notify.app import build_app
+
+    overrides = {
+        k: v for k, v in (("store_url", args.store_url), ("transport_url", args.transport_url)) if v
+    }
+    return build_app(**overrides)
+
+
+def cmd_register(args: argparse.Namespace) -> int:
+    with _app(args) as app:
+        info = app.publisher.register_table(
+            *args.table,
+            args.keys,
+            retention_seconds=args.retention_seconds,
+            topic=args.topic,
+            location=args.location,
+        )
+        if args.retention_seconds is not None and info.retention_seconds != args.retention_seconds:
+            info = app.store.set_retention(info.db, info.name, args.retention_seconds)
+        print(
+            f"{info.qualified} keys={','.join(info.partition_keys)} topic={info.topic} "
+            f"retention_seconds={info.retention_seconds}"
+        )
+    return 0
+
+
+def cmd_announce(args: argparse.Namespace) -> int:
+    with _app(args) as app:
+        sent = app.publisher.announce_partitions(*args.table, args.partitions, replace=args.replace)
+        for msg in sent:
+            print(_dump(msg))
+        skipped = len(args.partitions) - len(sent)
+        if skipped:
+            print(f"{skipped} partition(s) already announced, not sent again", file=sys.stderr)
+    return 0
+
+
+def cmd_mark_done(args: argparse.Namespace) -> int:
+    with _app(args) as app:
+        print(_dump(app.publisher.send_mark_set_done(*args.table, args.spec)))
+    return 0
+
+
+def cmd_wait(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    with _app(args) as app, app.subscriber() as sub:
+        msg = sub.wait_for_set_done(*args.table, args.spec, timeout=args.timeout)
+        print(_dump(msg))
+        print(f"waited {time.monotonic() - started:.3f} s", file=sys.stderr)
+    return 0
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    since = time.time() - args.since_seconds if args.since_seconds else 0.0
+    with _app(args) as app, app.subscriber() as sub:
+        for msg in sub.set_done_history(*args.table, since=since):
+            print(_dump(msg))
+    return 0
+
+
+def cmd_tail(args: argparse.Namespace) -> int:
+    with _app(args) as app, app.subscriber() as sub:
+        subscription = sub.subscribe(args.tables, history=args.history)
+        seen = 0
+        deadline = time.monotonic() + args.timeout if args.timeout else None
+        while args.count is None or seen < args.count:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                break
+            msg = subscription.get(timeout=min(left, 1.0) if left is not None else 1.0)
+            if msg is not None:
+                print(_dump(msg), flush=True)
+                seen += 1
+    return 0
+
+
+def cmd_tables(args: argparse.Namespace) -> int:
+    with _app(args) as app:
+        for t in app.store.tables():
+            print(
+                f"{t.qualified}\tkeys={','.join(t.partition_keys)}\ttopic={t.topic}\t"
+                f"retention_seconds={t.retention_seconds}"
+            )
+    return 0
+
+
+def cmd_purge(args: argparse.Namespace) -> int:
+    with _app(args) as app:
+        n = app.store.purge_expired(batch_size=app.settings.purge_batch_size)
+        print(f"purged {n} expired set-done row(s)")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from partition_notify import service
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    with _app(args) as app:
+        if args.once:
+            svc = service.Service(app)
+            svc.health_job()
+            svc.relay_job()
+            svc.purge_job()
+            count, age = app.store.relay_lag()
+            print(
+                f"relay published {svc.relay.stats.published}; pending {count} (oldest {age:.1f} s)"
+            )
+            return 0
+        service.run(app)
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from partition_notify.contract import json_schemas
+
+    schemas = json_schemas()
+    if args.out is None:
+        print(json.dumps(schemas, indent=2, sort_keys=True))
+        return 0
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, schema in schemas.items():
+        (out / f"{name}.schema.json").write_text(
+            json.dumps(schema, indent=2, sort_keys=True) + "\n"
+        )
+        print(out / f"{name}.schema.json")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from partition_notify.demo import run_demo
+
+    return run_demo(workdir=args.workdir, spark=args.spark)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="partition-notify",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--store-url", help="overrides PN_STORE_URL")
+    p.add_argument("--transport-url", help="overrides PN_TRANSPORT_URL")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def add(name: str, fn: Callable[[argparse.Namespace], int], help_: str) -> Any:
+        sp = sub.add_parser(name, help=help_, description=help_)
+        sp.set_defaults(fn=fn)
+        return sp
+
+    sp = add("register", cmd_register, "register a table and its ordered partition keys")
+    sp.add_argument("table", type=_table, help="db.table")
+    sp.add_argument("--keys", type=_keys, required=True, help="partition keys, in order: a,b")
+    sp.add_argument("--retention-seconds", type=int, help="how long set-done is kept")
+    sp.add_argument("--topic", help="explicit topic instead of the naming policy")
+    sp.add_argument("--location", help="table location (informational)")
+
+    sp = add("announce", cmd_announce, "announce new partitions (one message each)")
+    sp.add_argument("table", type=_table, help="db.table")
+    sp.add_argument("partitions", nargs="+", help="full specs: datestamp=20110228/region=us")
+    sp.add_argument("--replace", action="store_true", help="announce again (overwrite)")
+
+    sp = add("mark-done", cmd_mark_done, "mark every partition matching a partial spec done")
+    sp.add_argument("table", type=_table, help="db.table")
+    sp.add_argument("spec", help="partial spec: datestamp=20110228")
+
+    sp = add("wait", cmd_wait, "wait until a set-done covers the spec (exit 3 on timeout)")
+    sp.add_argument("table", type=_table, help="db.table")
+    sp.add_argument("spec", help="partial or full spec")
+    sp.add_argument("--timeout", type=_seconds, default=3600.0, help="seconds (default 3600)")
+
+    sp = add("history", cmd_history, "print retained set-done messages of a table")
+    sp.add_argument("table", type=_table, help="db.table")
+    sp.add_argument("--since-seconds", type=_seconds, help="only the last N seconds")
+
+    sp = add("tail", cmd_tail, "print messages of tables as they arrive (JSON lines)")
+    sp.add_argument("tables", nargs="+", help="db.table ...")
+    sp.add_argument("--history", action="store_true", help="start with retained set-done")
+    sp.add_argument("--count", type=int, help="stop after N messages")
+    sp.add_argument("--timeout", type=_seconds, help="stop after N seconds")
+
+    add("tables", cmd_tables, "list registered tables")
+    add("purge", cmd_purge, "delete expired set-done rows now (in batches)")
+    sp = add("serve", cmd_serve, "run the relay, retention purge and health jobs")
+    sp.add_argument("--once", action="store_true", help="run each job once and exit")
+    sp = add("schema", cmd_schema, "print the JSON Schema of both messages")
+    sp.add_argument("--out", help="write one file per message into this directory")
+    sp = add("demo", cmd_demo, "end-to-end demo on the embedded defaults (SQLite, no broker)")
+    sp.add_argument("--workdir", default="demo-run", help="where the demo keeps its files")
+    sp.add_argument(
+        "--spark",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="write the table with a local PySpark job (default on)",
+    )
+    cli_revisions.add_parsers(sub, _Parser)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.fn(args)
+        return code
+    except WaitTimeout as exc:
+        print(f"partition-notify {args.command}: timeout: {exc}", file=sys.stderr)
+        return EXIT_TIMEOUT
+    except PartitionNotifyError as exc:
+        one_line = " ".join(str(exc).split())
+        print(f"partition-notify {args.command}: error: {one_line}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

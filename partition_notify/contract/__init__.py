@@ -1,0 +1,33 @@
+"""The message contract every side imports: names, specs, topics, messages."""
+
+from partition_notify.contract import names, spec
+from partition_notify.contract.messages import (
+    ADD_PARTITION,
+    PARTITION_DONE,
+    AddPartitionMessage,
+    Envelope,
+    SetDoneMessage,
+    decode,
+    json_schemas,
+    to_envelope,
+)
+from partition_notify.contract.topics import TopicPolicy, topic_for, validate_topic
+
+AnyMessage = AddPartitionMessage | SetDoneMessage
+
+__all__ = [
+    "ADD_PARTITION",
+    "PARTITION_DONE",
+    "AddPartitionMessage",
+    "AnyMessage",
+    "Envelope",
+    "SetDoneMessage",
+    "TopicPolicy",
+    "decode",
+    "json_schemas",
+    "names",
+    "spec",
+    "to_envelope",
+    "topic_for",
+    "validate_topic",
+]

@@ -1,0 +1,197 @@
+"""Wire format of the two messages, HCatalog-compatible.
+
+Bodies are JSON objects whose HCatalog fields (``server``,
+``servicePrincipal``, ``db``, ``table``, ``timestamp``, ``partitions``) keep
+HCatalog's names and meaning, so existing HCatalog/Oozie JMS consumers can
+read them; the extra fields (``messageId``, ``eventId``, ``topicSeq`` ...)
+are ignored by those consumers and used by ours.
+
+Headers (JMS string properties on ActiveMQ, record headers on Kafka):
+``HCAT_EVENT`` (``ADD_PARTITION`` or ``PARTITION_DONE``),
+``HCAT_MESSAGE_VERSION``, ``HCAT_MESSAGE_FORMAT=json``, and ours,
+``PN_EVENT_ID``, ``PN_MESSAGE_ID`` and ``PN_TABLE`` (the routing key);
+JMS property names must be Java identifiers, hence no dashes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field
+
+from partition_notify.errors import MalformedMessageError
+
+HCAT_EVENT = "HCAT_EVENT"
+HCAT_MESSAGE_VERSION = "HCAT_MESSAGE_VERSION"
+HCAT_MESSAGE_FORMAT = "HCAT_MESSAGE_FORMAT"
+PN_EVENT_ID = "PN_EVENT_ID"
+PN_MESSAGE_ID = "PN_MESSAGE_ID"
+PN_TABLE = "PN_TABLE"
+MESSAGE_VERSION = "0.1"
+ADD_PARTITION: Literal["ADD_PARTITION"] = "ADD_PARTITION"
+PARTITION_DONE: Literal["PARTITION_DONE"] = "PARTITION_DONE"
+#: Anything larger on a topic is not ours: refuse before parsing.
+MAX_BODY_BYTES = 1 << 20
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
+
+    server: str = Field(description="Service that published the message (HCatalog: metastore URI).")
+    service_principal: str = Field(
+        "", alias="servicePrincipal", description="Kerberos principal of the publisher, or ''."
+    )
+    db: str
+    table: str
+    timestamp: int = Field(description="Commit time, epoch seconds (HCatalog).")
+    message_id: str = Field(alias="messageId", description="Stable unique id (UUID hex).")
+    event_id: int = Field(
+        alias="eventId", ge=1, description="Gap-free id in commit order across the whole store."
+    )
+    topic: str
+    topic_seq: int = Field(
+        alias="topicSeq", ge=1, description="Gap-free per-topic sequence; a jump is a gap."
+    )
+    revision: int | None = Field(None, description="Write revision that produced the event.")
+    timestamp_ms: int | None = Field(
+        None, alias="timestampMs", description="Commit time, epoch milliseconds."
+    )
+
+
+class AddPartitionMessage(_Message):
+    """One new partition (HCatalog ``ADD_PARTITION``)."""
+
+    event_type: Literal["ADD_PARTITION"] = Field(ADD_PARTITION, alias="eventType")
+    partitions: list[dict[str, str]] = Field(
+        description="Key->value maps, keys lower-case in the table's partition-key order."
+    )
+    partition_keys: list[str] = Field(alias="partitionKeys")
+    locations: list[str | None] = Field(
+        default_factory=list, description="Storage location of each partition, same order."
+    )
+
+
+class SetDoneMessage(_Message):
+    """A writer marked every partition matching ``partitionSpec`` done (``PARTITION_DONE``)."""
+
+    event_type: Literal["PARTITION_DONE"] = Field(PARTITION_DONE, alias="eventType")
+    partition_spec: dict[str, str] = Field(
+        alias="partitionSpec", description="Partial spec, keys sorted lexically."
+    )
+    spec: str = Field(
+        alias="partitionSpecString",
+        description="Canonical string: keys sorted, values Hive-escaped, joined by '/'.",
+    )
+    expires_at: int | None = Field(
+        None, alias="expiresAt", description="Epoch seconds after which history drops it."
+    )
+
+
+Message = Annotated[AddPartitionMessage | SetDoneMessage, Field(discriminator="event_type")]
+_ADAPTER: pydantic.TypeAdapter[AddPartitionMessage | SetDoneMessage] = pydantic.TypeAdapter(Message)
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """What a transport moves: a topic, a routing key, headers and a body."""
+
+    topic: str
+    key: str
+    headers: dict[str, str]
+    body: bytes
+    event_id: int = 0
+    message_id: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+def headers_for(message: AddPartitionMessage | SetDoneMessage) -> dict[str, str]:
+    return {
+        HCAT_EVENT: message.event_type,
+        HCAT_MESSAGE_VERSION: MESSAGE_VERSION,
+        HCAT_MESSAGE_FORMAT: "json",
+        PN_EVENT_ID: str(message.event_id),
+        PN_MESSAGE_ID: message.message_id,
+        PN_TABLE: f"{message.db}.{message.table}",
+    }
+
+
+def encode_body(message: AddPartitionMessage | SetDoneMessage) -> bytes:
+    return message.model_dump_json(by_alias=True, exclude_none=True).encode()
+
+
+def to_envelope(message: AddPartitionMessage | SetDoneMessage) -> Envelope:
+    headers = headers_for(message)
+    return Envelope(
+        topic=message.topic,
+        key=headers[PN_TABLE],
+        headers=headers,
+        body=encode_body(message),
+        event_id=message.event_id,
+        message_id=message.message_id,
+    )
+
+
+def decode(
+    body: bytes | str, headers: dict[str, str] | None = None
+) -> AddPartitionMessage | SetDoneMessage:
+    """Decode a body (and check its headers when given); raise MalformedMessageError."""
+    raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
+    if len(raw) > MAX_BODY_BYTES:
+        raise MalformedMessageError(
+            f"message body is {len(raw)} bytes; at most {MAX_BODY_BYTES} accepted"
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MalformedMessageError(
+            f"message body is not UTF-8: {exc.reason} at byte {exc.start}"
+        ) from exc
+    try:
+        obj = json.loads(text)
+    except RecursionError as exc:
+        raise MalformedMessageError("message body is JSON nested too deeply") from exc
+    except json.JSONDecodeError as exc:
+        raise MalformedMessageError(
+            f"message body is not JSON: {exc.msg} at char {exc.pos}"
+        ) from exc
+    if "\\u" in text:
+        # A \ud800-style escape decodes to a lone surrogate, which no UTF-8
+        # consumer downstream could re-encode.
+        try:
+            json.dumps(obj, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise MalformedMessageError(
+                "message body contains a lone UTF-16 surrogate escape"
+            ) from exc
+    if not isinstance(obj, dict):
+        raise MalformedMessageError(f"message body must be a JSON object, got {type(obj).__name__}")
+    if "eventType" not in obj and headers and HCAT_EVENT in headers:
+        obj["eventType"] = headers[HCAT_EVENT]
+    event = obj.get("eventType")
+    if event not in (ADD_PARTITION, PARTITION_DONE):
+        raise MalformedMessageError(
+            f"unknown event type {event!r}; expected {ADD_PARTITION!r} or {PARTITION_DONE!r}"
+        )
+    if headers and headers.get(HCAT_EVENT) not in (None, event):
+        raise MalformedMessageError(
+            f"header {HCAT_EVENT}={headers.get(HCAT_EVENT)!r} contradicts body eventType={event!r}"
+        )
+    try:
+        return _ADAPTER.validate_python(obj)
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise MalformedMessageError(
+            f"{event} message field {where!r}: {first['msg']} ({exc.error_count()} error(s))"
+        ) from exc
+
+
+def json_schemas() -> dict[str, Any]:
+    """JSON Schemas of both messages, as published in docs/."""
+    return {
+        "add_partition": AddPartitionMessage.model_json_schema(by_alias=True),
+        "mark_set_done": SetDoneMessage.model_json_schema(by_alias=True),
+    }

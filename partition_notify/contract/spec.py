@@ -1,0 +1,196 @@
+"""Partition specs and their canonical string form.
+
+A *spec* maps partition keys to values. A full spec names every key of the
+table (one partition); a partial spec names a non-empty subset (a set of
+partitions, as in a mark-set-done message).
+
+The canonical string sorts keys lexically and escapes values the way Hive
+escapes partition path values (``FileUtils.escapePathName``): control
+characters and ``"#%'*/:=?\\{[]^`` plus DEL become ``%XX``. The string is
+therefore unambiguous, round-trips, and two specs are equal exactly when their
+canonical strings are equal, which is what lets consumers compare strings.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Mapping, Sequence
+
+from partition_notify.contract.names import partition_key
+from partition_notify.errors import InvalidNameError, InvalidSpecError
+
+#: Hive writes a null partition value as this literal.
+HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+MAX_VALUE_LENGTH = 1024
+#: Subset enumeration for the coverage look-up is 2**n; tables have few keys.
+MAX_SPEC_KEYS = 12
+
+_ESCAPED = frozenset([chr(c) for c in range(0x00, 0x20)] + list("\"#%'*/:=?\\{[]^") + ["\x7f"])
+_HEX = re.compile(r"[0-9A-Fa-f]{2}")
+
+Spec = dict[str, str]
+
+
+def escape_value(value: str) -> str:
+    """Escape one partition value as Hive does for path names."""
+    if not any(c in _ESCAPED for c in value):
+        return value
+    return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in value)
+
+
+def unescape_value(text: str, *, key: str = "?") -> str:
+    """Reverse :func:`escape_value`; a stray ``%`` is an error, not a literal."""
+    if "%" not in text:
+        return text
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "%":
+            pair = text[i + 1 : i + 3]
+            if not _HEX.fullmatch(pair):
+                raise InvalidSpecError(
+                    f"value of key {key!r}: '%' at position {i} must be followed by two hex "
+                    f"digits (escape a literal '%' as %25), got {text!r}"
+                )
+            out.append(chr(int(pair, 16)))
+            i += 3
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _value(key: str, value: object) -> str:
+    if value is None:
+        return HIVE_DEFAULT_PARTITION
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise InvalidSpecError(
+            f"value of partition key {key!r} must be a string or integer, "
+            f"got {type(value).__name__}"
+        )
+    text = str(value)
+    if text == "":
+        raise InvalidSpecError(f"value of partition key {key!r} is empty")
+    if len(text) > MAX_VALUE_LENGTH:
+        raise InvalidSpecError(
+            f"value of partition key {key!r} is {len(text)} characters; "
+            f"at most {MAX_VALUE_LENGTH} allowed"
+        )
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidSpecError(
+            f"value of partition key {key!r} cannot be encoded as UTF-8 "
+            f"({exc.reason} at position {exc.start})"
+        ) from exc
+    return text
+
+
+def normalize(spec: Mapping[str, object]) -> Spec:
+    """Validate a spec's shape (not yet against a table) and sort its keys.
+
+    Keys are lower-cased; two keys equal but for case are a duplicate.
+    """
+    if not isinstance(spec, Mapping):
+        raise InvalidSpecError(f"a partition spec must be a mapping, got {type(spec).__name__}")
+    if not spec:
+        raise InvalidSpecError("a partition spec needs at least one key=value pair")
+    if len(spec) > MAX_SPEC_KEYS:
+        raise InvalidSpecError(
+            f"a partition spec has at most {MAX_SPEC_KEYS} keys, got {len(spec)}"
+        )
+    out: Spec = {}
+    for raw_key, raw_value in spec.items():
+        try:
+            key = partition_key(raw_key)
+        except InvalidNameError as exc:
+            raise InvalidSpecError(str(exc)) from exc
+        if key in out:
+            raise InvalidSpecError(f"partition key {key!r} appears twice in the spec")
+        out[key] = _value(key, raw_value)
+    return dict(sorted(out.items()))
+
+
+def canonical(spec: Mapping[str, object]) -> str:
+    """The canonical string: ``a=1/b=x%2Fy`` with keys sorted lexically."""
+    norm = normalize(spec)
+    return "/".join(f"{k}={escape_value(v)}" for k, v in norm.items())
+
+
+def parse(text: str) -> Spec:
+    """Parse ``key=value/key=value`` (values escaped) into a normalised spec.
+
+    Keys may come in any order; the result is sorted.
+    """
+    if not isinstance(text, str):
+        raise InvalidSpecError(f"a partition spec string must be a str, got {type(text).__name__}")
+    if not text.strip():
+        raise InvalidSpecError("a partition spec needs at least one key=value pair, got ''")
+    pairs: dict[str, str] = {}
+    for part in text.split("/"):
+        if "=" not in part:
+            raise InvalidSpecError(f"spec element {part!r} in {text!r} is not key=value")
+        raw_key, raw_value = part.split("=", 1)
+        try:
+            key = partition_key(raw_key)
+        except InvalidNameError as exc:
+            raise InvalidSpecError(f"{exc} (in spec {text!r})") from exc
+        if key in pairs:
+            raise InvalidSpecError(f"partition key {key!r} appears twice in {text!r}")
+        if raw_value == "":
+            raise InvalidSpecError(f"value of partition key {key!r} is empty in {text!r}")
+        pairs[key] = unescape_value(raw_value, key=key)
+    return normalize(pairs)
+
+
+def coerce(spec: str | Mapping[str, object]) -> Spec:
+    """Accept either form a user may hand us."""
+    return parse(spec) if isinstance(spec, str) else normalize(spec)
+
+
+def check_against(spec: Spec, table_keys: Sequence[str], *, full: bool, table: str) -> None:
+    """Check that ``spec`` uses only ``table_keys`` (all of them when ``full``)."""
+    unknown = [k for k in spec if k not in table_keys]
+    if unknown:
+        raise InvalidSpecError(
+            f"table {table} has partition keys {list(table_keys)}; "
+            f"unknown key(s) {unknown} in spec {canonical(spec)!r}"
+        )
+    if full:
+        missing = [k for k in table_keys if k not in spec]
+        if missing:
+            raise InvalidSpecError(
+                f"a partition of {table} needs a value for every key {list(table_keys)}; "
+                f"missing {missing} in {canonical(spec)!r}"
+            )
+
+
+def in_key_order(spec: Spec, table_keys: Sequence[str]) -> dict[str, str]:
+    """The spec ordered by the table's partition keys (HCatalog's wire order)."""
+    return {k: spec[k] for k in table_keys if k in spec}
+
+
+def path(spec: Spec, table_keys: Sequence[str]) -> str:
+    """The relative partition directory, ``k1=v1/k2=v2`` in table key order."""
+    return "/".join(f"{k}={escape_value(spec[k])}" for k in table_keys if k in spec)
+
+
+def covering_specs(spec: Spec) -> list[str]:
+    """Canonical strings of every non-empty sub-spec of ``spec``.
+
+    A set-done for any of these covers ``spec``: ``datestamp=X`` done means
+    every partition with that datestamp is done, whatever its region.
+    """
+    items = list(spec.items())
+    out: list[str] = []
+    for n in range(1, len(items) + 1):
+        for combo in itertools.combinations(items, n):
+            out.append("/".join(f"{k}={escape_value(v)}" for k, v in combo))
+    return out
+
+
+def covers(done: Mapping[str, str], wanted: Mapping[str, str]) -> bool:
+    """True when a set-done for ``done`` marks everything in ``wanted`` done."""
+    return bool(done) and all(wanted.get(k) == v for k, v in done.items())

@@ -1,0 +1,142 @@
+"""The README's main job: a scheduler waits, a pipeline writes, a latecomer catches up.
+
+Runs on the embedded defaults (SQLite store, the store's log as the bus), so
+it needs no broker. With ``spark`` a local PySpark job writes the table and
+the notifications come from its commit.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from partition_notify.app import build_app
+from partition_notify.contract import AddPartitionMessage, AnyMessage, SetDoneMessage
+
+DB, TABLE = "sales", "orders"
+DAY = "20110228"
+REGIONS = ("us", "eu", "apac")
+
+
+def _say(t0: float, who: str, text: str) -> None:
+    print(f"[{time.monotonic() - t0:7.3f}s] {who:<9} {text}", flush=True)
+
+
+def run_demo(workdir: str = "demo-run", spark: bool = True) -> int:
+    root = Path(workdir).resolve()
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    store_url = f"sqlite:///{root / 'store.db'}"
+    warehouse = root / "warehouse"
+    t0 = time.monotonic()
+    print(f"partition-notify demo — store {store_url}, transport embedded://\n")
+    with build_app(store_url=store_url, transport_url="embedded://") as app:
+        app.publisher.register_table(
+            DB,
+            TABLE,
+            ["datestamp", "region"],
+            retention_seconds=86400,
+            location=str(warehouse / "sales.db" / "orders"),
+        )
+        _say(t0, "setup", f"registered {DB}.{TABLE} (datestamp, region) on topic hcat.{DB}.{TABLE}")
+        with app.subscriber() as sub:
+            live: dict[str, Any] = {}
+            arrivals: list[AnyMessage] = []
+
+            def scheduler() -> None:
+                msg = sub.wait_for_set_done(DB, TABLE, f"datestamp={DAY}", timeout=600)
+                live["msg"], live["at"] = msg, time.monotonic()
+                _say(
+                    t0,
+                    "live",
+                    f"set-done {msg.spec} received (event {msg.event_id}) — "
+                    "the day's job can start",
+                )
+
+            def on_message(msg: AnyMessage) -> None:
+                arrivals.append(msg)
+                if isinstance(msg, AddPartitionMessage):
+                    _say(t0, "live", f"add-partition {msg.partitions[0]} (event {msg.event_id})")
+
+            sub.subscribe((DB, TABLE), on_message, history=False)
+            waiter = threading.Thread(target=scheduler)
+            waiter.start()
+            _say(t0, "live", f"scheduler subscribed, waiting for datestamp={DAY}")
+            if spark:
+                _write_with_spark(app, str(warehouse / "sales.db" / "orders"), t0)
+            else:
+                _publish_directly(app, t0)
+            waiter.join(600)
+            if "msg" not in live:
+                print("demo failed: the live scheduler never saw the set-done", file=sys.stderr)
+                return 1
+    late = _late_subscriber(store_url, t0)
+    adds = sum(isinstance(m, AddPartitionMessage) for m in arrivals)
+    dones = sum(isinstance(m, SetDoneMessage) for m in arrivals)
+    print(
+        f"\nsummary: live subscriber saw {adds} add-partition and {dones} set-done "
+        f"message(s); late subscriber {'got' if late else 'did NOT get'} the set-done "
+        "from history"
+    )
+    return 0 if late else 1
+
+
+def _write_with_spark(app: Any, location: str, t0: float) -> None:
+    from writers.demo_job import write_demo_partitions
+
+    _say(t0, "pipeline", "starting local Spark (the JVM takes a few seconds)...")
+    write_demo_partitions(
+        app, DB, TABLE, DAY, REGIONS, location, progress=lambda text: _say(t0, "pipeline", text)
+    )
+
+
+def _publish_directly(app: Any, t0: float) -> None:
+    pub = app.publisher
+    for region in REGIONS:
+        pub.announce_partitions(DB, TABLE, [{"datestamp": DAY, "region": region}])
+        _say(t0, "pipeline", f"announced datestamp={DAY}/region={region}")
+    pub.send_mark_set_done(DB, TABLE, {"datestamp": DAY, "region": "us"})
+    _say(t0, "pipeline", f"marked datestamp={DAY}/region=us done")
+    pub.send_mark_set_done(DB, TABLE, {"datestamp": DAY})
+    _say(t0, "pipeline", f"marked datestamp={DAY} done")
+
+
+def _late_subscriber(store_url: str, t0: float) -> bool:
+    """A scheduler started after everything was published, in a process of its own."""
+    _say(t0, "late", f"a new scheduler process arrives: wait datestamp={DAY}/region=eu")
+    started = time.monotonic()
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "partition_notify.cli",
+            "--store-url",
+            store_url,
+            "--transport-url",
+            "embedded://",
+            "wait",
+            f"{DB}.{TABLE}",
+            f"datestamp={DAY}/region=eu",
+            "--timeout",
+            "30",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if proc.returncode != 0:
+        _say(t0, "late", f"failed (exit {proc.returncode}): {proc.stderr.strip()}")
+        return False
+    _say(
+        t0,
+        "late",
+        f"got from history in {time.monotonic() - started:.2f} s (process start included):",
+    )
+    print("          " + proc.stdout.strip())
+    return True

@@ -1,0 +1,89 @@
+"""Exceptions raised by partition-notify.
+
+Every error the library raises derives from :class:`PartitionNotifyError`;
+driver exceptions (SQLAlchemy, stomp.py, kafka-python) are mapped at the
+boundary with ``raise ... from exc`` so callers never need to import a driver::
+
+    PartitionNotifyError
+    ├── ConfigurationError          bad settings, unknown transport scheme
+    ├── ValidationError             bad input; nothing was stored
+    │   ├── InvalidNameError        db / table / key / topic name
+    │   ├── InvalidSpecError        partition spec (unknown key, empty value, ...)
+    │   └── MalformedMessageError   a message on the wire or in the log
+    ├── NotFoundError
+    │   └── UnknownTableError       table not registered
+    ├── ConflictError               e.g. re-registering a table differently
+    ├── StoreError                  the database failed or is unreachable
+    ├── TransportError              the message bus failed
+    │   ├── ConnectError            could not connect in time
+    │   ├── PublishError            the broker refused or did not confirm
+    │   │   └── PublishTimeout      no receipt/ack before the deadline
+    │   └── SubscribeError          could not subscribe / confirm subscription
+    └── WaitTimeout                 wait_for_set_done ran out of time
+"""
+
+from __future__ import annotations
+
+
+class PartitionNotifyError(Exception):
+    """Base class of every partition-notify error."""
+
+
+class ConfigurationError(PartitionNotifyError):
+    """Settings are invalid or name something that does not exist."""
+
+
+class ValidationError(PartitionNotifyError, ValueError):
+    """Input was rejected before anything was stored."""
+
+
+class InvalidNameError(ValidationError):
+    """A database, table, partition-key or topic name is not acceptable."""
+
+
+class InvalidSpecError(ValidationError):
+    """A partition spec does not fit the table's partition keys."""
+
+
+class MalformedMessageError(ValidationError):
+    """A message body or header set could not be decoded."""
+
+
+class NotFoundError(PartitionNotifyError, LookupError):
+    """Something looked up does not exist."""
+
+
+class UnknownTableError(NotFoundError):
+    """The table has not been registered."""
+
+
+class ConflictError(PartitionNotifyError):
+    """The request contradicts what is already stored."""
+
+
+class StoreError(PartitionNotifyError):
+    """The store (database) failed; the operation did not take effect."""
+
+
+class TransportError(PartitionNotifyError):
+    """The message transport failed."""
+
+
+class ConnectError(TransportError):
+    """Could not connect to the broker before the deadline."""
+
+
+class PublishError(TransportError):
+    """The broker refused a message or the connection was lost before it confirmed."""
+
+
+class PublishTimeout(PublishError):
+    """No receipt or acknowledgement arrived before the deadline."""
+
+
+class SubscribeError(TransportError):
+    """A subscription could not be made or confirmed."""
+
+
+class WaitTimeout(PartitionNotifyError, TimeoutError):
+    """The awaited set-done message did not arrive before the deadline."""

@@ -1,0 +1,114 @@
+"""Prometheus metrics, on a registry of their own so tests can build many.
+
+The HTTP endpoint serves ``/metrics`` (and every other path, like
+``prometheus_client.start_http_server``) plus ``/healthz``: 200 while the
+last health check passed, 503 otherwise.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from socketserver import ThreadingMixIn
+from typing import Any, Protocol
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, make_wsgi_app
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
+
+
+class _Stats(Protocol):
+    received: int
+    malformed: int
+    gaps: int
+    missing_events: int
+    reconnects: int
+
+
+class Metrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.published = Counter("pn_relay_published", "Events published by the relay", registry=r)
+        self.publish_failures = Counter(
+            "pn_relay_failed_batches",
+            "Relay batches the broker refused or did not confirm",
+            registry=r,
+        )
+        self.consecutive_failures = Gauge(
+            "pn_relay_consecutive_failures",
+            "Relay batches failed in a row (0 once one succeeds)",
+            registry=r,
+        )
+        self.relay_lag_events = Gauge(
+            "pn_relay_lag_events", "Logged events not yet published", registry=r
+        )
+        self.relay_lag_seconds = Gauge(
+            "pn_relay_lag_seconds", "Age of the oldest unpublished event", registry=r
+        )
+        self.purged = Counter("pn_retention_purged", "Expired set-done rows purged", registry=r)
+        self.up = Gauge(
+            "pn_store_up", "1 when the store answered the last health check", registry=r
+        )
+        self._server: WSGIServer | None = None
+        self.healthy: Callable[[], bool] = lambda: True
+
+    def track_subscriber(self, stats: _Stats, name: str = "default") -> None:
+        """Export a subscriber's counters (gaps detected, malformed, ...)."""
+        self.registry.register(_SubscriberCollector(stats, name))
+
+    def serve(self, port: int, addr: str = "127.0.0.1") -> int:
+        """Serve /metrics and /healthz on a daemon thread; returns the bound port."""
+        metrics_app = make_wsgi_app(self.registry)
+
+        def app(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+            if environ.get("PATH_INFO") == "/healthz":
+                ok = self.healthy()
+                start_response(
+                    "200 OK" if ok else "503 Service Unavailable",
+                    [("Content-Type", "text/plain; charset=utf-8")],
+                )
+                return [b"ok\n" if ok else b"unhealthy\n"]
+            body: Iterable[bytes] = metrics_app(environ, start_response)
+            return body
+
+        server = make_server(addr, port, app, _ThreadingServer, handler_class=_QuietHandler)
+        self._server = server
+        threading.Thread(target=server.serve_forever, name="pn-metrics", daemon=True).start()
+        return int(server.server_address[1])
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+
+class _ThreadingServer(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        """Scrapes every few seconds would flood stderr."""
+
+
+class _SubscriberCollector(Collector):
+    _FIELDS = (
+        ("received", "Messages received from the bus"),
+        ("malformed", "Messages skipped as malformed"),
+        ("gaps", "Gaps in topic sequence numbers detected"),
+        ("missing_events", "Events missing inside detected gaps"),
+        ("reconnects", "Reconnects after which history was re-read"),
+    )
+
+    def __init__(self, stats: _Stats, name: str) -> None:
+        self.stats = stats
+        self.name = name
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        for field, doc in self._FIELDS:
+            family = CounterMetricFamily(f"pn_subscriber_{field}", doc, labels=["subscriber"])
+            family.add_metric([self.name], float(getattr(self.stats, field)))
+            yield family

@@ -1,0 +1,175 @@
+"""``partition-notify serve``: the relay, retention purge and health, on APScheduler."""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import threading
+import time
+from datetime import UTC, datetime
+from types import FrameType
+
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from partition_notify.app import App
+from partition_notify.errors import PartitionNotifyError
+from partition_notify.metrics import Metrics
+from publisher.relay import Relay
+
+log = logging.getLogger(__name__)
+
+
+class Service:
+    """The long-running jobs of one ``serve`` process."""
+
+    def __init__(
+        self, app: App, metrics: Metrics | None = None, relay: Relay | None = None
+    ) -> None:
+        s = app.settings
+        self.app = app
+        self.metrics = metrics or Metrics()
+        self.relay = relay or Relay(
+            app.store,
+            app.transport,
+            batch_size=s.relay_batch_size,
+            publish_timeout=s.publish_timeout_seconds,
+            lease_seconds=s.relay_lease_seconds,
+            writer_grace_seconds=s.relay_writer_grace_seconds,
+            max_backoff_seconds=s.relay_max_backoff_seconds,
+        )
+        self.scheduler = BackgroundScheduler(job_defaults={"coalesce": True, "max_instances": 1})
+        self.healthy = threading.Event()
+        self.metrics.healthy = self.healthy.is_set
+
+    def relay_job(self) -> None:
+        before = self.relay.stats.failed_batches
+        try:
+            sent = self.relay.run_once()
+            self.metrics.published.inc(sent)
+            count, age = self.app.store.relay_lag()
+            self.metrics.relay_lag_events.set(count)
+            self.metrics.relay_lag_seconds.set(age)
+        except PartitionNotifyError as exc:
+            log.warning("relay job failed: %s", exc, extra={"pn_event": "relay.job_failed"})
+        self.metrics.publish_failures.inc(self.relay.stats.failed_batches - before)
+        self.metrics.consecutive_failures.set(self.relay.stats.consecutive_failures)
+
+    def purge_job(self) -> None:
+        s = self.app.settings
+        started = time.monotonic()
+        # SQLite has one write lock: a short pause between batches lets publishers
+        # in (bench/core_purge.py: lock waits 1.4 s -> 0.11 s); PostgreSQL needs none.
+        sqlite = self.app.store.dialect == "sqlite"
+        try:
+            n = self.app.store.purge_expired(
+                batch_size=min(s.purge_batch_size, 1000) if sqlite else s.purge_batch_size,
+                between_batches=(lambda: time.sleep(0.025)) if sqlite else None,
+            )
+        except PartitionNotifyError as exc:
+            log.warning("retention purge failed: %s", exc)
+            return
+        self.metrics.purged.inc(n)
+        if n:
+            log.info("purged %d expired set-done rows in %.2f s", n, time.monotonic() - started)
+
+    def health_job(self) -> None:
+        try:
+            self.app.store.max_event_id()
+        except PartitionNotifyError as exc:
+            self.healthy.clear()
+            self.metrics.up.set(0)
+            log.warning("health: store unreachable: %s", exc)
+            return
+        self.healthy.set()
+        self.metrics.up.set(1)
+
+    def start(self) -> None:
+        s = self.app.settings
+        self.health_job()
+        self.scheduler.add_job(
+            self.relay_job,
+            "interval",
+            seconds=s.relay_interval_seconds,
+            id="relay",
+            next_run_time=_now(),
+        )
+        self.scheduler.add_job(
+            self.purge_job,
+            "interval",
+            seconds=s.purge_interval_seconds,
+            id="purge",
+            next_run_time=_now(),
+        )
+        self.scheduler.add_job(self.health_job, "interval", seconds=15, id="health")
+        self.scheduler.start()
+
+    def stop(self) -> None:
+        # The batch in flight finishes (its publish has a deadline) and is
+        # marked; no new batch starts. wait=True waits for that.
+        self.relay.stopping.set()
+        self.scheduler.shutdown(wait=True)
+        self.metrics.close()
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+_STD_ATTRS = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message and any ``extra`` fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, object] = {
+            "ts": round(record.created, 3),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        out.update((k, v) for k, v in record.__dict__.items() if k not in _STD_ATTRS)
+        if record.exc_info:
+            out["exc"] = self.formatException(record.exc_info)
+        return json.dumps(out, default=str)
+
+
+def use_json_logs() -> None:
+    """Switch the root handlers to :class:`JsonFormatter` (``PN_LOG_FORMAT=json``)."""
+    root = logging.getLogger()
+    if not root.handlers:
+        logging.basicConfig(level=logging.INFO)
+    for handler in root.handlers:
+        handler.setFormatter(JsonFormatter())
+
+
+def run(app: App, *, stop: threading.Event | None = None) -> None:
+    """Run until SIGTERM/SIGINT (or ``stop`` is set), then drain and return."""
+    stop = stop or threading.Event()
+    # Settings gains log_format with the lead's next settings change; text until then.
+    if app.settings.log_format == "json":
+        use_json_logs()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        log.info("signal %d: draining and stopping", signum)
+        stop.set()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+    service = Service(app)
+    if app.settings.metrics_port is not None:
+        port = service.metrics.serve(app.settings.metrics_port)
+        log.info("metrics on http://127.0.0.1:%d/metrics (health: /healthz)", port)
+    service.start()
+    log.info(
+        "serving: store=%s transport=%s relay=%s",
+        app.store.dialect,
+        type(app.transport).__name__,
+        service.relay.owner,
+    )
+    stop.wait()
+    log.info("stopping: waiting for the relay batch in flight")
+    service.stop()
+    log.info("stopped", extra={"pn_event": "service.stopped"})
