@@ -1,0 +1,76 @@
+"""Engines for the store's two backends, SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.pool import StaticPool
+
+from partition_notify.errors import ConfigurationError
+from partition_notify.redact import redact_url
+
+#: Execution option that makes a SQLite transaction take the write lock at BEGIN.
+WRITE = "pn_write"
+
+
+def make_engine(url: str, *, connect_timeout_seconds: float = 10.0, **kwargs: Any) -> Engine:
+    """Create an engine; on SQLite, WAL and BEGIN IMMEDIATE for writers."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        # The driver's message would quote the URL, password and all.
+        raise ConfigurationError(
+            f"store URL {redact_url(url)!r} is not a database URL (expected "
+            "sqlite:///path or postgresql+psycopg://user@host/db)"
+        ) from exc
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        if parsed.database in (None, "", ":memory:"):
+            # Every pooled connection would otherwise be its own empty database.
+            kwargs.setdefault("poolclass", StaticPool)
+        engine = create_engine(
+            parsed,
+            connect_args={"timeout": connect_timeout_seconds * 3, "check_same_thread": False},
+            **kwargs,
+        )
+        _sqlite_hooks(engine)
+        return engine
+    if backend == "postgresql":
+        if parsed.drivername == "postgresql":
+            parsed = parsed.set(drivername="postgresql+psycopg")
+        # A writer stuck behind another transaction's row lock must fail, not hang:
+        # the same deadline SQLite's busy timeout gives.
+        lock_ms = int(connect_timeout_seconds * 3 * 1000)
+        args = {
+            "connect_timeout": max(1, int(connect_timeout_seconds)),
+            "options": f"-c lock_timeout={lock_ms}",
+        }
+        kwargs.setdefault("pool_pre_ping", True)
+        return create_engine(parsed, connect_args=args, **kwargs)
+    raise ConfigurationError(
+        f"store URL {redact_url(url)!r}: backend {backend!r} is not supported; use "
+        "sqlite:///path or postgresql+psycopg://user@host/db"
+    )
+
+
+def _sqlite_hooks(engine: Engine) -> None:
+    memory = engine.url.database in (None, "", ":memory:")
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # We issue BEGIN ourselves so that writers can ask for IMMEDIATE.
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        if not memory:
+            cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        immediate = conn.get_execution_options().get(WRITE, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")

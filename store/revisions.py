@@ -1,0 +1,530 @@
+"""The revision manager (seed 000) over the SQL store.
+
+Writers run in *write transactions*: ``begin_write_transaction`` hands out a
+revision, unique and strictly increasing per table; the writer tags its data
+with it and then commits or aborts. Readers ask for a *snapshot*: for every
+column family, the highest revision such that no transaction at or below it
+is still running on that family (the lowest running revision - 1, or the
+latest allocated revision when none is running), plus the aborted revisions
+to leave out. Reading only ``revision <= snapshot.revision(family)`` minus
+the aborted ones is repeatable: nothing at or below can still change.
+
+Everything lives in the store (``pn_revision_*``), so it survives restarts
+and is shared by every process using the same database. Every state change
+of a table locks that table's counter row first, which serialises them.
+
+Expiry, as the seed decided, is lazy and needs no timer thread: a running
+transaction whose keep-alive has run out counts as aborted from that moment
+on. ``create_snapshot`` skips it (listing it as aborted); the next
+``begin_write_transaction`` (or abort) of the table records it as aborted;
+``commit``/``keep_alive`` refuse it. Expiry compares the callers' clocks
+with the stored deadline, so hosts must agree on the time to well within a
+keep-alive period. Like the seed, an aborted transaction's data is not
+rolled back: readers exclude it through ``Snapshot.aborted``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from sqlalchemy import Engine
+
+from partition_notify.errors import ConflictError, NotFoundError, ValidationError
+from store.revision_repositories import RevisionUnitOfWork
+from store.revision_schema import (
+    ABORTED,
+    MAX_FAMILY_CHARS,
+    MAX_TABLE_CHARS,
+    RUNNING,
+    RevisionTxnRow,
+)
+
+if TYPE_CHECKING:
+    from store.provider import PartitionInfo, Store, TableInfo
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+
+#: The family of writers that do not split a table into column families.
+DEFAULT_FAMILY = "data"
+#: Keep-alive of a transaction begun without one, in seconds.
+DEFAULT_KEEP_ALIVE_SECONDS = 600.0
+
+
+class _HasEngine(Protocol):
+    @property
+    def engine(self) -> Engine: ...
+
+
+@dataclass(frozen=True, slots=True)
+class WriteTransaction:
+    """A running write transaction: tag everything written with ``revision``."""
+
+    table: str
+    revision: int
+    families: tuple[str, ...]
+    keep_alive: float
+    started_at: float
+    expires_at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "table": self.table,
+            "revision": self.revision,
+            "families": list(self.families),
+            "keepAlive": self.keep_alive,
+            "startedAt": self.started_at,
+            "expiresAt": self.expires_at,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> WriteTransaction:
+        """Rebuild a transaction handed over as JSON (e.g. to another process)."""
+        try:
+            return cls(
+                str(data["table"]),
+                int(data["revision"]),
+                tuple(str(f) for f in data["families"]),
+                float(data["keepAlive"]),
+                float(data["startedAt"]),
+                float(data["expiresAt"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValidationError(f"not a write transaction: {exc!r} in {dict(data)!r}") from exc
+
+    @classmethod
+    def _of(cls, row: RevisionTxnRow) -> WriteTransaction:
+        return cls(
+            row.table_name,
+            int(row.revision),
+            tuple(row.families),
+            float(row.keep_alive_seconds),
+            float(row.started_at),
+            float(row.expires_at),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A repeatable view of a table: one revision per family, minus the aborted ones."""
+
+    table: str
+    revisions: Mapping[str, int]
+    latest_revision: int
+    aborted: frozenset[int] = field(default_factory=frozenset)
+
+    def revision(self, family: str) -> int:
+        """Highest revision of ``family`` this snapshot covers.
+
+        A family no transaction had declared when the snapshot was taken has
+        nothing running, so it gets :attr:`latest_revision`.
+        """
+        return self.revisions.get(family, self.latest_revision)
+
+    def includes(self, revision: int, family: str) -> bool:
+        """Whether data written at ``revision`` to ``family`` is part of this snapshot."""
+        return revision <= self.revision(family) and revision not in self.aborted
+
+    def visible(self, revisions: Iterable[int], family: str) -> list[int]:
+        return [r for r in revisions if self.includes(r, family)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "table": self.table,
+            "revisions": dict(sorted(self.revisions.items())),
+            "latestRevision": self.latest_revision,
+            "aborted": sorted(self.aborted),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Snapshot:
+        """Rebuild a snapshot passed to a job as JSON, so every task reads the same view."""
+        try:
+            return cls(
+                str(data["table"]),
+                {str(k): int(v) for k, v in dict(data["revisions"]).items()},
+                int(data["latestRevision"]),
+                frozenset(int(r) for r in data.get("aborted", ())),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValidationError(f"not a snapshot: {exc!r} in {dict(data)!r}") from exc
+
+
+class RevisionManager:
+    """Revisions, write transactions and snapshots of tables, kept in the SQL store.
+
+    ``store`` is a :class:`store.Store` (or anything with an ``engine``) or a
+    SQLAlchemy engine whose database has been migrated. Table names are free
+    strings (``"db.table"`` by convention): the manager does not require the
+    table to be registered for notifications, as the seed keeps it
+    independent of the catalogue.
+    """
+
+    def __init__(
+        self,
+        store: _HasEngine | Engine,
+        *,
+        clock: Clock = time.time,
+        default_keep_alive: float = DEFAULT_KEEP_ALIVE_SECONDS,
+    ) -> None:
+        self.engine: Engine = store if isinstance(store, Engine) else store.engine
+        self.clock = clock
+        self.default_keep_alive = _keep_alive(default_keep_alive)
+        # A snapshot is several reads that must agree with each other.
+        self._read_engine = (
+            self.engine.execution_options(isolation_level="REPEATABLE READ")
+            if self.engine.dialect.name == "postgresql"
+            else self.engine
+        )
+
+    def _write(self) -> RevisionUnitOfWork:
+        return RevisionUnitOfWork(self.engine, write=True)
+
+    def _read(self) -> RevisionUnitOfWork:
+        return RevisionUnitOfWork(self._read_engine, write=False)
+
+    # -- transactions ---------------------------------------------------------
+    def begin_write_transaction(
+        self, table: str, families: Iterable[str], keep_alive: float | None = None
+    ) -> WriteTransaction:
+        """Start a transaction writing ``families`` of ``table``; expires after ``keep_alive`` s."""
+        with self._write() as uow:
+            return self.begin_in(uow, table, families, keep_alive)
+
+    def begin_in(
+        self,
+        uow: RevisionUnitOfWork,
+        table: str,
+        families: Iterable[str],
+        keep_alive: float | None = None,
+    ) -> WriteTransaction:
+        """:meth:`begin_write_transaction` inside the caller's unit of work."""
+        name = table_name(table)
+        fams = family_names(families, table=name)
+        seconds = self.default_keep_alive if keep_alive is None else _keep_alive(keep_alive)
+        now = self.clock()
+        last = uow.revisions.lock_table(name, now, create=True)
+        assert last is not None
+        expired = uow.revisions.expire_running(name, now)
+        if expired:
+            log.info("table %s: transactions %s expired and count as aborted", name, expired)
+        revision = last + 1
+        uow.revisions.set_last(name, revision)
+        uow.revisions.add_families(name, fams, revision)
+        row = RevisionTxnRow(
+            table_name=name,
+            revision=revision,
+            families=list(fams),
+            state=RUNNING,
+            keep_alive_seconds=seconds,
+            started_at=now,
+            expires_at=now + seconds,
+        )
+        uow.revisions.add_txn(row)
+        return WriteTransaction._of(row)
+
+    def commit_write_transaction(self, tx: WriteTransaction) -> None:
+        """Commit ``tx``; its revision becomes visible to later snapshots.
+
+        Committing twice is harmless. An aborted or expired transaction
+        cannot commit: :class:`ConflictError`.
+        """
+        with self._write() as uow:
+            refusal = self.commit_in(uow, tx)
+        if refusal is not None:
+            raise refusal
+
+    def commit_in(self, uow: RevisionUnitOfWork, tx: WriteTransaction) -> ConflictError | None:
+        """Commit inside the caller's unit of work.
+
+        Returns the error to raise *after* the unit of work has committed (an
+        expiry found here must still be recorded), or None on success.
+        """
+        now = self.clock()
+        row = self._locked_txn(uow, tx)
+        if row is None:
+            return None  # committed before
+        if row.state == ABORTED:
+            return ConflictError(
+                f"transaction {tx.revision} on table {tx.table} was "
+                f"{row.reason or 'aborted'}; it cannot commit"
+            )
+        if row.expires_at <= now:
+            self._expire(row, now)
+            return ConflictError(
+                f"transaction {tx.revision} on table {tx.table} expired at {row.expires_at:.3f} "
+                f"(keep-alive {row.keep_alive_seconds:g} s, now {now:.3f}) and counts as "
+                "aborted; call keep_alive more often or begin with a longer keep_alive"
+            )
+        uow.revisions.end_txn(tx.table, tx.revision)
+        return None
+
+    def abort_write_transaction(self, tx: WriteTransaction) -> None:
+        """Abort ``tx``: snapshots list its revision as aborted. Aborting twice is harmless."""
+        with self._write() as uow:
+            self.abort_in(uow, tx)
+
+    def abort_in(self, uow: RevisionUnitOfWork, tx: WriteTransaction) -> None:
+        now = self.clock()
+        row = self._locked_txn(uow, tx)
+        if row is None:
+            raise ConflictError(
+                f"transaction {tx.revision} on table {tx.table} has committed; it cannot abort"
+            )
+        uow.revisions.expire_running(tx.table, now)
+        if row.state == RUNNING:
+            row.state, row.reason, row.ended_at = ABORTED, "aborted", now
+            uow.session.flush()
+
+    def keep_alive(self, tx: WriteTransaction, seconds: float | None = None) -> WriteTransaction:
+        """Push ``tx``'s expiry to now + ``seconds`` (default: its own keep-alive)."""
+        extend = None if seconds is None else _keep_alive(seconds)
+        with self._write() as uow:
+            now = self.clock()
+            row = self._locked_txn(uow, tx)
+            if row is None:
+                raise ConflictError(
+                    f"transaction {tx.revision} on table {tx.table} has "
+                    "committed; there is nothing to keep alive"
+                )
+            if row.state == ABORTED:
+                raise ConflictError(
+                    f"transaction {tx.revision} on table {tx.table} was "
+                    f"{row.reason or 'aborted'}; it cannot be kept alive"
+                )
+            expired = row.expires_at <= now
+            if expired:
+                self._expire(row, now)
+            else:
+                row.expires_at = now + (row.keep_alive_seconds if extend is None else extend)
+            uow.session.flush()
+            result = WriteTransaction._of(row)
+        if expired:
+            raise ConflictError(
+                f"transaction {tx.revision} on table {tx.table} expired at "
+                f"{result.expires_at:.3f} (now {now:.3f}) and counts as aborted"
+            )
+        return result
+
+    @contextmanager
+    def kept_alive(
+        self,
+        tx: WriteTransaction,
+        interval: float | None = None,
+    ) -> Iterator[KeepAlive]:
+        """Keep ``tx`` alive from a background thread while the block runs (long writes)."""
+        keeper = KeepAlive(self, tx, tx.keep_alive / 3 if interval is None else interval)
+        keeper.start()
+        try:
+            yield keeper
+        finally:
+            keeper.stop()
+
+    # -- snapshots ------------------------------------------------------------
+    def create_snapshot(self, table: str, revision: int | None = None) -> Snapshot:
+        """The latest snapshot of ``table``, or the snapshot at ``revision``.
+
+        A table no transaction has touched yet has the empty snapshot
+        (revision 0). A given ``revision`` must have been allocated
+        (:class:`NotFoundError` otherwise) and no transaction at or below it
+        may still be running (:class:`ConflictError`): such a snapshot would
+        not be repeatable.
+        """
+        name = table_name(table)
+        if revision is not None and (not isinstance(revision, int) or revision < 0):
+            raise ValidationError(f"revision must be a non-negative integer, got {revision!r}")
+        now = self.clock()
+        with self._read() as uow:
+            last = uow.revisions.last_revision(name)
+            if last is None:
+                if revision:
+                    raise NotFoundError(f"table {name} has no revisions; {revision} does not exist")
+                return Snapshot(name, {}, 0)
+            families = uow.revisions.families(name)
+            running = [WriteTransaction._of(r) for r in uow.revisions.running(name)]
+            aborted = set(uow.revisions.aborted_revisions(name))
+        live = [r for r in running if r.expires_at > now]
+        # Expired but not yet recorded (that happens at the next begin): already aborted.
+        aborted.update(r.revision for r in running if r.expires_at <= now)
+        if revision is None:
+            lowest: dict[str, int] = {}
+            for r in live:
+                for f in r.families:
+                    lowest.setdefault(f, r.revision)
+            revs = {f: lowest[f] - 1 if f in lowest else last for f in families}
+            return Snapshot(name, revs, last, frozenset(aborted))
+        if revision > last:
+            raise NotFoundError(
+                f"revision {revision} of table {name} has not been allocated (latest is {last})"
+            )
+        blocking = [r for r in live if r.revision <= revision]
+        if blocking:
+            b = blocking[0]
+            raise ConflictError(
+                f"no repeatable snapshot of table {name} at revision {revision} yet: "
+                f"transaction {b.revision} (families {', '.join(b.families)}) is still running"
+            )
+        return Snapshot(
+            name,
+            dict.fromkeys(families, revision),
+            revision,
+            frozenset(a for a in aborted if a <= revision),
+        )
+
+    # -- inspection (CLI) -----------------------------------------------------
+    def running_transactions(self, table: str) -> list[WriteTransaction]:
+        """Transactions of ``table`` still running (expired ones excluded)."""
+        now = self.clock()
+        with self._read() as uow:
+            rows = uow.revisions.running(table_name(table))
+            return [WriteTransaction._of(r) for r in rows if r.expires_at > now]
+
+    def aborted_revisions(self, table: str) -> list[int]:
+        """Aborted revisions of ``table``, including expired transactions not yet recorded."""
+        now = self.clock()
+        with self._read() as uow:
+            name = table_name(table)
+            out = set(uow.revisions.aborted_revisions(name))
+            out.update(int(r.revision) for r in uow.revisions.running(name) if r.expires_at <= now)
+        return sorted(out)
+
+    def tables(self) -> list[str]:
+        with self._read() as uow:
+            return uow.revisions.tables()
+
+    # -- internals ------------------------------------------------------------
+    @staticmethod
+    def _locked_txn(uow: RevisionUnitOfWork, tx: WriteTransaction) -> RevisionTxnRow | None:
+        """Lock ``tx``'s table and return its row; None means it committed."""
+        last = uow.revisions.lock_table(tx.table, 0.0, create=False)
+        if last is None or tx.revision > last or tx.revision < 1:
+            raise NotFoundError(f"table {tx.table} has no transaction {tx.revision}")
+        return uow.revisions.get_txn(tx.table, tx.revision)
+
+    @staticmethod
+    def _expire(row: RevisionTxnRow, now: float) -> None:
+        row.state, row.reason, row.ended_at = ABORTED, "expired", now
+
+
+class KeepAlive:
+    """Calls :meth:`RevisionManager.keep_alive` every ``interval`` s until stopped.
+
+    A refused keep-alive (the transaction expired or was aborted) ends the
+    thread and is kept in :attr:`error`; the commit will then fail too.
+    Store errors are retried at the next tick.
+    """
+
+    def __init__(self, manager: RevisionManager, tx: WriteTransaction, interval: float) -> None:
+        if not interval > 0:
+            raise ValidationError(f"keep-alive interval must be positive, got {interval!r}")
+        self.manager, self.tx, self.interval = manager, tx, interval
+        self.error: Exception | None = None
+        #: Set after every successful refresh (lets callers observe one).
+        self.refreshed = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, daemon=True, name=f"keep-alive {tx.table}@{tx.revision}"
+        )
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stop.set()
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        from partition_notify.errors import StoreError
+
+        while not self._stop.wait(self.interval):
+            try:
+                self.tx = self.manager.keep_alive(self.tx)
+                self.refreshed.set()
+            except StoreError as exc:
+                log.warning(
+                    "keep-alive of %s@%d failed, retrying: %s", self.tx.table, self.tx.revision, exc
+                )
+            except (ConflictError, NotFoundError) as exc:
+                self.error = exc
+                return
+
+
+def snapshot_partitions(
+    store: Store, table: TableInfo, snapshot: Snapshot, family: str = DEFAULT_FAMILY
+) -> list[PartitionInfo]:
+    """The announced partitions of ``table`` that ``snapshot`` covers, for a scheduler.
+
+    Exactly those whose revision is committed and covered: partitions
+    announced without a revision, above the snapshot or by an aborted
+    transaction are left out. The store keeps one row per partition (its
+    latest announcement), so a partition overwritten by a later revision
+    drops out of older snapshots rather than reverting to its old revision.
+    """
+    limit = snapshot.revision(family)
+    return [
+        p
+        for p in store.partitions(table, max_revision=limit)
+        if p.revision is not None and snapshot.includes(p.revision, family)
+    ]
+
+
+def table_name(table: object) -> str:
+    if not isinstance(table, str) or not table or table != table.strip():
+        raise ValidationError(
+            f"table name must be a non-empty string without surrounding spaces, got {table!r}"
+        )
+    if len(table) > MAX_TABLE_CHARS:
+        raise ValidationError(
+            f"table name {table[:40]!r}... is {len(table)} characters; at most {MAX_TABLE_CHARS}"
+        )
+    return table
+
+
+def family_names(families: Iterable[str], *, table: str) -> tuple[str, ...]:
+    if isinstance(families, str):
+        raise ValidationError(
+            f"families of table {table} must be a list of names, not the string {families!r}"
+        )
+    out = sorted(set(families))
+    if not out:
+        raise ValidationError(
+            f"a write transaction on table {table} must declare at least one column family"
+        )
+    for f in out:
+        if not isinstance(f, str) or not f or f != f.strip() or len(f) > MAX_FAMILY_CHARS:
+            raise ValidationError(
+                f"family {f!r} of table {table}: expected a non-empty name of "
+                f"at most {MAX_FAMILY_CHARS} characters without surrounding "
+                "spaces"
+            )
+    return tuple(out)
+
+
+def _keep_alive(seconds: object) -> float:
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int | float)
+        or not math.isfinite(seconds)
+        or seconds <= 0
+    ):
+        raise ValidationError(f"keep_alive must be a positive number of seconds, got {seconds!r}")
+    return float(seconds)
+
+
+__all__ = [
+    "DEFAULT_FAMILY",
+    "DEFAULT_KEEP_ALIVE_SECONDS",
+    "KeepAlive",
+    "RevisionManager",
+    "Snapshot",
+    "WriteTransaction",
+    "snapshot_partitions",
+]

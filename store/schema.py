@@ -1,0 +1,107 @@
+"""Tables of the store. The Alembic migrations in ``store/migrations`` create them.
+
+Times are epoch seconds as floats: portable across SQLite and PostgreSQL and
+free of time-zone conversions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+#: Index-friendly bound on canonical spec strings (PostgreSQL btree entries ~2.7 kB).
+MAX_SPEC_CHARS = 2000
+# SQLite only gives INTEGER PRIMARY KEY rowid semantics to INTEGER, not BIGINT.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class TableRow(Base):
+    """A registered table: its partition keys, topic and set-done retention."""
+
+    __tablename__ = "pn_tables"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    db: Mapped[str] = mapped_column(String(128))
+    name: Mapped[str] = mapped_column(String(128))
+    partition_keys: Mapped[list[str]] = mapped_column(JSON)
+    topic: Mapped[str] = mapped_column(String(249))
+    topic_override: Mapped[str | None] = mapped_column(String(249), nullable=True)
+    retention_seconds: Mapped[int] = mapped_column(BigInteger)
+    location: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[float] = mapped_column(Float)
+    __table_args__ = (Index("ux_pn_tables_db_name", "db", "name", unique=True),)
+
+
+class PartitionRow(Base):
+    """A partition that has been announced."""
+
+    __tablename__ = "pn_partitions"
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    table_id: Mapped[int] = mapped_column(ForeignKey("pn_tables.id", ondelete="CASCADE"))
+    spec: Mapped[str] = mapped_column(String(MAX_SPEC_CHARS))
+    values: Mapped[dict[str, str]] = mapped_column(JSON)
+    location: Mapped[str | None] = mapped_column(Text, nullable=True)
+    revision: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    event_id: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[float] = mapped_column(Float)
+    __table_args__ = (Index("ux_pn_partitions_table_spec", "table_id", "spec", unique=True),)
+
+
+class EventRow(Base):
+    """The event log: gap-free ids in commit order; the outbox for brokers."""
+
+    __tablename__ = "pn_events"
+    event_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    topic: Mapped[str] = mapped_column(String(249))
+    topic_seq: Mapped[int] = mapped_column(BigInteger)
+    event_type: Mapped[str] = mapped_column(String(32))
+    table_id: Mapped[int] = mapped_column(Integer)
+    message_id: Mapped[str] = mapped_column(String(64), unique=True)
+    headers: Mapped[dict[str, Any]] = mapped_column(JSON)
+    body: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[float] = mapped_column(Float)
+    published_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    lease_owner: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    lease_until: Mapped[float | None] = mapped_column(Float, nullable=True)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    __table_args__ = (
+        Index("ux_pn_events_topic_seq", "topic", "topic_seq", unique=True),
+        Index("ix_pn_events_unpublished", "published_at", "event_id"),
+    )
+
+
+class SequenceRow(Base):
+    """Counters: ``event`` (global) and ``topic:<name>`` (per topic).
+
+    The ``event`` row is locked for the whole writing transaction (Hive's
+    NOTIFICATION_SEQUENCE approach), which is what makes ids gap-free and in
+    commit order.
+    """
+
+    __tablename__ = "pn_sequence"
+    name: Mapped[str] = mapped_column(String(260), primary_key=True)
+    next_value: Mapped[int] = mapped_column(BigInteger)
+
+
+class SetDoneRow(Base):
+    """The retention table: set-done messages kept for their table's period."""
+
+    __tablename__ = "pn_set_done"
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    table_id: Mapped[int] = mapped_column(ForeignKey("pn_tables.id", ondelete="CASCADE"))
+    spec: Mapped[str] = mapped_column(String(MAX_SPEC_CHARS))
+    event_id: Mapped[int] = mapped_column(BigInteger)
+    body: Mapped[str] = mapped_column(Text)
+    published_at: Mapped[float] = mapped_column(Float)
+    expires_at: Mapped[float] = mapped_column(Float)
+    __table_args__ = (
+        Index("ix_pn_set_done_lookup", "table_id", "spec", "expires_at"),
+        Index("ix_pn_set_done_history", "table_id", "published_at"),
+        Index("ix_pn_set_done_expiry", "expires_at"),
+    )

@@ -1,0 +1,42 @@
+-- partition-notify: a read-only PostgreSQL role for consumers.
+--
+-- Schedulers and other subscribers only read: the set-done retention table
+-- (history, wait_for_set_done), partitions (is_partition_present), tables,
+-- and the event log (the embedded transport follows it). Nothing here lets
+-- them write, delete, or create objects.
+--
+-- Run it as the owner of the partition-notify tables (the role that ran the
+-- migrations) or a superuser, in the store's database, after the migrations,
+-- and again after every migration that adds a table:
+--
+--     psql "postgresql://owner@host/db" -f store/sql/readonly_role.sql
+--     (or: python -c 'from store.roles import apply_readonly_role; ...')
+--
+-- The role is created NOLOGIN-safe: it has LOGIN but no password, so it can
+-- only sign in by certificate/peer/trust rules of pg_hba.conf until you set
+-- one out of band (never in this file):
+--
+--     ALTER ROLE pn_reader PASSWORD '...';   -- or \password pn_reader in psql
+--
+-- Then give consumers  PN_STORE_URL=postgresql+psycopg://pn_reader@host/db
+-- (password via a .pgpass file or PGPASSWORD, not in the URL of a shared config).
+
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'pn_reader') THEN
+        CREATE ROLE pn_reader LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT;
+    END IF;
+END
+$$;
+
+-- Start from nothing in this database, then grant exactly what is read.
+REVOKE ALL ON ALL TABLES IN SCHEMA public FROM pn_reader;
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM pn_reader;
+-- Before PostgreSQL 15 every role could create tables in "public"; not this one.
+REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+REVOKE CREATE ON SCHEMA public FROM pn_reader;
+GRANT USAGE ON SCHEMA public TO pn_reader;
+
+GRANT SELECT ON pn_tables, pn_partitions, pn_set_done, pn_events TO pn_reader;
+-- Store.open() checks the schema revision before use (a no-op at head).
+GRANT SELECT ON alembic_version TO pn_reader;
