@@ -1,0 +1,255 @@
+"""The publisher: validate, log in one transaction, hand to the transport."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from partition_notify.contract import (
+    AddPartitionMessage,
+    AnyMessage,
+    SetDoneMessage,
+    TopicPolicy,
+    names,
+    spec,
+    to_envelope,
+    topic_for,
+)
+from partition_notify.errors import InvalidSpecError, PublishError, TransportError, ValidationError
+from store import EventDraft, Store, TableInfo
+from store.schema import MAX_SPEC_CHARS
+from transports import Transport
+
+log = logging.getLogger(__name__)
+
+SpecLike = str | Mapping[str, object]
+
+
+@dataclass(frozen=True, slots=True)
+class PublisherConfig:
+    server: str = "partition-notify"
+    service_principal: str = ""
+    topic_prefix: str = "hcat"
+    topic_policy: TopicPolicy = TopicPolicy.PER_TABLE
+    default_retention_seconds: int = 7 * 24 * 3600
+    publish_timeout_seconds: float = 10.0
+
+
+class Publisher:
+    """Registers tables, announces partitions and sends mark-set-done messages.
+
+    Every call validates first (nothing is stored on bad input), writes the
+    event log and retention rows in one transaction, then returns only when
+    the transport holds the messages durably. If the transport fails after
+    the commit, the messages stay in the log for the relay and the caller
+    gets a :class:`PublishError` naming the logged event ids.
+    """
+
+    def __init__(self, store: Store, transport: Transport, config: PublisherConfig) -> None:
+        self.store = store
+        self.transport = transport
+        self.config = config
+
+    # -- tables ---------------------------------------------------------------
+    def register_table(
+        self,
+        db: str,
+        table: str,
+        partition_keys: Sequence[str],
+        *,
+        retention_seconds: int | None = None,
+        topic: str | None = None,
+        location: str | None = None,
+    ) -> TableInfo:
+        db_n, table_n = names.db_name(db), names.table_name(table)
+        # list('ds') would silently become keys ['d', 's']; let the name rules refuse a str.
+        keys = names.partition_keys(
+            partition_keys if isinstance(partition_keys, str) else list(partition_keys)
+        )
+        retention = (
+            self.config.default_retention_seconds
+            if retention_seconds is None
+            else retention_seconds
+        )
+        if not isinstance(retention, int) or retention <= 0:
+            raise ValidationError(
+                f"retention_seconds for {db_n}.{table_n} must be a positive integer, "
+                f"got {retention!r}"
+            )
+        name = topic_for(
+            db_n,
+            table_n,
+            prefix=self.config.topic_prefix,
+            policy=self.config.topic_policy,
+            override=topic,
+        )
+        info, _ = self.store.register_table(
+            db_n,
+            table_n,
+            keys,
+            topic=name,
+            retention_seconds=retention,
+            topic_override=topic,
+            location=location,
+        )
+        return info
+
+    def table(self, db: str, table: str) -> TableInfo:
+        return self.store.get_table(names.db_name(db), names.table_name(table))
+
+    # -- messages -------------------------------------------------------------
+    def announce_partitions(
+        self,
+        db: str,
+        table: str,
+        partitions: Iterable[SpecLike],
+        *,
+        locations: Sequence[str | None] | None = None,
+        revision: int | None = None,
+        replace: bool = False,
+    ) -> list[AddPartitionMessage]:
+        """Announce new partitions, one add-partition message each.
+
+        Partitions already announced are skipped, unless ``replace`` (an
+        overwrite: announced again with the new revision). Returns the
+        messages sent.
+        """
+        info = self.table(db, table)
+        specs = self.validate_partitions(info, partitions)
+        locs = list(locations) if locations is not None else [None] * len(specs)
+        if len(locs) != len(specs):
+            raise ValidationError(
+                f"{len(specs)} partitions but {len(locs)} locations for {info.qualified}"
+            )
+        drafts = [
+            self._partition_draft(info, s, loc, revision)
+            for s, loc in zip(specs, locs, strict=True)
+        ]
+        logged = self.store.append(
+            drafts, replace_partitions=replace, published=self.transport.uses_store_log
+        )
+        self._deliver(logged)
+        return [m for m in logged if isinstance(m, AddPartitionMessage)]
+
+    def send_mark_set_done(
+        self, db: str, table: str, partial_spec: SpecLike, *, revision: int | None = None
+    ) -> SetDoneMessage:
+        """Tell consumers that every partition matching ``partial_spec`` is complete."""
+        info = self.table(db, table)
+        done = self.validate_set_done(info, partial_spec)
+        logged = self.store.append(
+            [self._set_done_draft(info, done, revision)], published=self.transport.uses_store_log
+        )
+        self._deliver(logged)
+        msg = logged[0]
+        assert isinstance(msg, SetDoneMessage)
+        return msg
+
+    # -- validation (also used by writers before any data is written) ---------
+    @staticmethod
+    def validate_partitions(info: TableInfo, partitions: Iterable[SpecLike]) -> list[spec.Spec]:
+        out: list[spec.Spec] = []
+        seen: set[str] = set()
+        for i, raw in enumerate(partitions):
+            try:
+                s = spec.coerce(raw)
+                spec.check_against(s, info.partition_keys, full=True, table=info.qualified)
+            except InvalidSpecError as exc:
+                raise InvalidSpecError(f"partition #{i}: {exc}") from exc
+            canon = _bounded(spec.canonical(s))
+            if canon in seen:
+                raise InvalidSpecError(f"partition #{i} {canon!r} is listed twice")
+            seen.add(canon)
+            out.append(s)
+        return out
+
+    @staticmethod
+    def validate_set_done(info: TableInfo, partial_spec: SpecLike) -> spec.Spec:
+        s = spec.coerce(partial_spec)
+        spec.check_against(s, info.partition_keys, full=False, table=info.qualified)
+        _bounded(spec.canonical(s))
+        return s
+
+    # -- internals ------------------------------------------------------------
+    def _common(
+        self, info: TableInfo, event_id: int, seq: int, now: float, revision: int | None
+    ) -> dict[str, object]:
+        return {
+            "server": self.config.server,
+            "servicePrincipal": self.config.service_principal,
+            "db": info.db,
+            "table": info.name,
+            "timestamp": int(now),
+            "timestampMs": int(now * 1000),
+            "messageId": uuid.uuid4().hex,
+            "eventId": event_id,
+            "topic": info.topic,
+            "topicSeq": seq,
+            "revision": revision,
+        }
+
+    def _partition_draft(
+        self, info: TableInfo, s: spec.Spec, location: str | None, revision: int | None
+    ) -> EventDraft:
+        ordered = spec.in_key_order(s, info.partition_keys)
+
+        def build(event_id: int, seq: int, now: float) -> AnyMessage:
+            return AddPartitionMessage.model_validate(
+                {
+                    **self._common(info, event_id, seq, now, revision),
+                    "partitions": [ordered],
+                    "partitionKeys": list(info.partition_keys),
+                    "locations": [location],
+                }
+            )
+
+        return EventDraft(
+            info,
+            build,
+            partition_spec=spec.canonical(s),
+            partition_values=ordered,
+            location=location,
+            revision=revision,
+        )
+
+    def _set_done_draft(self, info: TableInfo, s: spec.Spec, revision: int | None) -> EventDraft:
+        canon = spec.canonical(s)
+
+        def build(event_id: int, seq: int, now: float) -> AnyMessage:
+            return SetDoneMessage.model_validate(
+                {
+                    **self._common(info, event_id, seq, now, revision),
+                    "partitionSpec": s,
+                    "partitionSpecString": canon,
+                    "expiresAt": int(now + info.retention_seconds),
+                }
+            )
+
+        return EventDraft(info, build)
+
+    def _deliver(self, messages: Sequence[AnyMessage]) -> None:
+        if not messages or self.transport.uses_store_log:
+            return
+        try:
+            self.transport.publish(
+                [to_envelope(m) for m in messages], timeout=self.config.publish_timeout_seconds
+            )
+        except TransportError as exc:
+            first, last = messages[0].event_id, messages[-1].event_id
+            # Keep the kind (PublishTimeout stays a timeout) for callers that branch on it.
+            kind = type(exc) if isinstance(exc, PublishError) else PublishError
+            raise kind(
+                f"{exc} — events {first}..{last} are logged and will be delivered by the "
+                "relay (partition-notify serve)"
+            ) from exc
+        self.store.mark_published([m.event_id for m in messages])
+
+
+def _bounded(canon: str) -> str:
+    if len(canon) > MAX_SPEC_CHARS:
+        raise InvalidSpecError(
+            f"partition spec is {len(canon)} characters once escaped; at most {MAX_SPEC_CHARS}"
+        )
+    return canon

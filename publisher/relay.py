@@ -1,0 +1,175 @@
+"""The relay: publishes logged events the broker has not yet acknowledged.
+
+The event log is an outbox. A publish that failed after its commit (broker
+down, process killed) leaves entries with ``published_at`` unset; the relay
+leases them, sends them in event-id order, and marks them only after the
+broker confirmed. A failed batch is retried whole, with capped exponential
+backoff: nothing is skipped.
+
+Leases (see :meth:`store.Store.lease_unpublished`) cover a prefix of the log
+only, so with several ``serve`` processes one relay works at a time and the
+others stand by; if it dies, its lease runs out and another takes over. An
+entry younger than ``writer_grace_seconds`` is left alone because the writer
+that logged it may still be waiting for the broker's receipt.
+
+Guarantee: at least once, in event-id order per relay. A relay killed after
+the broker's receipt but before the mark causes one re-send; subscribers drop
+it by ``messageId``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+
+from partition_notify.contract import Envelope
+from partition_notify.errors import ConfigurationError, PartitionNotifyError
+from store import LoggedEvent, Store
+from transports import Transport
+
+log = logging.getLogger(__name__)
+
+#: Margin between the writer's publish deadline and the relay's first try.
+WRITER_GRACE_MARGIN_SECONDS = 5.0
+
+
+@dataclass(slots=True)
+class RelayStats:
+    published: int = 0
+    failed_batches: int = 0
+    consecutive_failures: int = 0
+    last_success: float | None = None
+
+
+class Relay:
+    def __init__(
+        self,
+        store: Store,
+        transport: Transport,
+        *,
+        batch_size: int = 500,
+        publish_timeout: float = 10.0,
+        lease_seconds: float | None = None,
+        writer_grace_seconds: float | None = None,
+        max_backoff_seconds: float = 8.0,
+        owner: str | None = None,
+    ) -> None:
+        lease = lease_seconds if lease_seconds is not None else max(60.0, 3 * publish_timeout)
+        if lease <= publish_timeout:
+            # A lease that ends while its publish may still succeed invites a second sender.
+            raise ConfigurationError(
+                f"relay lease_seconds ({lease:g}) must exceed publish_timeout ({publish_timeout:g})"
+            )
+        if batch_size <= 0 or max_backoff_seconds <= 0:
+            raise ConfigurationError(
+                f"relay batch_size ({batch_size}) and max_backoff_seconds "
+                f"({max_backoff_seconds:g}) must be positive"
+            )
+        self.store = store
+        self.transport = transport
+        self.batch_size = batch_size
+        self.publish_timeout = publish_timeout
+        self.lease_seconds = lease
+        self.writer_grace = (
+            writer_grace_seconds
+            if writer_grace_seconds is not None
+            else publish_timeout + WRITER_GRACE_MARGIN_SECONDS
+        )
+        self.max_backoff = max_backoff_seconds
+        self.owner = owner or f"relay-{uuid.uuid4().hex[:12]}"
+        self.stats = RelayStats()
+        #: Set to stop after the batch in flight (graceful shutdown).
+        self.stopping = threading.Event()
+        self._not_before = 0.0
+
+    def run_once(self) -> int:
+        """Publish what is pending, batch by batch; return how many were published."""
+        if self.transport.uses_store_log or time.monotonic() < self._not_before:
+            return 0
+        sent = 0
+        while not self.stopping.is_set():
+            batch = self.store.lease_unpublished(
+                self.owner,
+                self.batch_size,
+                self.lease_seconds,
+                min_age_seconds=self.writer_grace,
+            )
+            if not batch:
+                break
+            started = time.monotonic()
+            try:
+                self.transport.publish([_envelope(e) for e in batch], timeout=self.publish_timeout)
+            except PartitionNotifyError as exc:
+                self._failed(batch, exc)
+                break
+            self.store.mark_published([e.event_id for e in batch])
+            self.stats.published += len(batch)
+            self.stats.consecutive_failures = 0
+            self.stats.last_success = time.time()
+            sent += len(batch)
+            log.info(
+                "relay: published events %d..%d (%d) in %.3f s",
+                batch[0].event_id,
+                batch[-1].event_id,
+                len(batch),
+                time.monotonic() - started,
+                extra={
+                    "pn_event": "relay.published",
+                    "first_event_id": batch[0].event_id,
+                    "last_event_id": batch[-1].event_id,
+                    "count": len(batch),
+                    "relay": self.owner,
+                },
+            )
+            if len(batch) < self.batch_size:
+                break
+        return sent
+
+    def backoff(self) -> float:
+        """Seconds until the next attempt is allowed (0 when not backing off)."""
+        return max(0.0, self._not_before - time.monotonic())
+
+    def _failed(self, batch: list[LoggedEvent], exc: Exception) -> None:
+        self.stats.failed_batches += 1
+        self.stats.consecutive_failures += 1
+        delay = min(self.max_backoff, 0.5 * 2 ** (self.stats.consecutive_failures - 1))
+        self._not_before = time.monotonic() + delay
+        # The message comes from our own error classes, which never carry credentials.
+        log.warning(
+            "relay: publishing events %d..%d failed (%s); retry in %.1f s",
+            batch[0].event_id,
+            batch[-1].event_id,
+            exc,
+            delay,
+            extra={
+                "pn_event": "relay.failed",
+                "first_event_id": batch[0].event_id,
+                "last_event_id": batch[-1].event_id,
+                "count": len(batch),
+                "error": type(exc).__name__,
+                "retry_in": delay,
+                "relay": self.owner,
+            },
+        )
+        try:
+            self.store.mark_failed([e.event_id for e in batch], str(exc))
+        except PartitionNotifyError as err:
+            # The lease runs out on its own; the entries will be retried then.
+            log.warning("relay: could not record the failure: %s", err)
+
+
+def _envelope(event: LoggedEvent) -> Envelope:
+    headers = {str(k): str(v) for k, v in event.headers.items()}
+    # The routing key is db.table; the topic may be shared by several tables.
+    key = headers.get("PN_TABLE") or event.topic
+    return Envelope(
+        topic=event.topic,
+        key=key,
+        headers=headers,
+        body=event.body.encode(),
+        event_id=event.event_id,
+        message_id=headers.get("PN_MESSAGE_ID", ""),
+    )

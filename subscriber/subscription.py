@@ -1,0 +1,119 @@
+"""A subscription: the messages of some tables, de-duplicated, via callback or iterator."""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+
+from partition_notify.contract import AnyMessage
+
+log = logging.getLogger(__name__)
+
+Callback = Callable[[AnyMessage], None]
+#: Ids remembered for de-duplication; far more than any history/live overlap.
+DEDUP_WINDOW = 200_000
+
+
+class Subscription:
+    """Messages for a set of tables, each delivered once.
+
+    With a ``callback`` every message is handed to it on the subscriber's
+    dispatcher thread (never two at a time); without one, iterate or call
+    :meth:`get`. Until history has been merged, live messages are held back
+    so history is delivered first.
+    """
+
+    def __init__(
+        self,
+        tables: frozenset[tuple[str, str]],
+        callback: Callback | None,
+        accept: Callable[[AnyMessage], bool] | None = None,
+    ) -> None:
+        self.tables = tables
+        self.callback = callback
+        self.accept = accept
+        self.delivered = 0
+        self.duplicates = 0
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._queue: queue.Queue[AnyMessage | None] = queue.Queue()
+        self._pending: list[AnyMessage] | None = []
+        self.closed = False
+        self._ready = threading.Event()
+        self._on_close: Callable[[Subscription], None] | None = None
+
+    # -- dispatcher side (one thread) ----------------------------------------
+    def wants(self, msg: AnyMessage) -> bool:
+        return (msg.db, msg.table) in self.tables and (self.accept is None or self.accept(msg))
+
+    def offer_live(self, msg: AnyMessage) -> None:
+        if self._pending is not None:
+            self._pending.append(msg)
+        else:
+            self._deliver(msg)
+
+    def merge_history(self, history: list[AnyMessage]) -> None:
+        """History first, then whatever arrived live meanwhile; duplicates dropped."""
+        for msg in history:
+            if self.wants(msg):
+                self._deliver(msg)
+        pending, self._pending = self._pending or [], None
+        for msg in pending:
+            self._deliver(msg)
+        self._ready.set()
+
+    def _deliver(self, msg: AnyMessage) -> None:
+        if self.closed:
+            return
+        if msg.message_id in self._seen:
+            self.duplicates += 1
+            return
+        self._seen[msg.message_id] = None
+        if len(self._seen) > DEDUP_WINDOW:
+            self._seen.popitem(last=False)
+        self.delivered += 1
+        if self.callback is None:
+            self._queue.put(msg)
+            return
+        try:
+            self.callback(msg)
+        except Exception:
+            # One failing callback must not stop delivery to the others.
+            log.exception("subscriber callback failed on event %s", msg.event_id)
+
+    # -- user side ------------------------------------------------------------
+    def wait_ready(self, timeout: float) -> bool:
+        return self._ready.wait(timeout)
+
+    def get(self, timeout: float | None = None) -> AnyMessage | None:
+        """Next message, or None when ``timeout`` passes or the subscription closes."""
+        try:
+            msg = self._queue.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        return msg
+
+    def __iter__(self) -> Iterator[AnyMessage]:
+        while not self.closed:
+            msg = self.get(timeout=0.5)
+            if msg is not None:
+                yield msg
+
+    def messages(self, timeout: float) -> Iterator[AnyMessage]:
+        """Iterate until ``timeout`` seconds pass with nothing new."""
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            msg = self.get(timeout=left)
+            if msg is None:
+                return
+            yield msg
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._queue.put(None)
+            if self._on_close is not None:
+                self._on_close(self)

@@ -1,0 +1,469 @@
+"""One STOMP connection per transport, shared by the publisher and every consumer.
+
+stomp.py gives a socket, an I/O thread and a heart-beat thread per
+connection; this module adds what it lacks: deadlines on CONNECT and on
+receipts, failing pending receipts when an ERROR frame arrives or the
+connection drops, and reconnecting with capped backoff. After a reconnect
+every subscription is re-made *with receipts* before the owners are told
+(``Owner.reconnected``), so they can re-read history knowing the live feed
+is already flowing.
+
+Thread count: stomp.py's I/O and heart-beat threads, plus a short-lived
+reconnect thread only while the broker is away.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import stomp
+import stomp.exception
+
+from partition_notify.errors import (
+    ConnectError,
+    PartitionNotifyError,
+    PublishError,
+    PublishTimeout,
+    SubscribeError,
+)
+from transports._pending import Batch, ReceiptBook, ReceiptFailed, ReceiptTimeout
+from transports.base import RawMessage
+
+log = logging.getLogger("transports.stomp")
+
+#: Driver errors that mean "the connection is gone"; a retry on a new one may work.
+DRIVER_ERRORS: tuple[type[BaseException], ...] = (stomp.exception.StompException, OSError)
+
+
+class _RedactPasscode(logging.Filter):
+    """stomp.py logs raw frames at DEBUG, CONNECT's passcode included (its own
+    redaction regex never matches), so secrets are cut out before any handler."""
+
+    # Frames are logged as a list of bytes reprs: b'passcode:secret\n'
+    PASSCODE = re.compile(r"(passcode:).*?(?=\\n['\"]|$)", re.MULTILINE)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.args and "passcode" in str(record.args):
+            record.msg = self.PASSCODE.sub(r"\1********", record.getMessage())
+            record.args = ()
+        return True
+
+
+if not any(isinstance(f, _RedactPasscode) for f in logging.getLogger("stomp.py").filters):
+    logging.getLogger("stomp.py").addFilter(_RedactPasscode())
+
+#: Failures a best-effort step (UNSUBSCRIBE, DISCONNECT) only logs.
+_BEST_EFFORT: tuple[type[BaseException], ...] = (*DRIVER_ERRORS, ReceiptFailed, ReceiptTimeout)
+#: Unconfirmed frames allowed on the wire: a broker busy creating thousands of
+#: destinations must still read our heart-beats (RabbitMQ drops us otherwise).
+WINDOW = 1000
+#: Extra time per subscription when re-subscribing thousands of topics at once
+#: (ActiveMQ needs ~7 ms to create a destination on a busy 2-core machine).
+SUBSCRIBE_SECONDS_EACH = 0.01
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    hosts: tuple[tuple[str, int], ...]
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+    vhost: str = "/"
+    use_ssl: bool = False
+    ca_certs: str | None = None
+    connect_timeout: float = 10.0
+    heartbeat_ms: int = 5000
+    label: str = "partition-notify"
+    reconnect_max_delay: float = 5.0
+
+    @property
+    def where(self) -> str:
+        """Broker address for messages: never carries credentials."""
+        scheme = "stomp+ssl" if self.use_ssl else "stomp"
+        return f"{scheme}://" + ",".join(f"{h}:{p}" for h, p in self.hosts)
+
+
+class Owner(Protocol):
+    """A consumer: receives MESSAGE frames and hears about reconnects."""
+
+    def deliver(self, raw: RawMessage) -> None: ...
+
+    def reconnected(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Sub:
+    sub_id: str
+    topic: str
+    owner: Owner
+
+    @property
+    def destination(self) -> str:
+        return f"/topic/{self.topic}"
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    topic: str
+    body: bytes
+    headers: dict[str, str]
+
+
+class _Listener(stomp.ConnectionListener):  # type: ignore[misc]
+    """Events of one connection generation; stale generations are ignored by the link."""
+
+    def __init__(self, link: StompLink, gen: int) -> None:
+        self.link = link
+        self.gen = gen
+        self.answered = threading.Event()
+        self.connected = False
+        self.refusal: str | None = None
+
+    def on_connected(self, frame: Any) -> None:
+        self.connected = True
+        self.answered.set()
+
+    def on_error(self, frame: Any) -> None:
+        reason = describe_error(frame)
+        if not self.connected:
+            self.refusal = reason
+            self.answered.set()
+            return
+        self.link._on_error(self.gen, frame.headers.get("receipt-id"), reason)
+
+    def on_receipt(self, frame: Any) -> None:
+        self.link.receipts.resolve(frame.headers.get("receipt-id", ""))
+
+    def on_message(self, frame: Any) -> None:
+        self.link._on_message(frame)
+
+    def on_disconnected(self) -> None:
+        if not self.connected:
+            self.refusal = self.refusal or "the broker closed the connection"
+            self.answered.set()
+        self.link._lost(self.gen, "connection closed")
+
+    def on_heartbeat_timeout(self) -> None:
+        self.link._lost(self.gen, "no heart-beat from the broker")
+
+
+def describe_error(frame: Any) -> str:
+    """The broker's reason from an ERROR frame, short enough for a log line."""
+    message = str(frame.headers.get("message", "")).strip()
+    body = frame.body or b""
+    detail = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
+    detail = detail.strip().splitlines()[0] if detail.strip() else ""
+    text = f"{message}: {detail}" if detail and detail not in message else message or detail
+    return (text or "ERROR frame without a message")[:300]
+
+
+class StompLink:
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+        self.receipts = ReceiptBook(f"pn-{id(self):x}")
+        self.connects = 0
+        self._lock = threading.RLock()  # guards _conn/_gen/_subs
+        self._connect_lock = threading.Lock()  # one connection attempt at a time
+        self._conn: Any = None
+        self._gen = 0
+        self._subs: dict[str, Sub] = {}
+        self._closed = threading.Event()
+        self._reconnector: threading.Thread | None = None
+
+    # -- connection -----------------------------------------------------------
+    def connection(self, deadline: float) -> tuple[Any, int]:
+        """The live connection (opening one if needed) and its generation."""
+        with self._lock:
+            if self._conn is not None:
+                return self._conn, self._gen
+        if not self._connect_lock.acquire(timeout=max(deadline - time.monotonic(), 0)):
+            raise ConnectError(f"timed out waiting for the connection to {self.endpoint.where}")
+        owners: list[Owner] = []
+        try:
+            conn, gen, owners = self._ensure_locked(deadline)
+        finally:
+            self._connect_lock.release()
+        self._notify_reconnected(owners)
+        return conn, gen
+
+    def _ensure_locked(self, deadline: float) -> tuple[Any, int, list[Owner]]:
+        if self._closed.is_set():
+            raise ConnectError(f"the connection to {self.endpoint.where} is closed")
+        with self._lock:
+            if self._conn is not None:
+                return self._conn, self._gen, []
+        conn, gen = self._open(deadline)
+        with self._lock:
+            subs = list(self._subs.values())
+        if subs:
+            try:
+                self._subscribe_frames(conn, gen, subs, deadline + SUBSCRIBE_SECONDS_EACH *
+                                       len(subs))
+            except PartitionNotifyError:
+                self._drop(conn, gen, timeout=1.0)
+                raise
+            log.info("re-subscribed %d topic(s) on %s", len(subs), self.endpoint.where)
+        owners = list({id(s.owner): s.owner for s in subs}.values())
+        return conn, gen, owners
+
+    def _open(self, deadline: float) -> tuple[Any, int]:
+        ep = self.endpoint
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise ConnectError(f"no time left to connect to {ep.where}")
+        with self._lock:
+            self._gen += 1
+            gen = self._gen
+        conn = stomp.Connection12(
+            list(ep.hosts), reconnect_attempts_max=1, timeout=min(left, ep.connect_timeout),
+            heartbeats=(ep.heartbeat_ms, ep.heartbeat_ms), vhost=ep.vhost,
+            auto_decode=False, auto_content_length=False, heart_beat_receive_scale=2.0)
+        if ep.use_ssl:
+            conn.set_ssl(for_hosts=list(ep.hosts), ca_certs=ep.ca_certs)
+        listener = _Listener(self, gen)
+        conn.set_listener("partition-notify", listener)
+        try:
+            conn.connect(ep.username, ep.password, wait=False)
+        except DRIVER_ERRORS as exc:
+            self._drop(conn, gen, timeout=1.0)
+            detail = str(exc) or "no TCP connection could be made"
+            raise ConnectError(f"cannot connect to {ep.where}: {type(exc).__name__}: {detail}"
+                               ) from exc
+        if not listener.answered.wait(max(deadline - time.monotonic(), 0)):
+            self._drop(conn, gen, timeout=1.0)
+            raise ConnectError(f"no CONNECTED frame from {ep.where} within "
+                               f"{ep.connect_timeout:g} s")
+        if not listener.connected:
+            self._drop(conn, gen, timeout=1.0)
+            raise ConnectError(f"{ep.where} refused the connection: {listener.refusal}")
+        with self._lock:
+            if self._gen != gen:  # closed meanwhile
+                _close_socket(conn)
+                raise ConnectError(f"the connection to {ep.where} was closed while opening")
+            # Published before re-subscribing finishes: a loss now fails those receipts too.
+            self._conn = conn
+        self.connects += 1
+        log.info("connected to %s as %s (connection #%d)", ep.where,
+                 ep.username or "anonymous", self.connects)
+        return conn, gen
+
+    def _lost(self, gen: int, reason: str) -> None:
+        with self._lock:
+            if gen != self._gen or self._conn is None:
+                return
+            conn, self._conn = self._conn, None
+            failed = self.receipts.fail_all(f"{reason} before the broker confirmed")
+            want_reconnect = bool(self._subs) and not self._closed.is_set()
+            if want_reconnect:
+                self._start_reconnector()
+        log.warning("lost the connection to %s (%s); %d pending batch(es) failed%s",
+                    self.endpoint.where, reason, failed,
+                    ", reconnecting" if want_reconnect else "")
+        _close_socket(conn)
+
+    def _reconnect_loop(self) -> None:
+        delay = 0.1
+        try:
+            while not self._closed.is_set():
+                try:
+                    self.connection(time.monotonic() + self.endpoint.connect_timeout)
+                    return
+                except PartitionNotifyError as exc:
+                    log.warning("reconnect to %s failed, next try in %.1f s: %s",
+                                self.endpoint.where, delay, exc)
+                self._closed.wait(delay * (1 + random.random() * 0.2))
+                delay = min(delay * 2, self.endpoint.reconnect_max_delay)
+        finally:
+            with self._lock:
+                self._reconnector = None
+                # A loss while we were finishing found this thread still registered.
+                if self._conn is None and self._subs and not self._closed.is_set():
+                    self._start_reconnector()
+
+    def _start_reconnector(self) -> None:
+        with self._lock:
+            if self._reconnector is None:
+                self._reconnector = threading.Thread(target=self._reconnect_loop,
+                                                     name="pn-stomp-reconnect", daemon=True)
+                self._reconnector.start()
+
+    def _notify_reconnected(self, owners: Sequence[Owner]) -> None:
+        for owner in owners:
+            try:
+                owner.reconnected()
+            except Exception:
+                log.exception("reconnect callback failed")
+
+    def _on_error(self, gen: int, receipt_id: str | None, reason: str) -> None:
+        if receipt_id and self.receipts.fail(receipt_id, f"the broker refused it: {reason}"):
+            log.warning("broker %s refused a frame: %s", self.endpoint.where, reason)
+            return
+        # STOMP: the server closes the connection after an ERROR frame.
+        self._lost(gen, f"ERROR frame from the broker: {reason}")
+
+    def _on_message(self, frame: Any) -> None:
+        headers: dict[str, str] = {str(k): str(v) for k, v in frame.headers.items()}
+        sub = self._subs.get(headers.get("subscription", ""))
+        if sub is None:
+            return  # unsubscribed meanwhile
+        body = frame.body if isinstance(frame.body, bytes) else (frame.body or "").encode()
+        try:
+            sub.owner.deliver(RawMessage(sub.topic, headers, body))
+        except Exception:
+            log.exception("message handler failed on topic %s", sub.topic)
+
+    # -- frames with receipts -------------------------------------------------
+    def publish(self, frames: Sequence[Frame], deadline: float, timeout: float) -> None:
+        conn, gen = self.connection(deadline)
+
+        def send(frame: Frame, rid: str) -> None:
+            conn.send(f"/topic/{frame.topic}", frame.body,
+                      headers={**frame.headers, "persistent": "true", "receipt": rid})
+
+        self._pipeline(conn, gen, frames, send, deadline, timeout, "message(s)",
+                       PublishError, PublishTimeout)
+
+    def subscribe(self, subs: Sequence[Sub], deadline: float, timeout: float) -> None:
+        """Register and SUBSCRIBE ``subs``; return once every RECEIPT arrived."""
+        if not self._connect_lock.acquire(timeout=max(deadline - time.monotonic(), 0)):
+            raise SubscribeError(f"timed out waiting for the connection to "
+                                 f"{self.endpoint.where}")
+        owners: list[Owner] = []
+        try:
+            conn, gen, owners = self._ensure_locked(deadline)
+            with self._lock:
+                self._subs.update((s.sub_id, s) for s in subs)
+            try:
+                self._subscribe_frames(conn, gen, subs, deadline, timeout)
+            except BaseException:
+                self.unsubscribe(subs, time.monotonic() + 1.0)
+                raise
+        finally:
+            self._connect_lock.release()
+        self._notify_reconnected(owners)
+
+    def _subscribe_frames(self, conn: Any, gen: int, subs: Sequence[Sub], deadline: float,
+                          timeout: float | None = None) -> None:
+        def send(s: Sub, rid: str) -> None:
+            conn.subscribe(s.destination, id=s.sub_id, ack="auto", headers={"receipt": rid})
+
+        self._pipeline(conn, gen, subs, send, deadline,
+                       timeout if timeout is not None else deadline - time.monotonic(),
+                       "subscription(s)", SubscribeError, SubscribeError)
+
+    def _pipeline(self, conn: Any, gen: int, items: Sequence[Any],
+                  send: Callable[[Any, str], None], deadline: float, timeout: float, what: str,
+                  failed: type[PartitionNotifyError],
+                  timed_out: type[PartitionNotifyError]) -> None:
+        """Send every item with a receipt, at most WINDOW unconfirmed; wait for all."""
+        ids = self.receipts.new_ids(len(items))
+        batch = self._expect(conn, ids, failed)
+        half = WINDOW // 2
+        try:
+            try:
+                for k, (item, rid) in enumerate(zip(items, ids, strict=True)):
+                    if k >= WINDOW and k % half == 0:
+                        self.receipts.wait_below(batch, len(items) - k + half, deadline)
+                    send(item, rid)
+            except DRIVER_ERRORS as exc:
+                self._lost(gen, f"sending failed: {type(exc).__name__} {exc}")
+                raise failed(f"sending {len(items)} {what} to {self.endpoint.where} failed: "
+                             f"{type(exc).__name__} {exc}") from exc
+            self.receipts.wait_below(batch, 0, deadline)
+        except ReceiptFailed as exc:
+            raise failed(f"{len(items)} {what} on {self.endpoint.where} not confirmed: "
+                         f"{exc}") from exc
+        except ReceiptTimeout as exc:
+            raise timed_out(f"no RECEIPT from {self.endpoint.where} for {exc.missing} of "
+                            f"{exc.total} {what} within {timeout:g} s") from exc
+        finally:
+            self.receipts.forget(batch)
+
+    def unsubscribe(self, subs: Sequence[Sub], deadline: float) -> None:
+        """Best effort: stop the broker sending; one receipt confirms them all (in order)."""
+        self._forget_subs(subs)
+        with self._lock:
+            conn = self._conn
+        if conn is None or not subs:
+            return
+        rid = self.receipts.new_ids(1)[0]
+        batch = self.receipts.expect([rid])
+        try:
+            for i, s in enumerate(subs):
+                conn.unsubscribe(s.sub_id, headers={"receipt": rid} if i == len(subs) - 1
+                                 else {})
+            self.receipts.wait(batch, deadline)
+        except _BEST_EFFORT as exc:
+            self.receipts.forget(batch)
+            log.info("unsubscribing %d topic(s) on %s was not confirmed: %s", len(subs),
+                     self.endpoint.where, exc)
+
+    def _forget_subs(self, subs: Sequence[Sub]) -> None:
+        with self._lock:
+            for s in subs:
+                self._subs.pop(s.sub_id, None)
+
+    def _expect(self, conn: Any, ids: list[str],
+                error: type[PartitionNotifyError]) -> Batch:
+        # Registered under the lock so a concurrent loss either fails this batch
+        # or is seen here: no batch can wait on a dead connection unnoticed.
+        with self._lock:
+            if self._conn is not conn:
+                raise error(f"the connection to {self.endpoint.where} was lost")
+            return self.receipts.expect(ids)
+
+    # -- shutdown -------------------------------------------------------------
+    def close(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        self._closed.set()
+        with self._lock:
+            conn, gen = self._conn, self._gen
+            self._conn = None
+            self._gen += 1  # our own disconnect is not a loss
+            self._subs.clear()
+            reconnector = self._reconnector
+        self.receipts.fail_all("the transport was closed")
+        if conn is not None:
+            rid = self.receipts.new_ids(1)[0]
+            batch = self.receipts.expect([rid])
+            try:
+                conn.send_frame("DISCONNECT", {"receipt": rid})
+                self.receipts.wait(batch, min(deadline, time.monotonic() + 2.0))
+            except _BEST_EFFORT as exc:
+                log.debug("DISCONNECT not confirmed by %s: %s", self.endpoint.where, exc)
+            else:
+                # The broker closes after the receipt; closing too would race stomp.py's
+                # reader over the same socket.
+                io_thread = getattr(conn.transport, "io_thread", None)
+                if io_thread is not None:
+                    io_thread.join(min(0.5, max(deadline - time.monotonic(), 0)))
+            self._drop(conn, gen, timeout=max(deadline - time.monotonic(), 0.1))
+        if reconnector is not None:
+            reconnector.join(max(deadline - time.monotonic(), 0))
+
+    def _drop(self, conn: Any, gen: int, *, timeout: float) -> None:
+        with self._lock:
+            if self._gen == gen:
+                self._gen += 1  # events of this connection are now stale
+            if self._conn is conn:
+                self._conn = None
+        _close_socket(conn)
+        io_thread = getattr(conn.transport, "io_thread", None)
+        if io_thread is not None and io_thread is not threading.current_thread():
+            io_thread.join(timeout)
+
+
+def _close_socket(conn: Any) -> None:
+    if conn.transport.socket is None:
+        return  # stomp.py's reader already closed it
+    try:
+        conn.transport.disconnect_socket()
+    except Exception as exc:  # already gone is fine
+        log.debug("closing the STOMP socket: %s", exc)
+

@@ -1,0 +1,63 @@
+"""The transport interface: publish durably, and consume with a confirmed subscription."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from partition_notify.contract import Envelope
+
+
+@dataclass(frozen=True, slots=True)
+class RawMessage:
+    """A message as it came off the bus, before decoding."""
+
+    topic: str
+    headers: dict[str, str]
+    body: bytes
+
+
+OnMessage = Callable[[RawMessage], None]
+
+
+class Consumer(abc.ABC):
+    """One connection that follows any number of topics.
+
+    ``on_message`` is called from the consumer's own thread, one message at a
+    time; it must not block for long.
+    """
+
+    #: Called after the consumer reconnected and resubscribed, so the owner
+    #: can re-read history for anything sent while it was away.
+    on_reconnect: Callable[[], None] | None = None
+
+    @abc.abstractmethod
+    def subscribe(self, topics: Sequence[str], *, timeout: float) -> None:
+        """Follow ``topics``; return once the broker confirmed the subscription."""
+
+    @abc.abstractmethod
+    def close(self, timeout: float) -> None:
+        """Stop delivering and release the connection."""
+
+
+class Transport(abc.ABC):
+    """A message bus. Subclasses declare the driver errors worth retrying."""
+
+    scheme: ClassVar[str]
+    #: Driver exceptions after which a retry may succeed.
+    recoverable: ClassVar[tuple[type[BaseException], ...]] = ()
+    #: True when the store's event log *is* the bus (nothing to send).
+    uses_store_log: ClassVar[bool] = False
+
+    @abc.abstractmethod
+    def publish(self, envelopes: Sequence[Envelope], *, timeout: float) -> None:
+        """Return only when the bus holds every envelope durably; raise PublishError otherwise."""
+
+    @abc.abstractmethod
+    def consumer(self, on_message: OnMessage) -> Consumer:
+        """A new consumer that hands every message to ``on_message``."""
+
+    def close(self, timeout: float) -> None:  # noqa: B027 - optional hook
+        """Release connections, waiting at most ``timeout`` seconds."""

@@ -1,0 +1,44 @@
+"""Transports chosen by URL scheme, imported only when used (kombu style)."""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from partition_notify.errors import ConfigurationError
+from partition_notify.redact import redact_url
+
+if TYPE_CHECKING:
+    from transports.base import Transport
+
+#: scheme -> "module:Class". Heavy drivers load only when their scheme is used.
+TRANSPORTS: dict[str, str] = {
+    "embedded": "transports.embedded:EmbeddedTransport",
+    "stomp": "transports.stomp:StompTransport",
+    "stomp+ssl": "transports.stomp:StompTransport",
+    "kafka": "transports.kafka:KafkaTransport",
+}
+
+
+def resolve(url: str) -> type[Transport]:
+    """The transport class for ``url``; a typo gets a did-you-mean."""
+    scheme = urlsplit(url).scheme.lower() if "://" in url else ""
+    if scheme not in TRANSPORTS:
+        close = difflib.get_close_matches(scheme, list(TRANSPORTS), n=1)
+        hint = f"; did you mean {close[0]}://?" if close else ""
+        known = ", ".join(f"{s}://" for s in TRANSPORTS)
+        raise ConfigurationError(
+            f"transport URL {redact_url(url)!r}: unknown scheme {scheme!r}{hint} (known: {known})"
+        )
+    module_name, _, cls_name = TRANSPORTS[scheme].partition(":")
+    module = importlib.import_module(module_name)
+    cls: type[Transport] = getattr(module, cls_name)
+    return cls
+
+
+def create_transport(url: str, **options: Any) -> Transport:
+    """Build the transport for ``url``; each class takes the options it needs."""
+    cls = resolve(url)
+    return cls.from_url(url, **options)  # type: ignore[attr-defined, no-any-return]
