@@ -1,0 +1,13 @@
+"""Spark writers that announce the partitions they create (HCatOutputFormat's role).
+
+Quick use from a PySpark job::
+
+    from writers import NotifyingWriter
+    w = NotifyingWriter(app, "sales", "orders")
+    w.write(df, mode="append", mark_set_done="datestamp=20110228")
+"""
+
+from writers.commit import WriteResult
+from writers.writer import CommitIncompleteError, NotifyingWriter
+
+__all__ = ["CommitIncompleteError", "NotifyingWriter", "WriteResult"]

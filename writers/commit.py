@@ -1,0 +1,156 @@
+"""The driver-side commit of a staged write, from its manifest.
+
+Runs after Spark's own job commit put the data in the staging directory and
+the manifest was written. Every step is idempotent, so a process that takes
+over a dead writer's manifest (:mod:`writers.recovery`) runs the same code:
+
+1. overwrite only: delete the partitions being replaced, then mark that done
+   (never again after the merge began: it would delete the new data);
+2. move the staged tree into the table (one FileOutputCommitter merge);
+3. catalog tables: ``ALTER TABLE ADD IF NOT EXISTS PARTITION``; refresh;
+4. log and publish one add-partition message per partition (after the data
+   is readable); on a resumed write, skip what the log already holds;
+5. the set-done, if the write asked for one;
+6. delete the staging directory, manifest included.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from partition_notify.contract import AddPartitionMessage, SetDoneMessage, decode, spec
+from partition_notify.errors import PublishError
+from publisher import Publisher
+from store import TableInfo
+from writers.hadoop import HadoopFs
+from writers.layout import DATA, REPLACED, Manifest
+from writers.lease import Lease
+from writers.target import add_catalog_partitions
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What one write did."""
+
+    write_id: str
+    table: str
+    mode: str
+    #: Every partition the write put data into, in the table's key order.
+    partitions: list[dict[str, str]]
+    #: Add-partition messages logged (appends into known partitions are not announced).
+    announced: list[AddPartitionMessage]
+    set_done: SetDoneMessage | None
+    #: Set when the log holds the messages but the broker did not confirm them;
+    #: the relay delivers them later.
+    delivery_error: str | None = None
+    #: The Spark job alone.
+    spark_seconds: float = 0.0
+    #: The commit step (list and manifest are in ``steps["list"]``).
+    commit_seconds: float = 0.0
+    resumed: bool = False
+    #: Seconds per step after the Spark job: list (+ manifest), replace, move, catalog, log.
+    steps: dict[str, float] = field(default_factory=dict)
+
+
+def complete(publisher: Publisher, fs: HadoopFs, spark: SparkSession, manifest: Manifest, *,
+             lease: Lease, resumed: bool, spark_seconds: float = 0.0,
+             list_seconds: float = 0.0) -> WriteResult:
+    started = time.monotonic()
+    steps: dict[str, float] = {}
+
+    def step(name: str) -> None:
+        steps[name] = time.monotonic() - started - sum(steps.values())
+
+    specs = manifest.specs()
+    locations = manifest.locations()
+    staging = manifest.staging
+    if manifest.mode == "overwrite" and not fs.exists(f"{staging}/{REPLACED}"):
+        fs.delete_many(locations)
+        fs.create(f"{staging}/{REPLACED}", b"", exclusive=False)
+    step("replace")
+    fs.merge_into(f"{staging}/{DATA}", manifest.location, manifest.attempt)
+    step("move")
+    if manifest.catalog_table is not None:
+        add_catalog_partitions(spark, manifest.catalog_table, manifest.keys, specs, locations)
+    else:
+        spark.catalog.refreshByPath(manifest.location)
+    step("catalog")
+
+    info = publisher.table(manifest.db, manifest.table)
+    logged_parts: set[str] = set()
+    logged_done: set[str] = set()
+    if resumed:
+        logged_parts, logged_done = _logged_since(publisher, info, manifest.store_mark)
+    todo = [(s, loc) for s, loc in zip(specs, locations, strict=True)
+            if spec.canonical(s) not in logged_parts]
+    delivery_error: str | None = None
+    announced: list[AddPartitionMessage] = []
+    if todo:
+        try:
+            announced = publisher.announce_partitions(
+                manifest.db, manifest.table, [s for s, _ in todo],
+                locations=[loc for _, loc in todo], revision=manifest.revision,
+                replace=manifest.mode == "overwrite")
+        except PublishError as exc:
+            delivery_error = str(exc)
+            log.warning("write %s: %s", manifest.write_id, exc)
+    done: SetDoneMessage | None = None
+    if manifest.set_done is not None and manifest.set_done not in logged_done:
+        try:
+            done = publisher.send_mark_set_done(manifest.db, manifest.table, manifest.set_done,
+                                                revision=manifest.revision)
+        except PublishError as exc:
+            delivery_error = delivery_error or str(exc)
+            log.warning("write %s: %s", manifest.write_id, exc)
+    step("log")
+    lease.stop()
+    fs.delete(staging)
+    return WriteResult(
+        write_id=manifest.write_id, table=info.qualified, mode=manifest.mode,
+        partitions=specs, announced=announced, set_done=done, delivery_error=delivery_error,
+        spark_seconds=spark_seconds, commit_seconds=time.monotonic() - started, resumed=resumed,
+        steps={"list": list_seconds, **steps},
+    )
+
+
+def _logged_since(publisher: Publisher, info: TableInfo, mark: int,
+                  ) -> tuple[set[str], set[str]]:
+    """Canonical specs of the table's add-partition and set-done events after ``mark``.
+
+    The manifest records the log position before anything was moved, so
+    whatever this write logged before its process died is in this tail.
+    """
+    parts: set[str] = set()
+    dones: set[str] = set()
+    cursor = mark
+    while True:
+        batch = publisher.store.events_after(cursor, 1000)
+        if not batch:
+            return parts, dones
+        for event in batch:
+            cursor = event.event_id
+            if event.topic != info.topic:
+                continue
+            msg = decode(event.body, {k: str(v) for k, v in event.headers.items()})
+            if (msg.db, msg.table) != (info.db, info.name):
+                continue
+            if isinstance(msg, AddPartitionMessage):
+                parts.update(spec.canonical(p) for p in msg.partitions)
+            else:
+                dones.add(msg.spec)
+
+
+def canonical_set_done(info: TableInfo, raw: str | Mapping[str, object] | None) -> str | None:
+    """Validate a set-done spec against the table now, before any data is written."""
+    if raw is None:
+        return None
+    return spec.canonical(Publisher.validate_set_done(info, raw))

@@ -1,0 +1,292 @@
+"""NotifyingWriter: a partitioned Spark write that announces its partitions when it commits.
+
+::
+
+    w = NotifyingWriter(app, "sales", "orders")
+    w.write(df, mode="append", mark_set_done="datestamp=20110228")
+
+The data is written by Spark's own writer at native speed into a staging
+directory inside the table; Spark's job commit succeeds only if every task
+did. Then, on the driver, a manifest is written, the data is moved into the
+table, and one add-partition message per partition is logged and published,
+then the optional set-done. A failed job leaves no data, no log entry and no
+message. See docs/writers.md for the reasoning and the exact semantics.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from partition_notify.errors import (
+    ConfigurationError,
+    PartitionNotifyError,
+    UnknownTableError,
+    ValidationError,
+)
+from publisher import Publisher
+from store import TableInfo
+from store.revisions import DEFAULT_FAMILY as DATA_FAMILY
+from store.revisions import RevisionManager
+from writers.commit import WriteResult, canonical_set_done, complete
+from writers.hadoop import HadoopFs
+from writers.layout import (
+    DATA,
+    LOCK,
+    MANIFEST,
+    MODES,
+    Manifest,
+    Mode,
+    new_write_id,
+    partition_pattern,
+    staging_dir,
+)
+from writers.lease import Lease
+from writers.progress import Progress
+from writers.recovery import recover
+from writers.target import Target, catalog_metadata, check_keys
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from partition_notify.contract import SetDoneMessage
+
+log = logging.getLogger(__name__)
+
+SpecLike = str | Mapping[str, object]
+
+
+class CommitIncompleteError(PartitionNotifyError):
+    """Spark committed the data but the notification step failed part-way.
+
+    The manifest stays in the staging directory: :meth:`NotifyingWriter.recover`
+    (or any later write to the table once the lease lapsed) finishes the job.
+    Do not re-run the write: its data may already be in the table.
+    """
+
+    def __init__(self, message: str, write_id: str) -> None:
+        super().__init__(message)
+        self.write_id = write_id
+
+
+class NotifyingWriter:
+    """Writes DataFrames to one partitioned table and announces what each write created.
+
+    ``target`` is an :class:`~partition_notify.app.App` or a :class:`Publisher`.
+    The table is either a *path table*, registered in partition-notify with its
+    partition keys and location (pass ``partition_keys`` and ``location`` to
+    register it), or a *Spark catalog table* (``catalog_table=``, e.g.
+    ``"sales.orders"``), whose location, keys and format come from the catalog
+    (through ``spark=`` or the active SparkSession). The table is registered
+    when the writer is made, so subscribers can follow it before the first write.
+    """
+
+    def __init__(self, target: Any, db: str, table: str, *,
+                 location: str | None = None, partition_keys: Sequence[str] | None = None,
+                 catalog_table: str | None = None, format: str = "parquet",
+                 options: Mapping[str, str] | None = None, progress: bool = False,
+                 lease_seconds: float = 300.0, spark: SparkSession | None = None,
+                 revisions: RevisionManager | None = None, transactional: bool = True,
+                 ) -> None:
+        publisher = getattr(target, "publisher", target)
+        if not isinstance(publisher, Publisher):
+            raise ConfigurationError(
+                f"NotifyingWriter needs an App or a Publisher, got {type(target).__name__}"
+            )
+        if lease_seconds <= 0:
+            raise ValidationError(f"lease_seconds must be positive, got {lease_seconds!r}")
+        self.publisher = publisher
+        self.db, self.table = db, table
+        self.location = location
+        self.partition_keys = list(partition_keys) if partition_keys is not None else None
+        self.catalog_table = catalog_table
+        self.format = format
+        self.options = dict(options or {})
+        self.progress = progress
+        self.lease_seconds = lease_seconds
+        #: With a revision manager every write is a write transaction (seed 000):
+        #: its partitions and messages carry the revision, a failed write aborts it.
+        self.revisions = revisions
+        if revisions is None and transactional:
+            self.revisions = RevisionManager(publisher.store)
+        self._target: Target | None = None
+        # Registering now lets subscribers follow the table before the first write.
+        self.info: TableInfo
+        if catalog_table:
+            self._target = self._catalog_target(spark or _active_session())
+            self.info = self._target.info
+        else:
+            try:
+                self.info = self._registered(self.partition_keys, location)
+            except UnknownTableError as exc:
+                raise UnknownTableError(
+                    f"{exc}; or pass partition_keys= and location= to NotifyingWriter"
+                ) from exc
+
+    # -- public API -----------------------------------------------------------
+    def write(self, df: DataFrame, *, mode: Mode = "append",
+              mark_set_done: SpecLike | None = None, revision: int | None = None,
+              ) -> WriteResult:
+        """Write ``df`` (see :meth:`_write`), inside a write transaction when the
+        writer has a revision manager and no explicit ``revision`` is given."""
+        if self.revisions is None or revision is not None:
+            return self._write(df, mode=mode, mark_set_done=mark_set_done, revision=revision)
+        tx = self.revisions.begin_write_transaction(f"{self.db}.{self.table}".lower(),
+                                                    [DATA_FAMILY])
+        try:
+            result = self._write(df, mode=mode, mark_set_done=mark_set_done,
+                                 revision=tx.revision)
+        except CommitIncompleteError:
+            # The data is in and recover() will announce it with this revision:
+            # leave the transaction to finish or expire, never abort it here.
+            raise
+        except BaseException:
+            self.revisions.abort_write_transaction(tx)
+            raise
+        self.revisions.commit_write_transaction(tx)
+        return result
+
+    def _write(self, df: DataFrame, *, mode: Mode = "append",
+               mark_set_done: SpecLike | None = None, revision: int | None = None,
+               ) -> WriteResult:
+        """Write ``df``; announce each partition it wrote; then the optional set-done.
+
+        ``mode="append"`` adds files (a partition already announced is not
+        announced again); ``mode="overwrite"`` replaces exactly the partitions
+        present in ``df`` (others are untouched) and announces each again with
+        ``replace=True``. ``mark_set_done`` is validated before anything is
+        written and sent only if the whole write succeeded.
+        """
+        if mode not in MODES:
+            raise ValidationError(f"mode must be one of {list(MODES)}, got {mode!r}")
+        spark = df.sparkSession
+        target = self._resolve(spark)
+        done_spec = canonical_set_done(target.info, mark_set_done)
+        frame = target.prepare(df)
+        fs = HadoopFs(spark, target.location)
+        recover(self.publisher, fs, spark, target.location,
+                stale_after_seconds=self.lease_seconds, lease_seconds=self.lease_seconds)
+
+        write_id = new_write_id()
+        staging = staging_dir(target.location, write_id)
+        data = f"{staging}/{DATA}"
+        lease = Lease.create(fs, f"{staging}/{LOCK}", self.lease_seconds)
+        started = time.monotonic()
+        try:
+            writer = frame.write.partitionBy(*target.keys).format(target.format)
+            writer = writer.options(**{**target.options, **self.options}).mode("errorifexists")
+            if self.progress:
+                with Progress(spark, target.info.qualified):
+                    writer.save(data)
+            else:
+                writer.save(data)
+            spark_seconds = time.monotonic() - started
+            partitions = fs.glob(data, partition_pattern(target.keys))
+            manifest = Manifest(
+                write_id=write_id, db=target.info.db, table=target.info.name,
+                location=target.location, keys=list(target.keys), mode=mode,
+                partitions=sorted(partitions), set_done=done_spec, revision=revision,
+                store_mark=self.publisher.store.max_event_id(),
+                catalog_table=target.catalog_table,
+            )
+            # Anything the publisher would refuse fails here, before data is visible.
+            Publisher.validate_partitions(target.info, manifest.specs())
+            fs.write_atomic(f"{staging}/{MANIFEST}", manifest.to_json())
+        except BaseException:
+            lease.stop()
+            _discard(fs, staging, write_id)
+            raise
+        list_seconds = time.monotonic() - started - spark_seconds
+        try:
+            return complete(self.publisher, fs, spark, manifest, lease=lease, resumed=False,
+                            spark_seconds=spark_seconds, list_seconds=list_seconds)
+        except Exception as exc:
+            raise CommitIncompleteError(
+                f"write {write_id} to {target.info.qualified}: Spark committed the data but "
+                f"the commit step failed ({type(exc).__name__}: {exc}); the manifest in "
+                f"{staging} lets recover() finish it — do not re-run the write",
+                write_id,
+            ) from exc
+        finally:
+            lease.stop()
+
+    def send_mark_set_done(self, partial_spec: SpecLike, *,
+                           revision: int | None = None) -> SetDoneMessage:
+        """Mark every partition matching ``partial_spec`` done (HCatOutputFormat's mutator)."""
+        return self.publisher.send_mark_set_done(self.db, self.table, partial_spec,
+                                                 revision=revision)
+
+    def recover(self, spark: SparkSession | None = None, *,
+                stale_after_seconds: float | None = None) -> list[WriteResult]:
+        """Finish committed writes whose driver died; delete never-committed staging.
+
+        Only writes whose lease was not renewed for ``stale_after_seconds``
+        (default: the writer's ``lease_seconds``) are touched, so a live
+        writer elsewhere is left alone. Every write runs this first.
+        """
+        session = spark or _active_session()
+        target = self._resolve(session)
+        fs = HadoopFs(session, target.location)
+        stale = self.lease_seconds if stale_after_seconds is None else stale_after_seconds
+        return recover(self.publisher, fs, session, target.location,
+                       stale_after_seconds=stale, lease_seconds=self.lease_seconds)
+
+    # -- internals ------------------------------------------------------------
+    def _resolve(self, spark: SparkSession) -> Target:
+        if self._target is None:
+            self._target = self._catalog_target(spark) if self.catalog_table \
+                else self._path_target(spark)
+        return self._target
+
+    def _registered(self, keys: Sequence[str] | None, location: str | None) -> TableInfo:
+        try:
+            info = self.publisher.table(self.db, self.table)
+        except UnknownTableError:
+            if keys is None or location is None:
+                raise
+            return self.publisher.register_table(self.db, self.table, keys, location=location)
+        if keys is not None:
+            check_keys(keys, info, "the writer")
+        return info
+
+    def _path_target(self, spark: SparkSession) -> Target:
+        info = self.info
+        raw = self.location or info.location
+        if not raw:
+            raise ConfigurationError(
+                f"{info.qualified} is registered without a location; pass location="
+            )
+        location = HadoopFs(spark, raw).root
+        if self.location and info.location and HadoopFs(spark, info.location).root != location:
+            raise ConfigurationError(
+                f"{info.qualified} is registered at {info.location}, not {self.location}"
+            )
+        return Target(info=info, location=location, keys=info.partition_keys,
+                      format=self.format)
+
+    def _catalog_target(self, spark: SparkSession) -> Target:
+        assert self.catalog_table is not None
+        raw, keys, columns, provider = catalog_metadata(spark, self.catalog_table)
+        location = HadoopFs(spark, raw).root
+        info = self._registered(keys, location)
+        return Target(info=info, location=location, keys=keys, format=provider,
+                      catalog_table=self.catalog_table, columns=columns)
+
+
+def _discard(fs: HadoopFs, staging: str, write_id: str) -> None:
+    try:
+        fs.delete(staging)
+    except Exception as exc:  # the original error matters more
+        log.error("write %s failed and its staging %s could not be deleted (%s); "
+                  "recover() will delete it once its lease lapses", write_id, staging, exc)
+
+
+def _active_session() -> SparkSession:
+    from pyspark.sql import SparkSession
+
+    session = SparkSession.getActiveSession()
+    if session is None:
+        raise ConfigurationError("no active SparkSession; pass spark=")
+    return session
