@@ -1,0 +1,71 @@
+"""kafka:// URL parsing (no broker needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from partition_notify.errors import ConfigurationError
+from transports import resolve
+from transports.kafka_config import parse_url
+
+
+def test_hosts_ports_and_defaults():
+    ep = parse_url("kafka://a:9093,b,[::1]:19092")
+    assert ep.bootstrap == ("a:9093", "b:9092", "[::1]:19092")
+    assert ep.api_version is None and ep.group_id is None and ep.fetch_max_wait_ms == 500
+    assert ep.create_topics and ep.partitions == 1 and ep.replication_factor == -1
+    config = ep.client_config()
+    assert config["security_protocol"] == "PLAINTEXT"
+    assert "api_version" not in config and "sasl_plain_password" not in config
+
+
+def test_options():
+    ep = parse_url("kafka://h:1?api_version=2.8&group_id=sched&session_timeout_ms=6000"
+                   "&fetch_max_wait_ms=20"
+                   "&auto_offset_reset=earliest&create_topics=false&partitions=3"
+                   "&replication_factor=2")
+    assert ep.api_version == (2, 8)
+    assert ep.client_config()["api_version"] == (2, 8)
+    assert (ep.group_id, ep.session_timeout_ms, ep.auto_offset_reset) == \
+        ("sched", 6000, "earliest")
+    assert (ep.create_topics, ep.partitions, ep.replication_factor) == (False, 3, 2)
+    assert ep.fetch_max_wait_ms == 20
+
+
+def test_sasl_plain_when_a_username_is_given_and_the_password_stays_out_of_repr():
+    ep = parse_url("kafka://h:9092", username="svc", password="s3cret-value")
+    config = ep.client_config()
+    assert config["security_protocol"] == "SASL_PLAINTEXT"
+    assert config["sasl_mechanism"] == "PLAIN"
+    assert (config["sasl_plain_username"], config["sasl_plain_password"]) == \
+        ("svc", "s3cret-value")
+    assert "s3cret-value" not in repr(ep)
+    url_creds = parse_url("kafka://u%40x:p%3Aw@h?security_protocol=sasl_ssl"
+                          "&sasl_mechanism=scram-sha-512&ssl_cafile=/ca.pem")
+    assert (url_creds.username, url_creds.password) == ("u@x", "p:w")
+    assert url_creds.client_config()["security_protocol"] == "SASL_SSL"
+    assert url_creds.client_config()["sasl_mechanism"] == "SCRAM-SHA-512"
+    assert url_creds.client_config()["ssl_cafile"] == "/ca.pem"
+
+
+@pytest.mark.parametrize(("url", "message"), [
+    ("kafka://", "names no host"),
+    ("kafka://h:port", "not a number"),
+    ("kafka://h?api_version=two", "api_version"),
+    ("kafka://h?partitions=0", "partitions must be >= 1"),
+    ("kafka://h?replication_factor=0", "replication_factor"),
+    ("kafka://h?create_topics=maybe", "true or false"),
+    ("kafka://h?auto_offset_reset=middle", "latest, earliest"),
+    ("kafka://h?security_protocol=SASL_SSL", "needs a username and password"),
+    ("kafka://h?grup_id=x", "unknown option"),
+    ("stomp://h", "must start with kafka://"),
+])
+def test_bad_urls_say_what_is_wrong(url, message):
+    with pytest.raises(ConfigurationError, match=message):
+        parse_url(url)
+
+
+def test_registry_resolves_the_scheme():
+    from transports.kafka import KafkaTransport
+
+    assert resolve("kafka://h:9092") is KafkaTransport

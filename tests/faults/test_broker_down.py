@@ -1,0 +1,122 @@
+"""Fault: the broker is down when a writer publishes.
+
+The write (store commit) must succeed, the caller gets a PublishError, the
+messages wait in the log, and once the broker is back the relay delivers all
+of them within 30 s. The writer here is the publisher API (the same call the
+Spark writers make after their data commit).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from partition_notify.errors import PublishError
+from publisher.relay import Relay
+from tests.faults.support import (
+    READER_PASSWORD,
+    READER_USER,
+    Collector,
+    PrivateActiveMQ,
+    logged_message_ids,
+    stomp_app,
+    tally,
+    wait_until,
+)
+
+BATCHES = 40  # announce calls while the broker is down, 3 partitions each
+DELIVERY_DEADLINE = 30.0
+
+
+def relay_loop(relay: Relay, stop: threading.Event) -> threading.Thread:
+    """What ``serve`` does: run the relay job every 0.1 s (the relay honours its backoff)."""
+
+    def loop() -> None:
+        while not stop.is_set():
+            relay.run_once()
+            stop.wait(0.1)
+
+    t = threading.Thread(target=loop, name="relay-loop", daemon=True)
+    t.start()
+    return t
+
+
+def test_broker_down_then_relay_delivers_everything(
+    broker: PrivateActiveMQ, store_url: str, db_name: str
+) -> None:
+    pub = stomp_app(store_url, broker.url, publish_timeout=5.0)
+    sub_app = stomp_app(store_url, broker.url, user=READER_USER, password=READER_PASSWORD)
+    stop = threading.Event()
+    try:
+        pub.publisher.register_table(db_name, "events", ["ds", "n"])
+        collect = Collector()
+        subscriber = sub_app.subscriber()
+        subscription = subscriber.subscribe(f"{db_name}.events", collect, history=True)
+
+        first = pub.publisher.announce_partitions(db_name, "events", ["ds=warm/n=0"])
+        assert collect.wait_for({m.message_id for m in first}, 10), "warm-up not delivered"
+
+        broker.kill()
+        refused = 0
+        for b in range(BATCHES):
+            specs = [f"ds=d{b}/n={n}" for n in range(3)]
+            with pytest.raises(PublishError, match="relay") as info:
+                pub.publisher.announce_partitions(db_name, "events", specs)
+            refused += 1
+            assert "logged" in str(info.value)
+        with pytest.raises(PublishError):
+            pub.publisher.send_mark_set_done(db_name, "events", "ds=d0")
+        # The writes are committed: partitions present, set-done retained, all pending.
+        table = pub.store.get_table(db_name, "events")
+        assert len(pub.store.partitions(table)) == 1 + 3 * BATCHES
+        assert len(subscriber.set_done_history(db_name, "events")) == 1
+        pending, _ = pub.store.relay_lag()
+        assert pending == 3 * BATCHES + 1
+
+        relay = Relay(pub.store, pub.transport, publish_timeout=5.0, lease_seconds=15.0,
+                      writer_grace_seconds=0.0, batch_size=50)
+        down = threading.Event()
+        loop = relay_loop(relay, down)
+        wait_until(lambda: relay.stats.failed_batches >= 3, 30, "three failed relay attempts")
+        down.set()
+        loop.join(10)
+        assert relay.stats.published == 0 and pub.store.relay_lag()[0] == pending
+        assert relay.backoff() > 0, "the relay backs off after failures"
+
+        restart = broker.start()
+        back = time.monotonic()
+        # Topics keep nothing for absent subscribers: one that is still reconnecting
+        # when the relay sends misses add-partition messages (set-done it re-reads
+        # from retention). So the relay (still in backoff) starts once ours listens.
+        wait_until(lambda: subscriber.stats.reconnects >= 1, 30, "the subscriber to reconnect")
+        relay_loop(relay, stop)
+
+        logged = set(logged_message_ids(store_url))
+        assert len(logged) == pending + 1
+        assert collect.wait_for(logged, DELIVERY_DEADLINE), (
+            f"only {collect.delivered(logged)}/{len(logged)} delivered "
+            f"{DELIVERY_DEADLINE:g} s after the broker returned"
+        )
+        took = time.monotonic() - back
+        stop.set()
+        wait_until(lambda: pub.store.relay_lag()[0] == 0, 10, "every entry to be marked")
+        delivered = collect.delivered(logged)
+        tally(
+            f"broker-down[{pub.store.dialect}]",
+            acknowledged=len(logged),
+            delivered=delivered,
+            duplicates_suppressed=subscription.duplicates,
+            publish_errors=refused + 1,
+            broker_restart_s=f"{restart:.1f}",
+            delivered_after_return_s=f"{took:.1f}",
+            relay_failed_batches=relay.stats.failed_batches,
+        )
+        assert delivered == len(logged)
+        assert took < DELIVERY_DEADLINE
+        assert collect.max_per_id() == 1
+    finally:
+        stop.set()
+        sub_app.close()
+        pub.close()

@@ -1,0 +1,69 @@
+"""Fixtures of the revision-manager and SNAPSHOT-dataset tests."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from store import Store
+from store.revisions import RevisionManager
+from tests.conftest import require
+
+
+class FakeClock:
+    """A clock the test moves by hand: expiry without waiting."""
+
+    def __init__(self, start: float = 1_700_000_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def store(store_url: str, clock: FakeClock) -> Iterator[Store]:
+    s = Store.open(store_url, clock=clock)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def rm(store: Store, clock: FakeClock) -> RevisionManager:
+    return RevisionManager(store, clock=clock)
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """The one local Spark session of the run.
+
+    Named like the Spark tests' fixture and built with ``getOrCreate`` so
+    that both get the same JVM session when run together.
+    """
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:  # pragma: no cover - the venv has pyspark
+        require(False, f"pyspark is not installed: {exc}")
+        raise
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("partition-notify-tests")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.memory", "1g")
+        .getOrCreate()
+    )
+    yield session
+    session.stop()

@@ -1,0 +1,234 @@
+"""SNAPSHOT datasets (seed 001) with a real local Spark session."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from partition_notify.errors import (
+    ConfigurationError,
+    ConflictError,
+    NotFoundError,
+    ValidationError,
+)
+from store import Store
+from store.revisions import RevisionManager
+from tests.revisions.conftest import FakeClock
+from writers.snapshot_dataset import (
+    COMPLETE,
+    FAILED,
+    WRITING,
+    SnapshotDataset,
+    dataset_versions,
+    expire_versions,
+)
+
+pytestmark = pytest.mark.spark
+NAME = "warehouse.customers"
+
+
+def rows(df: Any) -> dict[str, int]:
+    return {r["key"]: r["value"] for r in df.collect()}
+
+
+def frame(spark: Any, data: dict[str, int]) -> Any:
+    return spark.createDataFrame(sorted(data.items()), "key string, value long")
+
+
+@pytest.fixture
+def ds(store: Store, tmp_path: Path) -> SnapshotDataset:
+    return SnapshotDataset.define(store, NAME, str(tmp_path / "customers"), min_versions=2)
+
+
+def test_seed_example_reads_back_exactly(spark: Any, ds: SnapshotDataset) -> None:
+    first = ds.write(frame(spark, {"x": 1, "y": 2, "z": 3}))
+    assert first.current and first.state == COMPLETE
+    assert rows(ds.read(spark)) == {"x": 1, "y": 2, "z": 3}
+
+    # x unchanged, z updated, y deleted at the source.
+    second = ds.write(frame(spark, {"x": 1, "z": 4}))
+    assert second.version > first.version
+    assert ds.current_version() == second.version
+    assert rows(ds.read(spark)) == {"x": 1, "z": 4}
+    assert rows(ds.read(spark, version=first.version)) == {"x": 1, "y": 2, "z": 3}
+    assert Path(second.path).name == f"version={second.version}"
+
+
+def test_readers_see_the_old_version_until_the_commit(spark: Any, ds: SnapshotDataset) -> None:
+    ds.write(frame(spark, {"x": 1, "y": 2}))
+    before = ds.read(spark)
+    run = ds.start()
+    run.write(frame(spark, {"x": 10}))
+    assert Path(run.path, "_SUCCESS").exists()  # fully written, not yet current
+    assert rows(ds.read(spark)) == {"x": 1, "y": 2}
+    run.commit()
+    assert rows(ds.read(spark)) == {"x": 10}
+    # A DataFrame resolved before the flip keeps reading the version it resolved.
+    assert rows(before) == {"x": 1, "y": 2}
+
+
+def test_failing_spark_job_leaves_the_pointer_and_no_files(
+    spark: Any, ds: SnapshotDataset, store: Store
+) -> None:
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType
+
+    good = ds.write(frame(spark, {"x": 1}))
+
+    def fail_on_7(v: int) -> int:
+        if v == 7:
+            raise ValueError("source row 7 is corrupt")
+        return v
+
+    bad = spark.range(0, 20, numPartitions=2).select(
+        F.col("id").cast("string").alias("key"), F.udf(fail_on_7, LongType())("id").alias("value")
+    )
+    with pytest.raises(Exception, match="source row 7 is corrupt"):
+        ds.write(bad)
+
+    assert ds.current_version() == good.version
+    assert rows(ds.read(spark)) == {"x": 1}
+    failed = [v for v in dataset_versions(store, NAME) if v.state == FAILED]
+    assert len(failed) == 1 and "corrupt" in (failed[0].error or "")
+    assert not Path(failed[0].path).exists()
+    snap = RevisionManager(store, clock=store.clock).create_snapshot(NAME)
+    assert failed[0].version in snap.aborted
+
+
+def test_killed_writer_leaves_readers_on_the_old_version(
+    spark: Any, ds: SnapshotDataset, store: Store, store_url: str, clock: FakeClock
+) -> None:
+    good = ds.write(frame(spark, {"x": 1, "y": 2}))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.revisions.kill_worker", store_url, NAME],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=300)
+    finally:
+        # The worker's JVM and Python workers, if any outlived it.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == -signal.SIGKILL, f"worker did not die by SIGKILL: {out}\n{err}"
+    assert "UNEXPECTED" not in out
+    version, path = out.split("RUN ", 1)[1].split()[:2]
+
+    assert ds.current_version() == good.version
+    assert rows(ds.read(spark)) == {"x": 1, "y": 2}
+    assert Path(path).exists(), "the killed job should have left partial files"
+    states = {v.version: v.state for v in dataset_versions(store, NAME)}
+    assert states[int(version)] == WRITING
+
+    # Its transaction is still within its keep-alive: retention leaves it alone...
+    clock.now = time.time()
+    assert expire_versions(store, spark=spark) == []
+    assert Path(path).exists()
+    # ...and removes it once the transaction has expired (counts as aborted).
+    clock.now = time.time() + 61
+    assert expire_versions(store, spark=spark) == [(NAME, int(version))]
+    assert not Path(path).exists()
+    assert rows(ds.read(spark)) == {"x": 1, "y": 2}
+
+
+def test_a_late_run_never_moves_the_pointer_back(spark: Any, ds: SnapshotDataset) -> None:
+    older, newer = ds.start(), ds.start()
+    older.write(frame(spark, {"old": 1}))
+    newer.write(frame(spark, {"new": 2}))
+    assert newer.commit().current
+    late = older.commit()
+    assert late.state == COMPLETE and not late.current and late.superseded_at is not None
+    assert rows(ds.read(spark)) == {"new": 2}
+
+
+def test_retention_keeps_min_versions_even_after_the_ttl(
+    spark: Any, store: Store, tmp_path: Path, clock: FakeClock
+) -> None:
+    ds = SnapshotDataset.define(store, NAME, str(tmp_path / "d"), ttl_seconds=100, min_versions=2)
+    written = []
+    for i in range(4):
+        written.append(ds.write(frame(spark, {"k": i})))
+        clock.advance(1000)
+    v = [w.version for w in written]
+    # Everything is far past the TTL: only the newest two survive.
+    assert sorted(expire_versions(store, spark=spark)) == [(NAME, v[0]), (NAME, v[1])]
+    assert [x.version for x in ds.versions()] == [v[3], v[2]]
+    assert not Path(written[0].path).exists() and not Path(written[1].path).exists()
+    assert rows(ds.read(spark, version=v[2])) == {"k": 2}
+
+    # The runs stop for a long time: TTL alone would empty the dataset; min_versions won't.
+    clock.advance(10 * 365 * 86400)
+    assert expire_versions(store, spark=spark) == []
+    assert rows(ds.read(spark)) == {"k": 3}
+
+
+def test_ttl_keeps_recently_superseded_versions(
+    spark: Any, store: Store, tmp_path: Path, clock: FakeClock
+) -> None:
+    ds = SnapshotDataset.define(store, NAME, str(tmp_path / "d"), ttl_seconds=100, min_versions=1)
+    a = ds.write(frame(spark, {"k": 1}))
+    clock.advance(1000)
+    b = ds.write(frame(spark, {"k": 2}))  # supersedes a now: a's grace starts here
+    clock.advance(50)
+    assert expire_versions(store, spark=spark) == []
+    assert rows(ds.read(spark, version=a.version)) == {"k": 1}  # a reader still on a is safe
+    clock.advance(51)
+    assert expire_versions(store, spark=spark) == [(NAME, a.version)]
+    assert [x.version for x in ds.versions()] == [b.version]
+
+
+def test_without_ttl_only_min_versions_are_kept(spark: Any, store: Store, tmp_path: Path) -> None:
+    ds = SnapshotDataset.define(store, NAME, str(tmp_path / "d"), min_versions=1)
+    a = ds.write(frame(spark, {"k": 1}))
+    b = ds.write(frame(spark, {"k": 2}))
+    assert expire_versions(store) == [(NAME, a.version)]  # local paths: no Spark needed
+    assert [x.version for x in ds.versions()] == [b.version]
+
+
+def test_new_version_is_announced(spark: Any, app: Any, tmp_path: Path) -> None:
+    ds = SnapshotDataset.define(app.store, NAME, str(tmp_path / "d"), publisher=app.publisher)
+    ds.register()
+    v1 = ds.write(frame(spark, {"x": 1}))
+    v2 = ds.write(frame(spark, {"x": 2}))
+    assert v1.notify_error is None and v2.notify_error is None
+    info = app.store.get_table("warehouse", "customers")
+    parts = {p.spec: p for p in app.store.partitions(info)}
+    assert set(parts) == {f"version={v1.version}", f"version={v2.version}"}
+    assert parts[f"version={v2.version}"].revision == v2.version
+    assert parts[f"version={v2.version}"].location == v2.path
+    done = app.subscriber().wait_for_set_done(
+        "warehouse", "customers", {"version": str(v2.version)}, timeout=30
+    )
+    assert done.revision == v2.version
+
+
+def test_register_without_a_publisher_says_so(store: Store, tmp_path: Path) -> None:
+    ds = SnapshotDataset.define(store, NAME, str(tmp_path / "d"))
+    with pytest.raises(ConfigurationError, match="publisher="):
+        ds.register()
+
+
+def test_definition_rules(store: Store, tmp_path: Path) -> None:
+    SnapshotDataset.define(store, NAME, str(tmp_path / "a"))
+    with pytest.raises(ConflictError, match="cannot move"):
+        SnapshotDataset.define(store, NAME, str(tmp_path / "b"))
+    with pytest.raises(ValidationError, match="min_versions"):
+        SnapshotDataset.define(store, NAME, str(tmp_path / "a"), ttl_seconds=10, min_versions=0)
+    with pytest.raises(ValidationError, match="ttl_seconds"):
+        SnapshotDataset.define(store, NAME, str(tmp_path / "a"), ttl_seconds=-1)
+    with pytest.raises(NotFoundError, match="not defined"):
+        SnapshotDataset.open(store, "warehouse.other")
+    with pytest.raises(NotFoundError, match="no complete version"):
+        SnapshotDataset.open(store, NAME).resolve()

@@ -1,0 +1,154 @@
+"""The read-only PostgreSQL role (store/sql/readonly_role.sql) on a real PostgreSQL.
+
+A subscriber signed in as ``pn_reader`` can do everything a consumer does
+(wait_for_set_done, history, is_partition_present, follow the event log), and
+every write — through the store API or raw SQL — is refused by PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from pydantic import SecretStr
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
+
+from partition_notify.app import build_app
+from partition_notify.errors import ConfigurationError, StoreError
+from store import Store
+from store.roles import apply_readonly_role, readonly_role_sql
+from subscriber import Subscriber
+from tests.conftest import PostgresDatabases, require
+from transports import create_transport
+
+
+@pytest.fixture
+def pg(postgres: PostgresDatabases | None) -> Iterator[tuple[str, str]]:
+    """(owner URL, pn_reader URL) of a fresh migrated database with the role applied."""
+    require(postgres is not None, "PostgreSQL is not reachable")
+    assert postgres is not None
+    url = postgres.new()
+    engine = create_engine(url)
+    apply_readonly_role(engine)
+    engine.dispose()
+    reader = make_url(url).set(username="pn_reader").render_as_string(hide_password=False)
+    yield url, reader
+    postgres.drop(url)
+
+
+def test_reader_subscriber_reads_everything_a_consumer_needs(pg: tuple[str, str]) -> None:
+    owner_url, reader_url = pg
+    owner = build_app(store_url=owner_url, transport_url="embedded://")
+    reader_store = Store.open(reader_url)  # the schema check at head is read-only
+    transport = create_transport("embedded://", store=reader_store, poll_interval_seconds=0.02)
+    sub = Subscriber(reader_store, transport, timeout_seconds=10)
+    try:
+        owner.publisher.register_table("sales", "orders", ["ds", "region"])
+        owner.publisher.announce_partitions("sales", "orders", ["ds=1/region=us"])
+        owner.publisher.send_mark_set_done("sales", "orders", "ds=1")
+
+        assert sub.wait_for_set_done("sales", "orders", "ds=1/region=us", timeout=10).spec
+        assert sub.is_partition_present("sales", "orders", "ds=1/region=us")
+        assert not sub.is_partition_present("sales", "orders", "ds=2/region=us")
+        assert [m.spec for m in sub.set_done_history("sales", "orders")] == ["ds=1"]
+
+        # A wait that is satisfied later: live, via the event log the reader follows.
+        later = threading.Timer(0.5, owner.publisher.send_mark_set_done,
+                                ("sales", "orders", "ds=2"))
+        later.start()
+        assert sub.wait_for_set_done("sales", "orders", {"ds": "2"}, timeout=15).spec == "ds=2"
+        later.join()
+    finally:
+        sub.close()
+        transport.close(5)
+        reader_store.close()
+        owner.close()
+
+
+@pytest.mark.parametrize("statement", [
+    "INSERT INTO pn_partitions (table_id, spec, \"values\", event_id, created_at) "
+    "VALUES (1, 'ds=x', '{}', 1, 0)",
+    "UPDATE pn_events SET published_at = NULL",
+    "DELETE FROM pn_set_done",
+    "UPDATE pn_tables SET retention_seconds = 1",
+    "TRUNCATE pn_events",
+    "INSERT INTO pn_sequence (name, next_value) VALUES ('x', 1)",
+    "SELECT * FROM pn_sequence",  # least privilege: nothing beyond what consumers read
+    "CREATE TABLE pn_evil (x int)",
+    "DROP TABLE pn_set_done",
+])
+def test_reader_cannot_write(pg: tuple[str, str], statement: str) -> None:
+    owner_url, reader_url = pg
+    owner = build_app(store_url=owner_url, transport_url="embedded://")
+    owner.publisher.register_table("sales", "orders", ["ds"])
+    owner.publisher.send_mark_set_done("sales", "orders", "ds=1")
+    owner.close()
+    engine = create_engine(reader_url)
+    try:
+        with pytest.raises(DBAPIError) as info, engine.begin() as conn:
+            conn.execute(text(statement))
+        assert "permission denied" in str(info.value.orig) or "must be owner" in str(
+            info.value.orig)
+    finally:
+        engine.dispose()
+
+
+def test_reader_store_api_writes_are_store_errors(pg: tuple[str, str]) -> None:
+    owner_url, reader_url = pg
+    owner = build_app(store_url=owner_url, transport_url="embedded://")
+    owner.publisher.register_table("sales", "orders", ["ds"])
+    owner.publisher.send_mark_set_done("sales", "orders", "ds=1")
+    owner.close()
+    app = build_app(store_url=reader_url, transport_url="embedded://")
+    # A month later the set-done has expired; the reader must not purge it either.
+    later = Store.open(reader_url, clock=lambda: time.time() + 30 * 24 * 3600)
+    try:
+        for call in (
+            lambda: app.publisher.announce_partitions("sales", "orders", ["ds=9"]),
+            lambda: app.publisher.send_mark_set_done("sales", "orders", "ds=9"),
+            lambda: app.publisher.register_table("sales", "other", ["ds"]),
+            lambda: later.purge_expired(),
+        ):
+            with pytest.raises(StoreError, match="permission denied"):
+                call()
+        assert app.store.max_event_id() == 1
+        with app.subscriber() as sub:
+            assert len(sub.set_done_history("sales", "orders")) == 1
+    finally:
+        later.close()
+        app.close()
+
+
+def test_role_sql_is_idempotent_and_sets_password(pg: tuple[str, str]) -> None:
+    owner_url, _ = pg
+    engine = create_engine(owner_url)
+    try:
+        apply_readonly_role(engine, password=SecretStr("reader-pw-7f3a"))
+        apply_readonly_role(engine)
+        with engine.connect() as conn:
+            grants = conn.execute(text(
+                "SELECT table_name, privilege_type FROM information_schema.role_table_grants "
+                "WHERE grantee = 'pn_reader' ORDER BY 1, 2")).all()
+            has_pw = conn.execute(text(
+                "SELECT rolpassword IS NOT NULL FROM pg_authid WHERE rolname = 'pn_reader'"
+            )).scalar()
+    finally:
+        engine.dispose()
+    assert {(t, p) for t, p in grants} == {
+        (t, "SELECT")
+        for t in ("alembic_version", "pn_events", "pn_partitions", "pn_set_done", "pn_tables")
+    }
+    assert has_pw
+
+
+def test_role_name_and_dialect_checked(sqlite_url: str) -> None:
+    with pytest.raises(ConfigurationError, match="role name"):
+        readonly_role_sql("pn_reader; DROP TABLE pn_events")
+    engine = create_engine(sqlite_url)
+    with pytest.raises(ConfigurationError, match="needs PostgreSQL"):
+        apply_readonly_role(engine)
+    engine.dispose()

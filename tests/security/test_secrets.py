@@ -1,0 +1,144 @@
+"""Credentials come from settings (SecretStr) and never show up in errors or logs.
+
+Each scenario fails for real (wrong password on the real broker, closed ports,
+unreachable database) with logging at DEBUG for every logger, then the
+exception text, its whole cause chain, the log records and what the relay
+stored as ``last_error`` are searched for the password.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+
+import pytest
+from pydantic import SecretStr
+from sqlalchemy import create_engine, text
+
+from partition_notify import cli
+from partition_notify.app import build_app
+from partition_notify.errors import ConnectError, PartitionNotifyError, PublishError
+from partition_notify.settings import load_settings
+from publisher.relay import Relay
+from tests.faults.support import SERVICE_USER, free_port, stomp_probe
+
+SECRET = "s3cret-Pa55word-4f9e"  # what must never leak
+STOMP_URL = os.environ.get("PN_TEST_STOMP_URL", "stomp://127.0.0.1:61613")
+
+
+def chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    stack: list[BaseException | None] = [exc]
+    while stack:
+        e = stack.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        yield e
+        stack += [e.__cause__, e.__context__]
+
+
+def assert_clean(exc: BaseException, caplog: pytest.LogCaptureFixture) -> None:
+    for e in chain(exc):
+        assert SECRET not in str(e), f"{type(e).__name__} carries the password: {e}"
+        assert SECRET not in repr(e)
+        assert SECRET not in repr(getattr(e, "args", ()))
+    assert caplog.records, "the failure was not logged at all"
+    for r in caplog.records:
+        assert SECRET not in r.getMessage(), f"log record {r.name}: {r.getMessage()[:200]}"
+        assert SECRET not in repr(r.args)
+
+
+@pytest.fixture
+def debug_logs(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
+    caplog.set_level(logging.DEBUG)
+    for name in ("stomp.py", "transports", "publisher", "store", "kafka", "sqlalchemy"):
+        logging.getLogger(name).setLevel(logging.DEBUG)
+    return caplog
+
+
+def test_settings_never_render_the_password(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PN_BROKER_PASSWORD", SECRET)
+    monkeypatch.setenv("PN_BROKER_USERNAME", "pn_service")
+    s = load_settings()
+    assert isinstance(s.broker_password, SecretStr)
+    assert s.broker_password.get_secret_value() == SECRET
+    for rendering in (repr(s), str(s), s.model_dump_json(), repr(s.model_dump())):
+        assert SECRET not in rendering
+
+
+def test_wrong_password_on_real_broker(sqlite_url: str, debug_logs: pytest.LogCaptureFixture
+                                       ) -> None:
+    port = int(STOMP_URL.rsplit(":", 1)[1])
+    if stomp_probe(port, SERVICE_USER, os.environ.get("PN_TEST_BROKER_PASSWORD",
+                                                      "pn-service-secret")) != "CONNECTED":
+        from tests.conftest import require
+
+        require(False, f"ActiveMQ at {STOMP_URL} not reachable")
+    app = build_app(store_url=sqlite_url, transport_url=STOMP_URL, broker_username=SERVICE_USER,
+                    broker_password=SecretStr(SECRET), connect_timeout_seconds=5,
+                    publish_timeout_seconds=5)
+    try:
+        app.publisher.register_table("sec", "t", ["ds"])
+        with pytest.raises(PublishError) as info:
+            app.publisher.announce_partitions("sec", "t", ["ds=1"])
+        assert isinstance(info.value.__cause__, ConnectError)
+        assert "refused" in str(info.value).lower() or "auth" in str(info.value).lower()
+        relay = Relay(app.store, app.transport, publish_timeout=5, writer_grace_seconds=0)
+        assert relay.run_once() == 0 and relay.stats.failed_batches == 1
+        assert_clean(info.value, debug_logs)
+        # The CONNECT frame itself was logged (stomp.py, DEBUG): the check above saw it.
+        assert any("passcode:" in r.getMessage() for r in debug_logs.records)
+        engine = create_engine(sqlite_url)
+        with engine.connect() as conn:
+            stored = conn.execute(text("SELECT last_error FROM pn_events")).scalar()
+        engine.dispose()
+        assert stored and SECRET not in stored
+    finally:
+        app.close()
+
+
+@pytest.mark.parametrize("scheme", ["stomp", "kafka"])
+def test_password_in_url_userinfo_not_echoed(scheme: str, sqlite_url: str,
+                                             debug_logs: pytest.LogCaptureFixture) -> None:
+    url = f"{scheme}://pn_service:{SECRET}@127.0.0.1:{free_port()}"
+    app = build_app(store_url=sqlite_url, transport_url=url, connect_timeout_seconds=1,
+                    publish_timeout_seconds=2)
+    try:
+        app.publisher.register_table("sec", "t", ["ds"])
+        with pytest.raises(PublishError) as info:
+            app.publisher.announce_partitions("sec", "t", ["ds=1"])
+        assert_clean(info.value, debug_logs)
+    finally:
+        app.close()
+
+
+def test_database_password_not_echoed(debug_logs: pytest.LogCaptureFixture) -> None:
+    url = f"postgresql+psycopg://pn_reader:{SECRET}@127.0.0.1:{free_port()}/pn"
+    with pytest.raises(PartitionNotifyError) as info:
+        build_app(store_url=url, transport_url="embedded://", connect_timeout_seconds=1)
+    logging.getLogger("tests").warning("store failed: %s", info.value)  # as a caller would
+    assert_clean(info.value, debug_logs)
+
+
+@pytest.mark.parametrize("overrides", [
+    {"store_url": f"mysql://u:{SECRET}@db/x", "transport_url": "embedded://"},
+    {"transport_url": f"stompp://u:{SECRET}@mq:61613"},
+], ids=["store-backend", "transport-scheme"])
+def test_bad_url_errors_do_not_echo_password(overrides: dict[str, str], sqlite_url: str) -> None:
+    with pytest.raises(PartitionNotifyError) as info:
+        build_app(**{"store_url": sqlite_url, **overrides})
+    assert SECRET not in str(info.value)
+
+
+def test_cli_error_line_has_no_password(sqlite_url: str, capsys: pytest.CaptureFixture[str],
+                                        debug_logs: pytest.LogCaptureFixture) -> None:
+    url = f"stomp://pn_service:{SECRET}@127.0.0.1:{free_port()}"
+    base = ["--store-url", sqlite_url, "--transport-url", url]
+    assert cli.main([*base, "register", "sec.t", "--keys", "ds"]) == 0
+    assert cli.main([*base, "announce", "sec.t", "ds=1"]) == 1
+    out, err = capsys.readouterr()
+    assert "error:" in err
+    assert SECRET not in out + err
+    assert all(SECRET not in r.getMessage() for r in debug_logs.records)

@@ -1,0 +1,45 @@
+"""Helpers of the relay/serve tests."""
+
+from __future__ import annotations
+
+from sqlalchemy import create_engine, text
+
+from partition_notify.errors import PublishError
+
+
+def log_unpublished(app: object, db: str, specs: list[str], chunk: int = 50) -> None:
+    """Commit entries whose publish fails: the writer's broker URL is a closed port."""
+    for i in range(0, len(specs), chunk):
+        try:
+            app.publisher.announce_partitions(db, "events", specs[i:i + chunk])  # type: ignore[attr-defined]
+        except PublishError:
+            continue
+        raise AssertionError("publishing to a closed port succeeded")
+
+
+def backdate(store_url: str, seconds: float) -> None:
+    """Age the pending entries, as if their writers had died ``seconds`` ago.
+
+    The relay leaves entries younger than its writer grace (publish timeout +
+    5 s) alone; tests about the relay itself skip that wait this way.
+    """
+    engine = create_engine(store_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE pn_events SET created_at = created_at - :s "
+                              "WHERE published_at IS NULL"), {"s": seconds})
+    finally:
+        engine.dispose()
+
+
+def leases(store_url: str) -> dict[str | None, int]:
+    """Unpublished entries per lease owner."""
+    engine = create_engine(store_url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(text(
+                "SELECT lease_owner, count(*) FROM pn_events WHERE published_at IS NULL "
+                "GROUP BY lease_owner"))
+            return {r[0]: int(r[1]) for r in rows}
+    finally:
+        engine.dispose()

@@ -1,0 +1,116 @@
+"""Crash safety: a write whose driver died after Spark committed is finished later.
+
+The faults are injected at the store boundary (a store that refuses the
+append, as an unreachable database would) or by leaving a staging directory
+as a killed driver leaves it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from partition_notify.contract import AddPartitionMessage, SetDoneMessage
+from partition_notify.errors import StoreError
+from publisher import Publisher
+from tests.spark.test_writers import KEYS, frame, rows_for, staging_entries
+from writers import CommitIncompleteError, NotifyingWriter
+
+pytestmark = pytest.mark.spark
+
+
+class StoreDownPublisher(Publisher):
+    """A publisher whose store refuses the chosen operations."""
+
+    def __init__(self, app: Any, *, fail: set[str]) -> None:
+        super().__init__(app.store, app.transport, app.publisher.config)
+        self.fail = fail
+
+    def announce_partitions(self, *a: Any, **kw: Any) -> list[AddPartitionMessage]:
+        if "announce" in self.fail:
+            raise StoreError("injected: store unreachable")
+        return super().announce_partitions(*a, **kw)
+
+    def send_mark_set_done(self, *a: Any, **kw: Any) -> SetDoneMessage:
+        if "set_done" in self.fail:
+            raise StoreError("injected: store unreachable")
+        return super().send_mark_set_done(*a, **kw)
+
+
+def location(tmp_path: Path) -> str:
+    return str(tmp_path / "warehouse" / "orders")
+
+
+def writer_for(publisher: Any, tmp_path: Path, **kw: Any) -> NotifyingWriter:
+    return NotifyingWriter(publisher, "sales", "orders", partition_keys=KEYS,
+                           location=location(tmp_path), **kw)
+
+
+def logged(app: Any) -> list[Any]:
+    from partition_notify.contract import decode
+
+    return [decode(e.body) for e in app.store.events_after(0, 100_000)]
+
+
+def age_locks(tmp_path: Path, seconds: float) -> None:
+    """Make every lease look ``seconds`` old, as if its driver died that long ago."""
+    past = time.time() - seconds
+    for lock in (Path(location(tmp_path)) / "_pn_staging").glob("*/_pn_commit.lock"):
+        os.utime(lock, (past, past))
+
+
+def test_crash_before_the_log_is_recovered_by_recover(spark, spark_app, tmp_path):
+    broken = writer_for(StoreDownPublisher(spark_app, fail={"announce"}), tmp_path)
+    with pytest.raises(CommitIncompleteError, match="recover"):
+        broken.write(frame(spark, rows_for(["20110228"], ["us", "eu"])),
+                     mark_set_done="datestamp=20110228")
+    # The data is in the table, the log is empty: exactly the crash window.
+    assert spark.read.parquet(location(tmp_path)).count() == 6
+    assert logged(spark_app) == []
+    assert len(staging_entries(f"file:{location(tmp_path)}")) == 1
+
+    healthy = writer_for(spark_app, tmp_path)
+    assert healthy.recover(spark) == [], "a fresh lease is left alone"
+    done = healthy.recover(spark, stale_after_seconds=0.0)
+    assert len(done) == 1 and done[0].resumed
+    msgs = logged(spark_app)
+    assert [type(m).__name__ for m in msgs] == ["AddPartitionMessage"] * 2 + ["SetDoneMessage"]
+    assert {m.partitions[0]["region"] for m in msgs[:2]} == {"us", "eu"}
+    assert staging_entries(f"file:{location(tmp_path)}") == []
+    assert healthy.recover(spark, stale_after_seconds=0.0) == [], "finished once"
+
+
+def test_partly_logged_overwrite_is_finished_without_duplicates(spark, spark_app, tmp_path):
+    writer_for(spark_app, tmp_path).write(frame(spark, rows_for(["20110228"], ["us", "eu"])))
+    broken = writer_for(StoreDownPublisher(spark_app, fail={"set_done"}), tmp_path)
+    with pytest.raises(CommitIncompleteError):
+        broken.write(frame(spark, rows_for(["20110228"], ["us", "eu"], per=1)),
+                     mode="overwrite", mark_set_done="datestamp=20110228")
+    assert [type(m).__name__ for m in logged(spark_app)] == ["AddPartitionMessage"] * 4
+
+    age_locks(tmp_path, 3600)
+    # The next write to the table finishes the lapsed one first.
+    result = writer_for(spark_app, tmp_path).write(frame(spark, rows_for(["20110301"], ["us"])))
+    kinds = [type(m).__name__ for m in logged(spark_app)]
+    assert kinds == ["AddPartitionMessage"] * 4 + ["SetDoneMessage", "AddPartitionMessage"]
+    assert result.announced[0].partitions[0] == {"datestamp": "20110301", "region": "us"}
+    assert spark.read.parquet(location(tmp_path)).where("datestamp = 20110228").count() == 2
+
+
+def test_never_committed_staging_is_deleted_and_nothing_announced(spark, spark_app, tmp_path):
+    writer = writer_for(spark_app, tmp_path)
+    # A driver killed while Spark was writing leaves staged files and a lock, no manifest.
+    staging = Path(location(tmp_path)) / "_pn_staging" / "20110228T000000-0123456789ab"
+    frame(spark, rows_for(["20110228"], ["us"])).write.partitionBy(*KEYS).parquet(
+        str(staging / "data"))
+    (staging / "_pn_commit.lock").write_text("{}")
+    assert writer.recover(spark) == [] and staging.exists(), "lease still fresh"
+    age_locks(tmp_path, 3600)
+    assert writer.recover(spark) == []
+    assert not staging.exists()
+    assert logged(spark_app) == []
+    assert not list(Path(location(tmp_path)).glob("datestamp=*"))

@@ -1,0 +1,58 @@
+"""Writes are revision transactions; readers get repeatable snapshot reads (issue 6)."""
+
+from __future__ import annotations
+
+import pytest
+
+from store.revisions import RevisionManager
+from tests.spark.test_writers import frame, path_writer, rows_for
+from writers.snapshot_read import read_snapshot
+
+
+def _rows(df):
+    return sorted(tuple(r) for r in df.select("id", "datestamp", "region").collect())
+
+
+def test_writes_carry_revisions_and_snapshot_reads_repeat(spark, spark_app, tmp_path):
+    revisions = RevisionManager(spark_app.store)
+    writer = path_writer(spark_app, tmp_path, revisions=revisions)
+
+    first = writer.write(frame(spark, rows_for(["20110228"], ["us", "eu"])))
+    assert {m.revision for m in first.announced} == {first.announced[0].revision}
+    assert first.announced[0].revision is not None
+
+    snap = revisions.create_snapshot("sales.orders")
+    before = _rows(read_snapshot(spark, spark_app.store, "sales", "orders", snapshot=snap))
+    assert {r[1:] for r in before} == {("20110228", "us"), ("20110228", "eu")}
+
+    second = writer.write(frame(spark, rows_for(["20110301"], ["us"])))
+    assert second.announced[0].revision > first.announced[0].revision
+
+    again = _rows(read_snapshot(spark, spark_app.store, "sales", "orders", snapshot=snap))
+    assert again == before, "the same snapshot reads the same rows after a later commit"
+    latest = read_snapshot(spark, spark_app.store, "sales", "orders")
+    assert {r[1:] for r in _rows(latest)} == {("20110228", "us"), ("20110228", "eu"),
+                                              ("20110301", "us")}
+
+
+def test_a_failed_write_aborts_its_revision(spark, spark_app, tmp_path):
+    from pyspark.sql import functions as F
+
+    revisions = RevisionManager(spark_app.store)
+    writer = path_writer(spark_app, tmp_path, revisions=revisions)
+    ok = writer.write(frame(spark, rows_for(["20110228"], ["us"])))
+
+    @F.udf("string")
+    def boom(region: str | None) -> str | None:
+        if region == "boom":
+            raise RuntimeError("task failure injected by the test")
+        return region
+
+    bad = frame(spark, rows_for(["20110301"], ["boom"])).withColumn("region", boom("region"))
+    with pytest.raises(Exception, match="task failure injected"):
+        writer.write(bad)
+    snap = revisions.create_snapshot("sales.orders")
+    assert snap.revision("data") > ok.announced[0].revision, "the failed revision was used"
+    assert snap.aborted, "the failed write's revision is recorded as aborted"
+    assert {r[1:] for r in _rows(read_snapshot(spark, spark_app.store, "sales", "orders",
+                                               snapshot=snap))} == {("20110228", "us")}
