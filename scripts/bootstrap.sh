@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Create .venv with partition-notify and its extras. Idempotent: reinstalls
+# only when pyproject.toml changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+  echo "bootstrap: Python >= 3.11 is required ($PY is $("$PY" --version 2>&1))" >&2
+  exit 1
+fi
+if ! command -v java >/dev/null 2>&1; then
+  echo "bootstrap: installing Java 17 for PySpark" >&2
+  (apt-get install -y -qq openjdk-17-jre-headless >/dev/null 2>&1 ||
+    (apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null))
+fi
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+stamp=.venv/.pn-installed
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "bootstrap: installing partition-notify into .venv (first run takes a few minutes)" >&2
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -e '.[spark,dev]'
+  echo "$want" > "$stamp"
+fi
