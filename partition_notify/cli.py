@@ -122,15 +122,17 @@ def cmd_tail(args: argparse.Namespace) -> int:
     with _app(args) as app, app.subscriber() as sub:
         subscription = sub.subscribe(args.tables, history=args.history)
         seen = 0
-        deadline = time.monotonic() + args.timeout if args.timeout else None
+        # 0 means "what is already there, then stop", not "forever".
+        deadline = None if args.timeout is None else time.monotonic() + args.timeout
         while args.count is None or seen < args.count:
             left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                break
-            msg = subscription.get(timeout=min(left, 1.0) if left is not None else 1.0)
-            if msg is not None:
-                print(_dump(msg), flush=True)
-                seen += 1
+            msg = subscription.get(timeout=1.0 if left is None else min(max(left, 0.0), 1.0))
+            if msg is None:
+                if left is not None and left <= 0:
+                    break
+                continue
+            print(_dump(msg), flush=True)
+            seen += 1
     return 0
 
 

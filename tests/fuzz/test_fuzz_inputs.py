@@ -311,3 +311,25 @@ def test_cli_rejects_non_finite_timeout(command: list[str], tmp_path: Path) -> N
     except subprocess.TimeoutExpired:
         pytest.fail(f"{' '.join(command)} --timeout nan still running after 10 s")
     assert done.returncode == 2, done.stderr
+
+
+def test_cli_tail_timeout_zero_returns(tmp_path: Path) -> None:
+    """Found in CI: ``tail --timeout 0`` meant "no deadline" and never returned."""
+    import subprocess
+    import sys
+
+    from tests.faults.support import ROOT
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PN_STORE_URL": f"sqlite:///{tmp_path}/s.db",
+           "PN_TRANSPORT_URL": "embedded://"}
+    base = [sys.executable, "-m", "partition_notify.cli"]
+    subprocess.run([*base, "register", "sales.orders", "--keys", "ds"], env=env,
+                   cwd=tmp_path, check=True, capture_output=True, timeout=60)
+    subprocess.run([*base, "mark-done", "sales.orders", "ds=1"], env=env,
+                   cwd=tmp_path, check=True, capture_output=True, timeout=60)
+    try:
+        done = subprocess.run([*base, "tail", "sales.orders", "--history", "--timeout", "0"],
+                              env=env, cwd=tmp_path, capture_output=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail("tail --timeout 0 still running after 30 s")
+    assert done.returncode == 0, done.stderr
