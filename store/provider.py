@@ -92,8 +92,11 @@ class Store:
     def __init__(self, engine: Engine, *, clock: Clock = time.time) -> None:
         self.engine = engine
         self.clock = clock
-        # In-process consumers wait on this instead of sleeping between polls.
+        # In-process consumers wait on this instead of sleeping between polls;
+        # the generation tells a consumer that a commit landed while it was
+        # reading, so it does not sleep through a notify it was not waiting for.
         self.appended = threading.Condition()
+        self.append_generation = 0
 
     @classmethod
     def open(
@@ -245,6 +248,7 @@ class Store:
             uow.partitions.add_many(parts)
             uow.set_done.add_many(dones)
         with self.appended:
+            self.append_generation += 1
             self.appended.notify_all()
         return messages
 

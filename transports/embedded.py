@@ -75,6 +75,8 @@ class EmbeddedConsumer(Consumer):
         while not self._stop.is_set():
             with self._lock:
                 cursor = self._cursor or 0
+            with self._store.appended:
+                generation = self._store.append_generation
             try:
                 batch = self._store.events_after(cursor, 1000)
             except PartitionNotifyError as exc:
@@ -102,7 +104,10 @@ class EmbeddedConsumer(Consumer):
                     self._cursor = batch[-1].event_id
                 continue
             with self._store.appended:
-                self._store.appended.wait(self._poll)
+                self._store.appended.wait_for(
+                    lambda g=generation: self._store.append_generation != g or self._stop.is_set(),
+                    self._poll,
+                )
 
     def close(self, timeout: float) -> None:
         self._stop.set()
