@@ -104,10 +104,8 @@ class EmbeddedConsumer(Consumer):
                     self._cursor = batch[-1].event_id
                 continue
             with self._store.appended:
-                self._store.appended.wait_for(
-                    lambda g=generation: self._store.append_generation != g or self._stop.is_set(),
-                    self._poll,
-                )
+                if self._store.append_generation == generation and not self._stop.is_set():
+                    self._store.appended.wait(self._poll)
 
     def close(self, timeout: float) -> None:
         self._stop.set()
