@@ -147,7 +147,6 @@ def use_json_logs() -> None:
 def run(app: App, *, stop: threading.Event | None = None) -> None:
     """Run until SIGTERM/SIGINT (or ``stop`` is set), then drain and return."""
     stop = stop or threading.Event()
-    # Settings gains log_format with the lead's next settings change; text until then.
     if app.settings.log_format == "json":
         use_json_logs()
 

@@ -12,14 +12,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, Row
 from sqlalchemy.exc import SQLAlchemyError
 
 from partition_notify.contract import AnyMessage, SetDoneMessage, to_envelope
 from partition_notify.errors import ConflictError, UnknownTableError
-from store.engine import make_engine
+from store.engine import WRITE, make_engine
 from store.migrate import migrate
-from store.repositories import COVERING
+from store.repositories import COVERING, TABLE_INFO_BY_NAME
 from store.schema import TableRow
 from store.uow import UnitOfWork, map_db_error
 
@@ -42,7 +42,7 @@ class TableInfo:
         return f"{self.db}.{self.name}"
 
     @classmethod
-    def of(cls, row: TableRow) -> TableInfo:
+    def of(cls, row: TableRow | Row[Any]) -> TableInfo:
         return cls(
             row.id,
             row.db,
@@ -91,6 +91,8 @@ class Store:
 
     def __init__(self, engine: Engine, *, clock: Clock = time.time) -> None:
         self.engine = engine
+        # Built once: execution_options() copies the engine on every call.
+        self._writer = engine.execution_options(**{WRITE: True})
         self.clock = clock
         # In-process consumers wait on this instead of sleeping between polls;
         # the generation tells a consumer that a commit landed while it was
@@ -123,7 +125,7 @@ class Store:
         return self.engine.dialect.name
 
     def _uow(self, *, write: bool = False) -> UnitOfWork:
-        return UnitOfWork(self.engine, write=write)
+        return UnitOfWork(self._writer if write else self.engine, write=write)
 
     # -- tables ---------------------------------------------------------------
     def register_table(
@@ -176,14 +178,19 @@ class Store:
             return TableInfo.of(row)
 
     def get_table(self, db: str, name: str) -> TableInfo:
-        with self._uow() as uow:
-            row = uow.tables.get(db, name)
-            if row is None:
-                raise UnknownTableError(
-                    f"table {db}.{name} is not registered (register it first: "
-                    f"partition-notify register {db}.{name} --keys ...)"
-                )
-            return TableInfo.of(row)
+        # Every publish starts here: a plain connection and a prebuilt
+        # statement, not a unit of work (bench/core_latency.py).
+        try:
+            with self.engine.connect() as conn:
+                row = conn.execute(TABLE_INFO_BY_NAME, {"db": db, "name": name}).one_or_none()
+        except SQLAlchemyError as exc:
+            raise map_db_error(exc) from exc
+        if row is None:
+            raise UnknownTableError(
+                f"table {db}.{name} is not registered (register it first: "
+                f"partition-notify register {db}.{name} --keys ...)"
+            )
+        return TableInfo.of(row)
 
     def get_tables(self, refs: Sequence[tuple[str, str]]) -> list[TableInfo]:
         """Many tables in one query, in the order asked; any unknown one is an error."""
@@ -216,25 +223,32 @@ class Store:
         Returns the messages actually logged, in event-id order. ``published``
         marks them delivered at once: when the log itself is the bus.
         """
+        if not drafts:
+            return []
         with self._uow(write=True) as uow:
-            # Lock the event counter first: everything after is serialised.
-            first = uow.sequences.lock("event")
             existing: dict[int, set[str]] = defaultdict(set)
             by_table: dict[int, list[str]] = defaultdict(list)
             for d in drafts:
                 if d.partition_spec is not None:
                     by_table[d.table.id].append(d.partition_spec)
-            for table_id, specs in by_table.items():
-                existing[table_id] = uow.partitions.existing(table_id, specs)
-            if not replace_partitions:
-                drafts = [
-                    d
-                    for d in drafts
-                    if d.partition_spec is None or d.partition_spec not in existing[d.table.id]
-                ]
-            if not drafts:
-                return []
-            uow.sequences.advance("event", first + len(drafts))
+            if not by_table:
+                # Nothing to de-duplicate (set-done only): lock and reserve at once.
+                first = uow.sequences.take("event", len(drafts))
+            else:
+                # Lock the event counter first: everything after is serialised.
+                first = uow.sequences.lock("event")
+                for table_id, specs in by_table.items():
+                    existing[table_id] = uow.partitions.existing(table_id, specs)
+                if not replace_partitions:
+                    drafts = [
+                        d
+                        for d in drafts
+                        if d.partition_spec is None
+                        or d.partition_spec not in existing[d.table.id]
+                    ]
+                if not drafts:
+                    return []
+                uow.sequences.advance("event", first + len(drafts))
             seqs = {
                 t: uow.sequences.take(f"topic:{t}", n)
                 for t, n in Counter(d.table.topic for d in drafts).items()

@@ -4,14 +4,46 @@ the unit of work does (see :mod:`store.uow`)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import bindparam, delete, func, insert, select, update
+from sqlalchemy import Table, bindparam, delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from store.schema import EventRow, PartitionRow, SequenceRow, SetDoneRow, TableRow
 
 _IN_CHUNK = 500  # keep IN-lists well under SQLite's variable limit
+
+# The write path runs these once per publish. Built once here, executed as
+# Core statements on the session's connection: building and ORM-executing
+# them per call was most of a publish's CPU (bench/core_latency.py).
+_SEQ_T = cast(Table, SequenceRow.__table__)
+_TABLES_T = cast(Table, TableRow.__table__)
+_SEQ = _SEQ_T.c
+_SEQ_LOCK = (
+    select(_SEQ.next_value).where(_SEQ.name == bindparam("name")).with_for_update()
+)
+_SEQ_RESERVE = (
+    update(_SEQ_T)
+    .where(_SEQ.name == bindparam("counter"))
+    .values(next_value=_SEQ.next_value + bindparam("count"))
+    .returning(_SEQ.next_value)
+)
+_SEQ_SET = (
+    update(_SEQ_T)
+    .where(_SEQ.name == bindparam("counter"))
+    .values(next_value=bindparam("value"))
+)
+_SEQ_NEW = insert(_SEQ_T)
+_TABLE_BY_NAME = select(TableRow).where(
+    TableRow.db == bindparam("db"), TableRow.name == bindparam("name")
+)
+#: A table's row as plain columns, for reads outside a unit of work.
+TABLE_INFO_BY_NAME = select(*_TABLES_T.c).where(
+    _TABLES_T.c.db == bindparam("db"), _TABLES_T.c.name == bindparam("name")
+)
+_INSERT_EVENTS = insert(cast(Table, EventRow.__table__))
+_INSERT_PARTITIONS = insert(cast(Table, PartitionRow.__table__))
+_INSERT_SET_DONE = insert(cast(Table, SetDoneRow.__table__))
 
 
 def _chunks(items: Sequence[Any], n: int = _IN_CHUNK) -> Iterable[Sequence[Any]]:
@@ -24,8 +56,7 @@ class TableRepository:
         self.session = session
 
     def get(self, db: str, name: str) -> TableRow | None:
-        stmt = select(TableRow).where(TableRow.db == db, TableRow.name == name)
-        return self.session.scalars(stmt).one_or_none()
+        return self.session.scalars(_TABLE_BY_NAME, {"db": db, "name": name}).one_or_none()
 
     def by_ids(self, ids: Iterable[int]) -> dict[int, TableRow]:
         rows = self.session.scalars(select(TableRow).where(TableRow.id.in_(list(ids))))
@@ -55,7 +86,7 @@ class PartitionRepository:
 
     def add_many(self, rows: list[dict[str, Any]]) -> None:
         if rows:
-            self.session.execute(insert(PartitionRow), rows)
+            self.session.connection().execute(_INSERT_PARTITIONS, rows)
 
     def replace(self, table_id: int, spec: str, values: dict[str, Any]) -> None:
         stmt = (
@@ -89,23 +120,28 @@ class SequenceRepository:
         ``BEGIN IMMEDIATE`` on SQLite) is what makes the values gap-free and
         in commit order.
         """
-        stmt = select(SequenceRow.next_value).where(SequenceRow.name == name).with_for_update()
-        value = self.session.scalar(stmt)
+        conn = self.session.connection()
+        value = conn.execute(_SEQ_LOCK, {"name": name}).scalar()
         if value is None:
-            self.session.execute(insert(SequenceRow).values(name=name, next_value=1))
+            conn.execute(_SEQ_NEW, {"name": name, "next_value": 1})
             return 1
         return int(value)
 
     def advance(self, name: str, next_value: int) -> None:
-        self.session.execute(
-            update(SequenceRow).where(SequenceRow.name == name).values(next_value=next_value)
-        )
+        self.session.connection().execute(_SEQ_SET, {"counter": name, "value": next_value})
 
     def take(self, name: str, count: int) -> int:
-        """Reserve ``count`` values of counter ``name``; return the first."""
-        first = self.lock(name)
-        self.advance(name, first + count)
-        return first
+        """Reserve ``count`` values of counter ``name``; return the first.
+
+        One statement: the UPDATE locks the row until commit and returns the
+        new value (a missing counter starts at 1).
+        """
+        conn = self.session.connection()
+        value = conn.execute(_SEQ_RESERVE, {"counter": name, "count": count}).scalar()
+        if value is None:
+            conn.execute(_SEQ_NEW, {"name": name, "next_value": 1 + count})
+            return 1
+        return int(value) - count
 
 
 class EventRepository:
@@ -114,7 +150,7 @@ class EventRepository:
 
     def add_many(self, rows: list[dict[str, Any]]) -> None:
         if rows:
-            self.session.execute(insert(EventRow), rows)
+            self.session.connection().execute(_INSERT_EVENTS, rows)
 
     def max_id(self) -> int:
         return int(self.session.scalar(select(func.coalesce(func.max(EventRow.event_id), 0))) or 0)
@@ -207,7 +243,7 @@ class SetDoneRepository:
 
     def add_many(self, rows: list[dict[str, Any]]) -> None:
         if rows:
-            self.session.execute(insert(SetDoneRow), rows)
+            self.session.connection().execute(_INSERT_SET_DONE, rows)
 
     def covering(self, table_id: int, specs: Sequence[str], now: float) -> list[str]:
         """Bodies of unexpired set-done rows whose spec is one of ``specs``."""

@@ -35,7 +35,9 @@ class UnitOfWork:
     """
 
     def __init__(self, engine: Engine, *, write: bool) -> None:
-        self._engine = engine.execution_options(**{WRITE: True}) if write else engine
+        if write and not engine.get_execution_options().get(WRITE):
+            engine = engine.execution_options(**{WRITE: True})
+        self._engine = engine
         self._write = write
 
     def __enter__(self) -> UnitOfWork:

@@ -77,6 +77,10 @@ def test_several_serve_processes_publish_each_entry_once(
                   **({"metrics_port": str(port)} if i == 0 else {}))
             for i in range(3)
         ]
+        # Signal handlers are installed before "serving:" is logged; a process
+        # still importing when SIGTERM comes would die with -15.
+        for p in procs:
+            wait_until(lambda p=p: "serving:" in p.text(), 60, "every serve process to start")
         logged = set(logged_message_ids(store_url))
         assert collect.wait_for(logged, 90), f"{collect.delivered(logged)}/{n} delivered"
         wait_until(lambda: writer.store.relay_lag()[0] == 0, 10, "every entry marked")
