@@ -59,8 +59,11 @@ def writer_loop(url: str, started: Any, stop: Any, out: Any) -> None:
 
         @event.listens_for(app.store.engine, "after_cursor_execute")
         def _after(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+            # A writer polls for the lock (store.engine.LOCK_POLL_SECONDS): time
+            # from its first attempt to the one that succeeded.
             if statement.startswith("BEGIN IMMEDIATE") and begun:
-                waited[0] += time.perf_counter() - begun.pop()
+                waited[0] += time.perf_counter() - begun[0]
+                begun.clear()
 
         i = 0
         started.set()
