@@ -67,12 +67,12 @@ class Service:
         # SQLite has one write lock, so publishers get in between batches;
         # PostgreSQL writers never wait on the purge.
         sqlite = self.app.store.dialect == "sqlite"
-        pause = SQLITE_PURGE_PAUSE_SECONDS if sqlite else 0.0
         try:
             n = self.app.store.purge_expired(
                 batch_size=min(s.purge_batch_size, SQLITE_PURGE_BATCH) if sqlite
                 else s.purge_batch_size,
-                between_batches=(lambda: time.sleep(pause)) if pause else None,
+                between_batches=(lambda: time.sleep(SQLITE_PURGE_PAUSE_SECONDS)) if sqlite
+                else None,
             )
         except PartitionNotifyError as exc:
             log.warning("retention purge failed: %s", exc)

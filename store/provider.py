@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Engine, Row
+from sqlalchemy import Engine, Executable, Row
 from sqlalchemy.exc import SQLAlchemyError
 
 from partition_notify.contract import AnyMessage, SetDoneMessage, to_envelope
@@ -131,6 +131,14 @@ class Store:
     def dialect(self) -> str:
         return self.engine.dialect.name
 
+    def _read(self, stmt: Executable, params: dict[str, Any]) -> list[Row[Any]]:
+        """One statement on a plain connection: the hot reads skip the unit of work."""
+        try:
+            with self._reader.connect() as conn:
+                return list(conn.execute(stmt, params))
+        except SQLAlchemyError as exc:
+            raise map_db_error(exc) from exc
+
     def _uow(self, *, write: bool = False) -> UnitOfWork:
         return UnitOfWork(self._writer if write else self.engine, write=write)
 
@@ -187,17 +195,13 @@ class Store:
     def get_table(self, db: str, name: str) -> TableInfo:
         # Every publish starts here: a plain connection and a prebuilt
         # statement, not a unit of work (bench/core_latency.py).
-        try:
-            with self._reader.connect() as conn:
-                row = conn.execute(TABLE_INFO_BY_NAME, {"db": db, "name": name}).one_or_none()
-        except SQLAlchemyError as exc:
-            raise map_db_error(exc) from exc
-        if row is None:
+        rows = self._read(TABLE_INFO_BY_NAME, {"db": db, "name": name})
+        if not rows:
             raise UnknownTableError(
                 f"table {db}.{name} is not registered (register it first: "
                 f"partition-notify register {db}.{name} --keys ...)"
             )
-        return TableInfo.of(row)
+        return TableInfo.of(rows[0])
 
     def get_tables(self, refs: Sequence[tuple[str, str]]) -> list[TableInfo]:
         """Many tables in one query, in the order asked; any unknown one is an error."""
@@ -386,11 +390,7 @@ class Store:
         which was most of its CPU (bench/core_lookup.py).
         """
         params = {"table_id": table.id, "specs": list(specs), "now": self.clock()}
-        try:
-            with self._reader.connect() as conn:
-                return list(conn.scalars(COVERING, params))
-        except SQLAlchemyError as exc:
-            raise map_db_error(exc) from exc
+        return [r[0] for r in self._read(COVERING, params)]
 
     def set_done_history(self, tables: Sequence[TableInfo], since: float) -> list[str]:
         """Unexpired set-done bodies of ``tables`` published at or after ``since``."""

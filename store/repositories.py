@@ -19,9 +19,6 @@ _IN_CHUNK = 500  # keep IN-lists well under SQLite's variable limit
 _SEQ_T = cast(Table, SequenceRow.__table__)
 _TABLES_T = cast(Table, TableRow.__table__)
 _SEQ = _SEQ_T.c
-_SEQ_LOCK = (
-    select(_SEQ.next_value).where(_SEQ.name == bindparam("name")).with_for_update()
-)
 _SEQ_RESERVE = (
     update(_SEQ_T)
     .where(_SEQ.name == bindparam("counter"))
@@ -116,16 +113,11 @@ class SequenceRepository:
     def lock(self, name: str) -> int:
         """Lock counter ``name`` until commit and return its next value.
 
-        The row lock (``FOR UPDATE`` on PostgreSQL; the database lock taken by
+        The row lock (the UPDATE's on PostgreSQL; the database lock taken by
         ``BEGIN IMMEDIATE`` on SQLite) is what makes the values gap-free and
         in commit order.
         """
-        conn = self.session.connection()
-        value = conn.execute(_SEQ_LOCK, {"name": name}).scalar()
-        if value is None:
-            conn.execute(_SEQ_NEW, {"name": name, "next_value": 1})
-            return 1
-        return int(value)
+        return self.take(name, 0)
 
     def advance(self, name: str, next_value: int) -> None:
         self.session.connection().execute(_SEQ_SET, {"counter": name, "value": next_value})

@@ -291,10 +291,8 @@ def test_fuzz_cli_argv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run("cli-argv", build)
 
 
-@pytest.mark.parametrize("command", [["tail", "sales.orders"],
-                                     ["wait", "sales.orders", "ds=1/region=us"]])
-def test_cli_rejects_non_finite_timeout(command: list[str], tmp_path: Path) -> None:
-    """Found by test_fuzz_cli_argv: --timeout nan made wait/tail spin forever."""
+def _cli_process(tmp_path: Path, keys: str) -> tuple[list[str], dict[str, str]]:
+    """The CLI as a real process on a fresh store with sales.orders registered."""
     import subprocess
     import sys
 
@@ -303,8 +301,18 @@ def test_cli_rejects_non_finite_timeout(command: list[str], tmp_path: Path) -> N
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PN_STORE_URL": f"sqlite:///{tmp_path}/s.db",
            "PN_TRANSPORT_URL": "embedded://"}
     base = [sys.executable, "-m", "partition_notify.cli"]
-    subprocess.run([*base, "register", "sales.orders", "--keys", "ds,region"], env=env,
+    subprocess.run([*base, "register", "sales.orders", "--keys", keys], env=env,
                    cwd=tmp_path, check=True, capture_output=True, timeout=60)
+    return base, env
+
+
+@pytest.mark.parametrize("command", [["tail", "sales.orders"],
+                                     ["wait", "sales.orders", "ds=1/region=us"]])
+def test_cli_rejects_non_finite_timeout(command: list[str], tmp_path: Path) -> None:
+    """Found by test_fuzz_cli_argv: --timeout nan made wait/tail spin forever."""
+    import subprocess
+
+    base, env = _cli_process(tmp_path, "ds,region")
     try:
         done = subprocess.run([*base, *command, "--timeout", "nan"], env=env, cwd=tmp_path,
                               capture_output=True, timeout=10)
@@ -316,15 +324,8 @@ def test_cli_rejects_non_finite_timeout(command: list[str], tmp_path: Path) -> N
 def test_cli_tail_timeout_zero_returns(tmp_path: Path) -> None:
     """Found in CI: ``tail --timeout 0`` meant "no deadline" and never returned."""
     import subprocess
-    import sys
 
-    from tests.faults.support import ROOT
-
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PN_STORE_URL": f"sqlite:///{tmp_path}/s.db",
-           "PN_TRANSPORT_URL": "embedded://"}
-    base = [sys.executable, "-m", "partition_notify.cli"]
-    subprocess.run([*base, "register", "sales.orders", "--keys", "ds"], env=env,
-                   cwd=tmp_path, check=True, capture_output=True, timeout=60)
+    base, env = _cli_process(tmp_path, "ds")
     subprocess.run([*base, "mark-done", "sales.orders", "ds=1"], env=env,
                    cwd=tmp_path, check=True, capture_output=True, timeout=60)
     try:
