@@ -75,8 +75,6 @@ def cmd_register(args: argparse.Namespace) -> int:
             topic=args.topic,
             location=args.location,
         )
-        if args.retention_seconds is not None and info.retention_seconds != args.retention_seconds:
-            info = app.store.set_retention(info.db, info.name, args.retention_seconds)
         print(
             f"{info.qualified} keys={','.join(info.partition_keys)} topic={info.topic} "
             f"retention_seconds={info.retention_seconds}"

@@ -153,8 +153,13 @@ class Store:
         retention_seconds: int,
         topic_override: str | None = None,
         location: str | None = None,
+        update_retention: bool = False,
     ) -> tuple[TableInfo, bool]:
-        """Register a table; returns (info, created). Identical re-registration is a no-op."""
+        """Register a table; returns (info, created).
+
+        Re-registering an existing table applies a given ``location`` and, with
+        ``update_retention``, the retention; different keys or topic conflict.
+        """
         with self._uow(write=True) as uow:
             row = uow.tables.get(db, name)
             if row is not None:
@@ -169,7 +174,11 @@ class Store:
                         f"table {db}.{name} is registered on topic {info.topic!r}, "
                         f"not {topic_override!r}"
                     )
-                return info, False
+                if update_retention:
+                    row.retention_seconds = retention_seconds
+                if location is not None:
+                    row.location = location
+                return TableInfo.of(row), False
             row = uow.tables.add(
                 TableRow(
                     db=db,
