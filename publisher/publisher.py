@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from partition_notify import limits
 from partition_notify.contract import (
     AddPartitionMessage,
     AnyMessage,
@@ -17,7 +18,6 @@ from partition_notify.contract import (
     to_envelope,
     topic_for,
 )
-from partition_notify import limits
 from partition_notify.errors import InvalidSpecError, PublishError, TransportError, ValidationError
 from store import EventDraft, Store, TableInfo
 from store.schema import MAX_SPEC_CHARS
