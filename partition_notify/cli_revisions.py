@@ -35,7 +35,11 @@ def _store(args: argparse.Namespace) -> Iterator[Any]:
     from store import Store
 
     settings = load_settings(**({"store_url": args.store_url} if args.store_url else {}))
-    store = Store.open(settings.store_url, connect_timeout_seconds=settings.connect_timeout_seconds)
+    store = Store.open(
+        settings.store_url,
+        connect_timeout_seconds=settings.connect_timeout_seconds,
+        sqlite_synchronous=settings.sqlite_synchronous,
+    )
     try:
         yield store
     finally:

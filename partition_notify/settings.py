@@ -22,10 +22,15 @@ DEFAULT_RETENTION_SECONDS = 7 * 24 * 3600
 RELAY_MIN_LEASE_SECONDS = 60
 #: publisher/relay.py's WRITER_GRACE_MARGIN_SECONDS, for the description below.
 RELAY_WRITER_GRACE_MARGIN_SECONDS = 5
-#: SQLite ``PRAGMA synchronous`` levels offered; OFF (no fsync at all) is not.
+#: SQLite ``PRAGMA synchronous`` levels offered (store.engine.SQLITE_SYNCHRONOUS_LEVELS);
+#: OFF (no fsync at all) is not.
+SQLITE_LEVELS = ("NORMAL", "FULL", "EXTRA")
 SqliteSynchronous = Annotated[
     Literal["NORMAL", "FULL", "EXTRA"],
-    BeforeValidator(lambda v: v.upper() if isinstance(v, str) else v),
+    # Case-insensitive, but an invalid value is echoed as given.
+    BeforeValidator(
+        lambda v: v.upper() if isinstance(v, str) and v.upper() in SQLITE_LEVELS else v
+    ),
 ]
 
 

@@ -17,7 +17,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from partition_notify.contract import AnyMessage, SetDoneMessage, to_envelope
 from partition_notify.errors import ConflictError, UnknownTableError
-from store.engine import WRITE, make_engine
+from store.engine import DEFAULT_SQLITE_SYNCHRONOUS, WRITE, make_engine
 from store.migrate import migrate
 from store.repositories import COVERING, TABLE_INFO_BY_NAME
 from store.schema import TableRow
@@ -115,8 +115,13 @@ class Store:
         clock: Clock = time.time,
         upgrade: bool = True,
         connect_timeout_seconds: float = 10.0,
+        sqlite_synchronous: str = DEFAULT_SQLITE_SYNCHRONOUS,
     ) -> Store:
-        engine = make_engine(url, connect_timeout_seconds=connect_timeout_seconds)
+        engine = make_engine(
+            url,
+            connect_timeout_seconds=connect_timeout_seconds,
+            sqlite_synchronous=sqlite_synchronous,
+        )
         if upgrade:
             try:
                 migrate(engine)
