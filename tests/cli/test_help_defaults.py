@@ -116,3 +116,10 @@ def test_readme_settings_table_defaults_match_settings():
                 assert documented == str(value), (env, documented, value)
             checked += 1
     assert checked >= 10
+
+
+def test_readme_states_the_partition_key_limit_the_code_has():
+    from partition_notify.contract.names import MAX_PARTITION_KEYS
+
+    text = " ".join((ROOT / "README.md").read_text().split())
+    assert f"at most {MAX_PARTITION_KEYS} partition keys per table" in text
