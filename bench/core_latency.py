@@ -11,12 +11,18 @@ cross process  the Subscriber runs in another process on the same database and
 Latency is measured from just before Publisher.send_mark_set_done to the
 callback, one message at a time (the next is sent once the last arrived).
 The publish call itself (validate, one commit) is reported separately.
+
+On SQLite the same-process run is done at ``synchronous=NORMAL`` and at the
+default ``FULL`` (fsync of the WAL at every commit: durable at commit),
+alternating rounds on fresh stores, and the FULL/NORMAL ratio of the medians
+is printed: the price of the durability promise.
 """
 
 from __future__ import annotations
 
 import argparse
 import multiprocessing
+import statistics
 import threading
 import time
 from typing import Any
@@ -37,11 +43,13 @@ def subscriber_process(url: str, poll: float, ready: Any, out: Any, stop: Any) -
         stop.wait(3600)
 
 
-def same_process(url: str, n: int, poll: float) -> None:
+def same_process(url: str, n: int, poll: float,
+                 synchronous: str | None = None) -> tuple[list[float], list[float]]:
     from partition_notify.app import build_app
 
+    extra = {} if synchronous is None else {"sqlite_synchronous": synchronous}
     with build_app(store_url=url, transport_url="embedded://",
-                   poll_interval_seconds=poll) as app:
+                   poll_interval_seconds=poll, **extra) as app:
         app.publisher.register_table("bench", "lat", ["ds"])
         arrived: dict[str, float] = {}
         cond = threading.Condition()
@@ -66,8 +74,28 @@ def same_process(url: str, n: int, poll: float) -> None:
                 if i >= 50:  # warm-up
                     latency.append(arrived[msg.message_id] - t0)
                     publish.append(t1 - t0)
-        print(f"  same process  publish->callback: {summary_ms(latency)}")
-        print(f"  same process  publish call:      {summary_ms(publish)}")
+    label = f" [{synchronous}]" if synchronous else ""
+    print(f"  same process{label}  publish->callback: {summary_ms(latency)}")
+    print(f"  same process{label}  publish call:      {summary_ms(publish)}")
+    return latency, publish
+
+
+def sqlite_synchronous_cost(n: int, poll: float, rounds: int = 2) -> None:
+    """NORMAL vs FULL side by side: alternating rounds, fresh store each, pooled samples."""
+    pooled: dict[str, tuple[list[float], list[float]]] = {"NORMAL": ([], []), "FULL": ([], [])}
+    for _ in range(rounds):
+        for level, (lat, pub) in pooled.items():
+            with scratch_store_url("sqlite") as url:
+                got_lat, got_pub = same_process(url, n, poll, synchronous=level)
+            lat += got_lat
+            pub += got_pub
+    med = {k: (statistics.median(v[0]), statistics.median(v[1])) for k, v in pooled.items()}
+    print(f"  synchronous   p50 publish call: NORMAL {med['NORMAL'][1] * 1000:.3f} ms, "
+          f"FULL {med['FULL'][1] * 1000:.3f} ms -> FULL/NORMAL "
+          f"{med['FULL'][1] / med['NORMAL'][1]:.2f}x")
+    print(f"  synchronous   p50 publish->callback: NORMAL {med['NORMAL'][0] * 1000:.3f} ms, "
+          f"FULL {med['FULL'][0] * 1000:.3f} ms -> FULL/NORMAL "
+          f"{med['FULL'][0] / med['NORMAL'][0]:.2f}x")
 
 
 def cross_process(url: str, n: int, poll: float) -> None:
@@ -109,6 +137,8 @@ def main() -> None:
     args = ap.parse_args()
     for backend in backends(args.backend):
         print(f"\n== {backend}: {args.n:,} set-done messages, one at a time ==")
+        if backend == "sqlite":
+            sqlite_synchronous_cost(args.n, args.poll_interval)
         with scratch_store_url(backend) as url:
             same_process(url, args.n, args.poll_interval)
             if not args.no_cross_process:

@@ -58,7 +58,11 @@ def build_app(settings: Settings | None = None, **overrides: object) -> App:
         settings = load_settings(**overrides)
     elif overrides:
         settings = settings.model_copy(update=overrides)
-    store = Store.open(settings.store_url, connect_timeout_seconds=settings.connect_timeout_seconds)
+    store = Store.open(
+        settings.store_url,
+        connect_timeout_seconds=settings.connect_timeout_seconds,
+        sqlite_synchronous=settings.sqlite_synchronous,
+    )
     try:
         transport = build_transport(settings, store)
     except BaseException:

@@ -17,9 +17,13 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from partition_notify import cli_revisions
+from partition_notify.cli_types import integer, undecodable
 from partition_notify.errors import PartitionNotifyError, WaitTimeout
 
 EXIT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 1, 2, 3
+#: Drivers that log their own connection failures; a one-shot command reports
+#: them in its one error line instead (``serve`` keeps them: it configures logging).
+DRIVER_LOGGERS = ("stomp.py", "kafka")
 #: Ten years; larger timeouts overflow the platform's wait primitives.
 MAX_SECONDS = 10 * 365 * 86400
 
@@ -75,8 +79,6 @@ def cmd_register(args: argparse.Namespace) -> int:
             topic=args.topic,
             location=args.location,
         )
-        if args.retention_seconds is not None and info.retention_seconds != args.retention_seconds:
-            info = app.store.set_retention(info.db, info.name, args.retention_seconds)
         print(
             f"{info.qualified} keys={','.join(info.partition_keys)} topic={info.topic} "
             f"retention_seconds={info.retention_seconds}"
@@ -231,7 +233,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("wait", cmd_wait, "wait until a set-done covers the spec (exit 3 on timeout)")
     sp.add_argument("table", type=_table, help="db.table")
     sp.add_argument("spec", help="partial or full spec")
-    sp.add_argument("--timeout", type=_seconds, default=3600.0, help="seconds (default 3600)")
+    sp.add_argument(
+        "--timeout", type=_seconds, default=3600.0, help="seconds (default %(default)g)"
+    )
 
     sp = add("history", cmd_history, "print retained set-done messages of a table")
     sp.add_argument("table", type=_table, help="db.table")
@@ -240,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("tail", cmd_tail, "print messages of tables as they arrive (JSON lines)")
     sp.add_argument("tables", nargs="+", help="db.table ...")
     sp.add_argument("--history", action="store_true", help="start with retained set-done")
-    sp.add_argument("--count", type=int, help="stop after N messages")
+    sp.add_argument("--count", type=integer(1), help="stop after N messages")
     sp.add_argument("--timeout", type=_seconds, help="stop after N seconds")
 
     add("tables", cmd_tables, "list registered tables")
@@ -262,7 +266,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    bad = undecodable(argv)
+    if bad is not None:
+        print(f"partition-notify: error: {bad} (see --help)", file=sys.stderr)
+        return EXIT_USAGE
     args = build_parser().parse_args(argv)
+    if args.command != "serve":
+        for name in DRIVER_LOGGERS:
+            logging.getLogger(name).setLevel(logging.CRITICAL + 1)
     try:
         code: int = args.fn(args)
         return code

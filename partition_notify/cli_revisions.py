@@ -14,7 +14,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from partition_notify.cli_types import integer
 from partition_notify.errors import ConfigurationError, PartitionNotifyError
+from partition_notify.limits import MAX_INT64
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -33,7 +35,11 @@ def _store(args: argparse.Namespace) -> Iterator[Any]:
     from store import Store
 
     settings = load_settings(**({"store_url": args.store_url} if args.store_url else {}))
-    store = Store.open(settings.store_url, connect_timeout_seconds=settings.connect_timeout_seconds)
+    store = Store.open(
+        settings.store_url,
+        connect_timeout_seconds=settings.connect_timeout_seconds,
+        sqlite_synchronous=settings.sqlite_synchronous,
+    )
     try:
         yield store
     finally:
@@ -189,6 +195,7 @@ def _spark(wanted: bool) -> Iterator[Any]:
 
 def add_parsers(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
     """Add ``rev`` and ``dataset`` to the subcommands ``sub`` of the main parser."""
+    from store.revisions import DEFAULT_KEEP_ALIVE_SECONDS  # the help text states it
 
     def group(name: str, help_: str) -> Any:
         return sub.add_parser(name, help=help_, description=help_).add_subparsers(
@@ -213,7 +220,8 @@ def add_parsers(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
     sp.add_argument(
         "--keep-alive-seconds",
         type=float,
-        help="it counts as aborted if not committed or kept alive within this (default 3600)",
+        help="it counts as aborted if not committed or kept alive within this (default "
+        f"{DEFAULT_KEEP_ALIVE_SECONDS:g})",
     )
     for name, fn, help_ in (
         ("commit", cmd_rev_commit, "commit a write transaction (idempotent)"),
@@ -221,10 +229,10 @@ def add_parsers(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
     ):
         sp = add(rev, "rev", name, fn, help_)
         sp.add_argument("table", help="table name")
-        sp.add_argument("revision", type=int, help="the revision begin printed")
+        sp.add_argument("revision", type=integer(0), help="the revision begin printed")
     sp = add(rev, "rev", "keep-alive", cmd_rev_keep_alive, "push a transaction's expiry out")
     sp.add_argument("table", help="table name")
-    sp.add_argument("revision", type=int, help="the revision begin printed")
+    sp.add_argument("revision", type=integer(0), help="the revision begin printed")
     sp.add_argument(
         "--keep-alive-seconds",
         type=float,
@@ -232,7 +240,9 @@ def add_parsers(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
     )
     sp = add(rev, "rev", "snapshot", cmd_rev_snapshot, "print a snapshot to hand to a job")
     sp.add_argument("table", help="table name")
-    sp.add_argument("--revision", type=int, help="the snapshot at this revision (default latest)")
+    sp.add_argument(
+        "--revision", type=integer(0), help="the snapshot at this revision (default latest)"
+    )
     sp = add(rev, "rev", "status", cmd_rev_status, "latest snapshot, running and aborted")
     sp.add_argument("table", help="table name")
     add(rev, "rev", "tables", cmd_rev_tables, "list tables that have revisions")
@@ -248,9 +258,10 @@ def add_parsers(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
     )
     sp.add_argument(
         "--min-versions",
-        type=int,
+        # Only the store's range here; the dataset itself says why 0 is refused.
+        type=integer(-MAX_INT64 - 1),
         default=1,
-        help="newest complete versions always kept (default 1)",
+        help="newest complete versions always kept (default %(default)s)",
     )
     sp = add(ds, "dataset", "describe", cmd_dataset_describe, "location, pointer, retention")
     sp.add_argument("name", help="dataset name")

@@ -17,6 +17,7 @@ from typing import Any
 
 from partition_notify.app import build_app
 from partition_notify.contract import AddPartitionMessage, AnyMessage, SetDoneMessage
+from partition_notify.errors import ConfigurationError
 
 DB, TABLE = "sales", "orders"
 DAY = "20110228"
@@ -27,10 +28,39 @@ def _say(t0: float, who: str, text: str) -> None:
     print(f"[{time.monotonic() - t0:7.3f}s] {who:<9} {text}", flush=True)
 
 
+#: Written into a workdir the demo made, so a re-run knows it may clean it.
+MARKER = ".partition-notify-demo"
+#: What a run creates in its workdir; a re-run removes exactly these, nothing else.
+OWN_ENTRIES = ("store.db", "store.db-wal", "store.db-shm", "store.db-journal", "warehouse")
+
+
+def prepare_workdir(workdir: str) -> Path:
+    """A workdir that is new, empty, or one the demo made; never anyone else's files.
+
+    ``--workdir .`` or ``~`` used to be removed wholesale.
+    """
+    root = Path(workdir).expanduser().resolve()
+    if root.exists() and not root.is_dir():
+        raise ConfigurationError(f"demo workdir {str(root)!r} exists and is not a directory")
+    if root.is_dir() and any(root.iterdir()) and not (root / MARKER).is_file():
+        raise ConfigurationError(
+            f"demo workdir {str(root)!r} is not empty and was not created by the demo; "
+            "nothing was deleted: pass --workdir with a new or empty directory"
+        )
+    root.mkdir(parents=True, exist_ok=True)
+    for name in OWN_ENTRIES:
+        entry = root / name
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        elif entry.exists() or entry.is_symlink():
+            entry.unlink()
+    (root / MARKER).write_text("created by partition-notify demo; a re-run replaces "
+                               f"only {', '.join(OWN_ENTRIES)}\n")
+    return root
+
+
 def run_demo(workdir: str = "demo-run", spark: bool = True) -> int:
-    root = Path(workdir).resolve()
-    shutil.rmtree(root, ignore_errors=True)
-    root.mkdir(parents=True)
+    root = prepare_workdir(workdir)
     store_url = f"sqlite:///{root / 'store.db'}"
     warehouse = root / "warehouse"
     t0 = time.monotonic()

@@ -16,6 +16,7 @@ boundary with ``raise ... from exc`` so callers never need to import a driver::
     ├── StoreError                  the database failed or is unreachable
     ├── TransportError              the message bus failed
     │   ├── ConnectError            could not connect in time
+    │   │   └── AuthenticationError the broker refused our credentials or mechanism
     │   ├── PublishError            the broker refused or did not confirm
     │   │   └── PublishTimeout      no receipt/ack before the deadline
     │   └── SubscribeError          could not subscribe / confirm subscription
@@ -71,6 +72,10 @@ class TransportError(PartitionNotifyError):
 
 class ConnectError(TransportError):
     """Could not connect to the broker before the deadline."""
+
+
+class AuthenticationError(ConnectError):
+    """The broker refused the credentials or does not offer the authentication mechanism."""
 
 
 class PublishError(TransportError):

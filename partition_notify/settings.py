@@ -6,14 +6,32 @@ composition root does) so tests and tools can pass their own values.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr
+from pydantic import BeforeValidator, Field, SecretStr
+from pydantic import ValidationError as PydanticValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from partition_notify.contract.topics import TopicPolicy
+from partition_notify.errors import ConfigurationError
+from partition_notify.limits import MAX_RETENTION_SECONDS
 
 DEFAULT_RETENTION_SECONDS = 7 * 24 * 3600
+#: Relay lease when none is set: max(RELAY_MIN_LEASE_SECONDS, 3 x publish timeout)
+#: (publisher/relay.py computes it; tests/cli/test_help_defaults.py checks both agree).
+RELAY_MIN_LEASE_SECONDS = 60
+#: publisher/relay.py's WRITER_GRACE_MARGIN_SECONDS, for the description below.
+RELAY_WRITER_GRACE_MARGIN_SECONDS = 5
+#: SQLite ``PRAGMA synchronous`` levels offered (store.engine.SQLITE_SYNCHRONOUS_LEVELS);
+#: OFF (no fsync at all) is not.
+SQLITE_LEVELS = ("NORMAL", "FULL", "EXTRA")
+SqliteSynchronous = Annotated[
+    Literal["NORMAL", "FULL", "EXTRA"],
+    # Case-insensitive, but an invalid value is echoed as given.
+    BeforeValidator(
+        lambda v: v.upper() if isinstance(v, str) and v.upper() in SQLITE_LEVELS else v
+    ),
+]
 
 
 class Settings(BaseSettings):
@@ -34,7 +52,8 @@ class Settings(BaseSettings):
     service_principal: str = ""
     topic_prefix: str = "hcat"
     topic_policy: TopicPolicy = TopicPolicy.PER_TABLE
-    default_retention_seconds: int = Field(DEFAULT_RETENTION_SECONDS, gt=0)
+    default_retention_seconds: int = Field(DEFAULT_RETENTION_SECONDS, gt=0,
+                                           le=MAX_RETENTION_SECONDS)
 
     connect_timeout_seconds: float = Field(10.0, gt=0)
     publish_timeout_seconds: float = Field(10.0, gt=0)
@@ -49,16 +68,48 @@ class Settings(BaseSettings):
     relay_interval_seconds: float = Field(1.0, gt=0)
     relay_batch_size: int = Field(500, gt=0)
     relay_lease_seconds: float | None = Field(
-        None, gt=0, description="how long a relay owns leased entries (default 3x publish timeout)"
+        None,
+        gt=0,
+        description="how long a relay owns leased entries (default "
+        f"max({RELAY_MIN_LEASE_SECONDS} s, 3 x publish_timeout_seconds))",
     )
     relay_writer_grace_seconds: float | None = Field(
-        None, ge=0, description="leave entries this young to their writer (default timeout + 5 s)"
+        None,
+        ge=0,
+        description="leave entries this young to their writer (default "
+        f"publish_timeout_seconds + {RELAY_WRITER_GRACE_MARGIN_SECONDS} s)",
     )
     relay_max_backoff_seconds: float = Field(8.0, gt=0)
+    sqlite_synchronous: SqliteSynchronous = Field(
+        "FULL",
+        description="SQLite store: FULL fsyncs the WAL at every commit (durable at commit); "
+        "NORMAL is faster but may lose the last commits on power loss",
+    )
     log_format: Literal["text", "json"] = "text"
     metrics_port: int | None = Field(None, description="serve: Prometheus endpoint port")
 
 
 def load_settings(**overrides: object) -> Settings:
-    """Settings from the environment, with explicit ``overrides`` winning."""
-    return Settings(**overrides)  # type: ignore[arg-type]
+    """Settings from the environment, with explicit ``overrides`` winning.
+
+    Raises :class:`ConfigurationError` with one line per bad variable.
+    """
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except PydanticValidationError as exc:
+        raise ConfigurationError(
+            "invalid settings:\n" + "\n".join(_describe(e) for e in exc.errors())
+        ) from None
+
+
+def _describe(error: object) -> str:
+    assert isinstance(error, dict)
+    field = str(error["loc"][0]) if error.get("loc") else "?"
+    var = f"{Settings.model_config.get('env_prefix', '')}{field}".upper()
+    info = Settings.model_fields.get(field)
+    # Never echo a secret's value, not even a malformed one.
+    secret = "password" in field or (
+        info is not None and info.annotation in (SecretStr, SecretStr | None)
+    )
+    value = "" if secret else f"={error.get('input')!r:.80}"
+    return f"{var}{value}: {error.get('msg', 'invalid')}"

@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from partition_notify import limits
 from partition_notify.contract import (
     AddPartitionMessage,
     AnyMessage,
@@ -68,16 +69,13 @@ class Publisher:
         keys = names.partition_keys(
             partition_keys if isinstance(partition_keys, str) else list(partition_keys)
         )
-        retention = (
-            self.config.default_retention_seconds
-            if retention_seconds is None
-            else retention_seconds
+        what = f"{db_n}.{table_n}"
+        explicit = retention_seconds is not None
+        retention = limits.retention_seconds(
+            retention_seconds if explicit else self.config.default_retention_seconds, what=what
         )
-        if not isinstance(retention, int) or retention <= 0:
-            raise ValidationError(
-                f"retention_seconds for {db_n}.{table_n} must be a positive integer, "
-                f"got {retention!r}"
-            )
+        if location is not None:
+            location = limits.text(location, field=f"location of {what}")
         name = topic_for(
             db_n,
             table_n,
@@ -93,6 +91,8 @@ class Publisher:
             retention_seconds=retention,
             topic_override=topic,
             location=location,
+            # Re-registering applies what the caller states; it never silently keeps the old.
+            update_retention=explicit,
         )
         return info
 
@@ -118,11 +118,8 @@ class Publisher:
         """
         info = self.table(db, table)
         specs = self.validate_partitions(info, partitions)
-        locs = list(locations) if locations is not None else [None] * len(specs)
-        if len(locs) != len(specs):
-            raise ValidationError(
-                f"{len(specs)} partitions but {len(locs)} locations for {info.qualified}"
-            )
+        locs = _locations(locations, len(specs), info.qualified)
+        revision = limits.revision(revision)
         drafts = [
             self._partition_draft(info, s, loc, revision)
             for s, loc in zip(specs, locs, strict=True)
@@ -139,6 +136,7 @@ class Publisher:
         """Tell consumers that every partition matching ``partial_spec`` is complete."""
         info = self.table(db, table)
         done = self.validate_set_done(info, partial_spec)
+        revision = limits.revision(revision)
         logged = self.store.append(
             [self._set_done_draft(info, done, revision)], published=self.transport.uses_store_log
         )
@@ -150,6 +148,12 @@ class Publisher:
     # -- validation (also used by writers before any data is written) ---------
     @staticmethod
     def validate_partitions(info: TableInfo, partitions: Iterable[SpecLike]) -> list[spec.Spec]:
+        if isinstance(partitions, str | bytes | Mapping):
+            # A str would be iterated per character, a mapping per key.
+            raise InvalidSpecError(
+                f"partitions must be a list of specs, got {type(partitions).__name__} "
+                f"{partitions!r:.80}; wrap a single spec in a list"
+            )
         out: list[spec.Spec] = []
         seen: set[str] = set()
         for i, raw in enumerate(partitions):
@@ -245,6 +249,24 @@ class Publisher:
                 "relay (partition-notify serve)"
             ) from exc
         self.store.mark_published([m.event_id for m in messages])
+
+
+def _locations(
+    locations: Sequence[str | None] | None, count: int, table: str
+) -> list[str | None]:
+    if locations is None:
+        return [None] * count
+    if isinstance(locations, str | bytes) or not isinstance(locations, Sequence):
+        raise ValidationError(
+            f"locations for {table} must be a list (one per partition), got "
+            f"{type(locations).__name__} {locations!r:.80}"
+        )
+    if len(locations) != count:
+        raise ValidationError(f"{count} partitions but {len(locations)} locations for {table}")
+    return [
+        None if loc is None else limits.text(loc, field=f"location #{i} of {table}")
+        for i, loc in enumerate(locations)
+    ]
 
 
 def _bounded(canon: str) -> str:

@@ -15,10 +15,22 @@ from partition_notify.redact import redact_url
 
 #: Execution option that makes a SQLite transaction take the write lock at BEGIN.
 WRITE = "pn_write"
+#: SQLite ``PRAGMA synchronous`` in WAL mode. FULL fsyncs the WAL at every commit,
+#: so a commit survives power loss ("durable at commit", which the embedded
+#: transport promises); NORMAL fsyncs only at checkpoints and may lose the last
+#: commits. Cost: bench/core_latency.py prints both side by side.
+SQLITE_SYNCHRONOUS_LEVELS = ("NORMAL", "FULL", "EXTRA")
+DEFAULT_SQLITE_SYNCHRONOUS = "FULL"
 
 
-def make_engine(url: str, *, connect_timeout_seconds: float = 10.0, **kwargs: Any) -> Engine:
-    """Create an engine; on SQLite, WAL and BEGIN IMMEDIATE for writers."""
+def make_engine(
+    url: str,
+    *,
+    connect_timeout_seconds: float = 10.0,
+    sqlite_synchronous: str = DEFAULT_SQLITE_SYNCHRONOUS,
+    **kwargs: Any,
+) -> Engine:
+    """Create an engine; on SQLite, WAL, ``sqlite_synchronous`` and BEGIN IMMEDIATE."""
     try:
         parsed = make_url(url)
     except ArgumentError as exc:
@@ -28,6 +40,12 @@ def make_engine(url: str, *, connect_timeout_seconds: float = 10.0, **kwargs: An
             "sqlite:///path or postgresql+psycopg://user@host/db)"
         ) from exc
     backend = parsed.get_backend_name()
+    synchronous = str(sqlite_synchronous).upper()
+    if synchronous not in SQLITE_SYNCHRONOUS_LEVELS:
+        raise ConfigurationError(
+            f"sqlite_synchronous {sqlite_synchronous!r}: expected one of "
+            f"{', '.join(SQLITE_SYNCHRONOUS_LEVELS)}"
+        )
     if backend == "sqlite":
         if parsed.database in (None, "", ":memory:"):
             # Every pooled connection would otherwise be its own empty database.
@@ -37,7 +55,7 @@ def make_engine(url: str, *, connect_timeout_seconds: float = 10.0, **kwargs: An
             connect_args={"timeout": connect_timeout_seconds * 3, "check_same_thread": False},
             **kwargs,
         )
-        _sqlite_hooks(engine, busy_seconds=connect_timeout_seconds * 3)
+        _sqlite_hooks(engine, busy_seconds=connect_timeout_seconds * 3, synchronous=synchronous)
         return engine
     if backend == "postgresql":
         if parsed.drivername == "postgresql":
@@ -65,7 +83,7 @@ def make_engine(url: str, *, connect_timeout_seconds: float = 10.0, **kwargs: An
 LOCK_POLL_SECONDS = 0.001
 
 
-def _sqlite_hooks(engine: Engine, *, busy_seconds: float) -> None:
+def _sqlite_hooks(engine: Engine, *, busy_seconds: float, synchronous: str) -> None:
     memory = engine.url.database in (None, "", ":memory:")
     busy_ms = int(busy_seconds * 1000)
 
@@ -76,7 +94,7 @@ def _sqlite_hooks(engine: Engine, *, busy_seconds: float) -> None:
         cur = dbapi_conn.cursor()
         if not memory:
             cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute(f"PRAGMA synchronous={synchronous}")  # one of SQLITE_SYNCHRONOUS_LEVELS
         cur.execute("PRAGMA foreign_keys=ON")
         # Debian builds SQLite with SECURE_DELETE on: zeroing every deleted
         # row cost the purge ~20%. The store holds no secrets (credentials live

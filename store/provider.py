@@ -17,7 +17,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from partition_notify.contract import AnyMessage, SetDoneMessage, to_envelope
 from partition_notify.errors import ConflictError, UnknownTableError
-from store.engine import WRITE, make_engine
+from store.engine import DEFAULT_SQLITE_SYNCHRONOUS, WRITE, make_engine
 from store.migrate import migrate
 from store.repositories import COVERING, TABLE_INFO_BY_NAME
 from store.schema import TableRow
@@ -115,8 +115,13 @@ class Store:
         clock: Clock = time.time,
         upgrade: bool = True,
         connect_timeout_seconds: float = 10.0,
+        sqlite_synchronous: str = DEFAULT_SQLITE_SYNCHRONOUS,
     ) -> Store:
-        engine = make_engine(url, connect_timeout_seconds=connect_timeout_seconds)
+        engine = make_engine(
+            url,
+            connect_timeout_seconds=connect_timeout_seconds,
+            sqlite_synchronous=sqlite_synchronous,
+        )
         if upgrade:
             try:
                 migrate(engine)
@@ -153,8 +158,13 @@ class Store:
         retention_seconds: int,
         topic_override: str | None = None,
         location: str | None = None,
+        update_retention: bool = False,
     ) -> tuple[TableInfo, bool]:
-        """Register a table; returns (info, created). Identical re-registration is a no-op."""
+        """Register a table; returns (info, created).
+
+        Re-registering an existing table applies a given ``location`` and, with
+        ``update_retention``, the retention; different keys or topic conflict.
+        """
         with self._uow(write=True) as uow:
             row = uow.tables.get(db, name)
             if row is not None:
@@ -169,7 +179,11 @@ class Store:
                         f"table {db}.{name} is registered on topic {info.topic!r}, "
                         f"not {topic_override!r}"
                     )
-                return info, False
+                if update_retention:
+                    row.retention_seconds = retention_seconds
+                if location is not None:
+                    row.location = location
+                return TableInfo.of(row), False
             row = uow.tables.add(
                 TableRow(
                     db=db,

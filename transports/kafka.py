@@ -33,6 +33,7 @@ from partition_notify.errors import (
     PublishError,
     PublishTimeout,
 )
+from transports._kafka_sasl import check_sasl
 from transports._kafka_topics import RETRIABLE, TopicAdmin, client_config, describe
 from transports.base import OnMessage, Transport
 from transports.kafka_config import KafkaEndpoint, parse_url
@@ -130,6 +131,7 @@ class KafkaTransport(Transport):
             left = deadline - time.monotonic()
             if left <= 0:
                 raise PublishTimeout("kafka: no time left to connect a producer")
+            check_sasl(self.endpoint, deadline)
             try:
                 self._producer = KafkaProducer(**self._producer_config(left))
             except kerrors.KafkaError as exc:

@@ -35,6 +35,7 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 
 from partition_notify.errors import ConnectError, SubscribeError, TransportError
+from transports._kafka_sasl import check_sasl
 from transports._kafka_topics import TopicAdmin, client_config, describe
 from transports.base import Consumer, OnMessage, RawMessage
 from transports.kafka_config import KafkaEndpoint
@@ -136,6 +137,7 @@ class KafkaTopicConsumer(Consumer):
             left = deadline - time.monotonic()
             if left <= 0:
                 raise SubscribeError("kafka: no time left to connect a consumer")
+            check_sasl(self.endpoint, deadline)
             try:
                 self._kc = KafkaConsumer(**self._config(left))
             except kerrors.KafkaError as exc:

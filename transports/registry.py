@@ -7,7 +7,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from partition_notify.errors import ConfigurationError
+from partition_notify.errors import ConfigurationError, PartitionNotifyError
 from partition_notify.redact import redact_url
 
 if TYPE_CHECKING:
@@ -40,5 +40,14 @@ def resolve(url: str) -> type[Transport]:
 
 def create_transport(url: str, **options: Any) -> Transport:
     """Build the transport for ``url``; each class takes the options it needs."""
-    cls = resolve(url)
-    return cls.from_url(url, **options)  # type: ignore[attr-defined, no-any-return]
+    try:
+        cls = resolve(url)
+        return cls.from_url(url, **options)  # type: ignore[attr-defined, no-any-return]
+    except ValueError as exc:
+        if isinstance(exc, PartitionNotifyError):
+            raise
+        # urllib's "Invalid IPv6 URL", a port that is not a number, ...
+        raise ConfigurationError(
+            f"transport URL {redact_url(url)!r} does not parse: {exc} (expected e.g. "
+            "stomp://host:61613, kafka://host:9092 or embedded://)"
+        ) from exc

@@ -11,6 +11,9 @@ import re
 from partition_notify.errors import InvalidNameError
 
 MAX_NAME_LENGTH = 128
+#: Partition keys per table. Coverage look-ups enumerate the 2**n sub-specs of a
+#: partition, so every spec operation has this bound; register enforces it too.
+MAX_PARTITION_KEYS = 12
 _OBJECT_NAME = re.compile(r"[a-z0-9_]+")
 _KEY_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 
@@ -18,6 +21,12 @@ _KEY_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 def _check(kind: str, value: object, pattern: re.Pattern[str], expected: str) -> str:
     if not isinstance(value, str):
         raise InvalidNameError(f"{kind} must be a string, got {type(value).__name__}")
+    if not value.isascii():
+        # str.lower() would fold e.g. the Kelvin sign U+212A into 'k': refuse, don't guess.
+        bad = sorted({c for c in value if not c.isascii()})
+        shown = ", ".join(f"{c!r} (U+{ord(c):04X})" for c in bad)
+        raise InvalidNameError(f"{kind} {value!r}: non-ASCII character(s) {shown}; expected "
+                               f"ASCII {expected}")
     name = value.strip().lower()
     if not name:
         raise InvalidNameError(f"{kind} is empty; expected {expected}")
@@ -57,6 +66,10 @@ def partition_keys(values: object) -> tuple[str, ...]:
         )
     if not values:
         raise InvalidNameError("a partitioned table needs at least one partition key")
+    if len(values) > MAX_PARTITION_KEYS:
+        raise InvalidNameError(
+            f"{len(values)} partition keys given; a table has at most {MAX_PARTITION_KEYS}"
+        )
     keys = tuple(partition_key(v) for v in values)
     seen: set[str] = set()
     for key in keys:

@@ -17,14 +17,15 @@ import itertools
 import re
 from collections.abc import Mapping, Sequence
 
-from partition_notify.contract.names import partition_key
+from partition_notify.contract.names import MAX_PARTITION_KEYS, partition_key
 from partition_notify.errors import InvalidNameError, InvalidSpecError
 
 #: Hive writes a null partition value as this literal.
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 MAX_VALUE_LENGTH = 1024
+_INT_BOUND = 10**MAX_VALUE_LENGTH
 #: Subset enumeration for the coverage look-up is 2**n; tables have few keys.
-MAX_SPEC_KEYS = 12
+MAX_SPEC_KEYS = MAX_PARTITION_KEYS
 
 _ESCAPED = frozenset([chr(c) for c in range(0x00, 0x20)] + list("\"#%'*/:=?\\{[]^") + ["\x7f"])
 _HEX = re.compile(r"[0-9A-Fa-f]{2}")
@@ -69,6 +70,12 @@ def _value(key: str, value: object) -> str:
         raise InvalidSpecError(
             f"value of partition key {key!r} must be a string or integer, "
             f"got {type(value).__name__}"
+        )
+    if isinstance(value, int) and not -_INT_BOUND < value < _INT_BOUND:
+        # str() of a huge int raises a bare ValueError (int_max_str_digits) or takes long.
+        raise InvalidSpecError(
+            f"value of partition key {key!r} is an integer of more than {MAX_VALUE_LENGTH} "
+            f"digits; at most {MAX_VALUE_LENGTH} characters allowed"
         )
     text = str(value)
     if text == "":

@@ -1,0 +1,53 @@
+"""Argument types and argv checks shared by the ``partition-notify`` commands.
+
+Bounds come from :mod:`partition_notify.limits`, so a number the store could
+not hold is refused by argparse (exit 2, one line) instead of failing deep
+inside a driver.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+
+from partition_notify.limits import MAX_INT64
+
+
+def integer(minimum: int, maximum: int = MAX_INT64) -> Callable[[str], int]:
+    """An argparse type: an integer from ``minimum`` to ``maximum``."""
+
+    def parse(value: str) -> int:
+        number = int(value)  # ValueError: argparse says "invalid int value: 'x'"
+        if not minimum <= number <= maximum:
+            raise argparse.ArgumentTypeError(
+                f"{value}: expected an integer from {minimum} to {maximum}"
+            )
+        return number
+
+    parse.__name__ = "int"  # argparse names the type in "invalid int value"
+    return parse
+
+
+def undecodable(argv: Sequence[str]) -> str | None:
+    """Describe the first argument that is not valid UTF-8, or None.
+
+    Python hands undecodable bytes over as lone surrogates (surrogateescape);
+    they would fail later, in a driver, with a UnicodeEncodeError.
+    """
+    for position, arg in enumerate(argv, 1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raw = arg.encode("utf-8", "surrogateescape") if _escaped(arg) else None
+            shown = repr(raw)[1:] if raw is not None else repr(arg)
+            return (f"argument {position} {shown} is not valid UTF-8 (byte at position "
+                    f"{exc.start}); arguments must be UTF-8 text")
+    return None
+
+
+def _escaped(arg: str) -> bool:
+    try:
+        arg.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return False
+    return True

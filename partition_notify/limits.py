@@ -1,0 +1,62 @@
+"""Bounds on numbers and strings that come from users, checked before anything is stored.
+
+One place, so the CLI, the Python API and settings agree; help texts and
+docs name these constants rather than repeat the numbers.
+"""
+
+from __future__ import annotations
+
+from partition_notify.errors import ValidationError
+
+#: Both backends store counts and ids as signed 64-bit integers.
+MAX_INT64 = 2**63 - 1
+#: A century: far beyond any sensible retention, and ``now + retention`` stays
+#: an exact float and a valid BIGINT on both backends.
+MAX_RETENTION_SECONDS = 100 * 365 * 86400
+
+
+def retention_seconds(value: object, *, what: str) -> int:
+    """A retention period: an integer from 1 to :data:`MAX_RETENTION_SECONDS`."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(
+            f"retention_seconds for {what} must be an integer, got {type(value).__name__} "
+            f"{value!r}"
+        )
+    if not 0 < value <= MAX_RETENTION_SECONDS:
+        raise ValidationError(
+            f"retention_seconds for {what} must be a positive integer of at most "
+            f"{MAX_RETENTION_SECONDS}, got {value}"
+        )
+    return value
+
+
+def text(value: object, *, field: str) -> str:
+    """A free-form string both backends store alike: UTF-8 encodable, no NUL."""
+    if not isinstance(value, str):
+        raise ValidationError(f"{field} must be a str, got {type(value).__name__} {value!r}")
+    if "\x00" in value:
+        # SQLite stores it, PostgreSQL text refuses it: refuse on both.
+        raise ValidationError(
+            f"{field} {value!r} contains a NUL character at position {value.index(chr(0))}"
+        )
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(
+            f"{field} {value!r} cannot be encoded as UTF-8 ({exc.reason} at position "
+            f"{exc.start})"
+        ) from exc
+    return value
+
+
+def revision(value: object) -> int | None:
+    """An optional revision number: a non-negative 64-bit integer."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(
+            f"revision must be an integer or None, got {type(value).__name__} {value!r}"
+        )
+    if not 0 <= value <= MAX_INT64:
+        raise ValidationError(f"revision must be from 0 to {MAX_INT64}, got {value}")
+    return value

@@ -1,0 +1,125 @@
+"""Help texts and documented defaults agree with the code (issue 10, item 16).
+
+Every number in a ``(default ...)`` of a help text must be the argument's
+real default (or a named setting's); the README's settings table must list
+the defaults ``Settings`` has.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from partition_notify import settings
+from partition_notify.cli import build_parser
+from partition_notify.settings import Settings
+from publisher import relay as relay_module
+from publisher.relay import Relay
+from store.revisions import DEFAULT_KEEP_ALIVE_SECONDS
+
+ROOT = Path(__file__).resolve().parents[2]
+NUMBER = re.compile(r"(?<![\w.=])\d[\d,_]*(?:\.\d+)?(?![\w.])")
+
+
+def _actions(parser: argparse.ArgumentParser, path: str = "") -> list[tuple[str, Any]]:
+    out = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                out += _actions(sub, f"{path} {name}".strip())
+        else:
+            out.append((path, action))
+    return out
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(n.replace(",", "").replace("_", "")) for n in NUMBER.findall(text)]
+
+
+def _rendered(action: argparse.Action) -> str:
+    """The help text as --help prints it (``%(default)s`` expanded)."""
+    return str(action.help) % {**vars(action), "prog": "partition-notify"}
+
+
+ACTIONS = [(p, a) for p, a in _actions(build_parser()) if a.help and NUMBER.search(_rendered(a))]
+
+
+@pytest.mark.parametrize(("path", "action"), ACTIONS,
+                         ids=[f"{p} {a.option_strings or a.dest}" for p, a in ACTIONS])
+def test_every_number_in_a_help_text_is_a_real_default(path: str, action: argparse.Action):
+    """A number in help is the default of that option (argparse's or the code's)."""
+    allowed = set()
+    if isinstance(action.default, int | float) and not isinstance(action.default, bool):
+        allowed.add(float(action.default))
+    if action.dest == "keep_alive_seconds" and path == "rev begin":
+        allowed.add(DEFAULT_KEEP_ALIVE_SECONDS)
+    for number in _numbers(_rendered(action)):
+        assert number in allowed, f"{path} {action.option_strings}: {action.help!r}"
+
+
+def test_rev_begin_names_the_real_keep_alive_default(capsys):
+    parser = build_parser()
+    with pytest.raises(SystemExit):
+        parser.parse_args(["rev", "begin", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"(default {DEFAULT_KEEP_ALIVE_SECONDS:g})" in text
+
+
+def test_relay_lease_description_matches_the_relay():
+    described = Settings.model_fields["relay_lease_seconds"].description or ""
+    assert f"max({settings.RELAY_MIN_LEASE_SECONDS} s, 3 x publish_timeout_seconds)" in described
+    grace = Settings.model_fields["relay_writer_grace_seconds"].description or ""
+    assert f"publish_timeout_seconds + {settings.RELAY_WRITER_GRACE_MARGIN_SECONDS} s" in grace
+    assert settings.RELAY_WRITER_GRACE_MARGIN_SECONDS == relay_module.WRITER_GRACE_MARGIN_SECONDS
+    for timeout in (1.0, 10.0, 30.0):
+        # The formula the description states is what the relay computes.
+        relay = Relay(None, None, publish_timeout=timeout)  # type: ignore[arg-type]
+        assert relay.lease_seconds == max(settings.RELAY_MIN_LEASE_SECONDS, 3 * timeout)
+        assert relay.writer_grace == timeout + settings.RELAY_WRITER_GRACE_MARGIN_SECONDS
+
+
+def _readme_table() -> dict[str, str]:
+    rows = {}
+    text = (ROOT / "README.md").read_text()
+    for line in text.splitlines():
+        if line.startswith("| `PN_"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            rows[cells[0]] = cells[1]
+    return rows
+
+
+def test_readme_settings_table_defaults_match_settings():
+    rows = _readme_table()
+    assert rows, "README settings table not found"
+    fields = Settings.model_fields
+    checked = 0
+    for names_cell, default_cell in rows.items():
+        env_names = re.findall(r"`(PN_[A-Z_]+)`", names_cell)
+        defaults = [d.strip(" `") for d in re.split(r",|/", default_cell)]
+        if len(defaults) != len(env_names):
+            defaults = [default_cell.strip(" `")] * len(env_names)
+        for env, documented in zip(env_names, defaults, strict=True):
+            field = env.removeprefix("PN_").lower()
+            assert field in fields, f"README documents {env}, which Settings does not have"
+            real = fields[field].default
+            if real is None or documented in ("—", "-"):
+                assert real is None or documented not in ("—", "-"), (env, real)
+                continue
+            value = getattr(real, "value", real)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                assert float(documented.replace(",", "")) == float(value), (env, documented)
+            else:
+                assert documented == str(value), (env, documented, value)
+            checked += 1
+    assert checked >= 10
+
+
+def test_readme_states_the_partition_key_limit_the_code_has():
+    from partition_notify.contract.names import MAX_PARTITION_KEYS
+
+    text = " ".join((ROOT / "README.md").read_text().split())
+    assert f"at most {MAX_PARTITION_KEYS} partition keys per table" in text
