@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, delete, func, insert, select, update
+from sqlalchemy import Table, and_, bindparam, delete, func, insert, not_, select, update
 from sqlalchemy.orm import Session
 
 from store.schema import EventRow, PartitionRow, SequenceRow, SetDoneRow, TableRow
@@ -162,20 +162,31 @@ class EventRepository:
         )
         return [tuple(r) for r in self.session.execute(stmt)]
 
-    def unpublished_head(self, limit: int) -> list[EventRow]:
-        """The oldest ``limit`` unpublished rows, leased or not, locked until commit.
+    def unpublished_head(
+        self, limit: int, held_back: dict[str, int] | None = None
+    ) -> list[EventRow]:
+        """The oldest ``limit`` unpublished live rows, leased or not, locked until commit.
 
+        ``held_back`` maps a topic to the event id behind which its later
+        events wait (a refused event being retried): those are left out, so
+        they never crowd other topics out of the batch. Dead letters are out.
         ``FOR UPDATE`` makes a second relay on PostgreSQL wait, then see the
         first one's lease (a plain SELECT would let both claim the same rows).
         """
-        stmt = (
-            select(EventRow)
-            .where(EventRow.published_at.is_(None))
-            .order_by(EventRow.event_id)
-            .limit(limit)
-            .with_for_update()
-        )
+        stmt = select(EventRow).where(EventRow.published_at.is_(None), EventRow.dead_at.is_(None))
+        for topic, event_id in (held_back or {}).items():
+            stmt = stmt.where(not_(and_(EventRow.topic == topic, EventRow.event_id > event_id)))
+        stmt = stmt.order_by(EventRow.event_id).limit(limit).with_for_update()
         return list(self.session.scalars(stmt))
+
+    def retrying(self) -> list[tuple[int, str, float]]:
+        """(event id, topic, retry at) of live events refused and waiting for a retry."""
+        stmt = select(EventRow.event_id, EventRow.topic, EventRow.retry_at).where(
+            EventRow.retry_at.is_not(None),
+            EventRow.published_at.is_(None),
+            EventRow.dead_at.is_(None),
+        )
+        return [(int(r[0]), str(r[1]), float(r[2] or 0.0)) for r in self.session.execute(stmt)]
 
     def lease(self, ids: Sequence[int], owner: str, until: float) -> None:
         for chunk in _chunks(ids):
@@ -190,7 +201,7 @@ class EventRepository:
             self.session.execute(
                 update(EventRow)
                 .where(EventRow.event_id.in_(chunk))
-                .values(published_at=now, lease_owner=None, lease_until=None)
+                .values(published_at=now, lease_owner=None, lease_until=None, retry_at=None)
             )
 
     def mark_failed(self, ids: Sequence[int], error: str) -> None:
@@ -207,11 +218,15 @@ class EventRepository:
             )
 
     def pending_count(self) -> int:
-        stmt = select(func.count()).select_from(EventRow).where(EventRow.published_at.is_(None))
+        stmt = select(func.count()).select_from(EventRow).where(
+            EventRow.published_at.is_(None), EventRow.dead_at.is_(None)
+        )
         return int(self.session.scalar(stmt) or 0)
 
     def oldest_pending_created(self) -> float | None:
-        stmt = select(func.min(EventRow.created_at)).where(EventRow.published_at.is_(None))
+        stmt = select(func.min(EventRow.created_at)).where(
+            EventRow.published_at.is_(None), EventRow.dead_at.is_(None)
+        )
         value = self.session.scalar(stmt)
         return float(value) if value is not None else None
 
