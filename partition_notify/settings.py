@@ -11,9 +11,12 @@ from typing import Literal
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from partition_notify.contract.messages import DEFAULT_MAX_MESSAGE_BYTES, MAX_BODY_BYTES
 from partition_notify.contract.topics import TopicPolicy
 
 DEFAULT_RETENTION_SECONDS = 7 * 24 * 3600
+#: Refusals for good before the relay dead-letters an event.
+DEFAULT_MAX_ATTEMPTS = 5
 
 
 class Settings(BaseSettings):
@@ -55,6 +58,19 @@ class Settings(BaseSettings):
         None, ge=0, description="leave entries this young to their writer (default timeout + 5 s)"
     )
     relay_max_backoff_seconds: float = Field(8.0, gt=0)
+    relay_max_attempts: int = Field(
+        DEFAULT_MAX_ATTEMPTS,
+        gt=0,
+        description="refusals for good (too large, not authorized) before an event is "
+        "dead-lettered; broker-down and timeout failures do not count",
+    )
+    max_message_bytes: int = Field(
+        DEFAULT_MAX_MESSAGE_BYTES,
+        gt=0,
+        le=MAX_BODY_BYTES,
+        description="largest message body the publisher accepts (checked before logging); "
+        "subscribers accept up to the ceiling, so nothing accepted is ever dropped",
+    )
     log_format: Literal["text", "json"] = "text"
     metrics_port: int | None = Field(None, description="serve: Prometheus endpoint port")
 
