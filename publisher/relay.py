@@ -34,6 +34,7 @@ import logging
 import threading
 import time
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from partition_notify.contract import Envelope
@@ -102,51 +103,80 @@ class Relay:
         #: Set to stop after the batch in flight (graceful shutdown).
         self.stopping = threading.Event()
         self._not_before = 0.0
+        self._started = 0.0
 
     def run_once(self) -> int:
-        """Publish what is pending, batch by batch; return how many were published."""
+        """Publish what is pending, batch by batch; return how many were published.
+
+        Two stages overlap: while the broker confirms batch N, the next batch is
+        leased, and while it takes batch N+1, batch N is marked. Batch N+1 is
+        only sent once N is confirmed, so per-topic order holds as before.
+        """
         if self.transport.uses_store_log or time.monotonic() < self._not_before:
             return 0
         sent = 0
-        while not self.stopping.is_set():
-            batch = self.store.lease_unpublished(
-                self.owner,
-                self.batch_size,
-                self.lease_seconds,
-                min_age_seconds=self.writer_grace,
-            )
-            if not batch:
-                break
-            started = time.monotonic()
-            try:
-                self.transport.publish([_envelope(e) for e in batch], timeout=self.publish_timeout)
-            except MessageRejected as exc:
-                sent += self._rejected(batch, exc)
-                if self.backoff() > 0:
-                    break  # some of the batch failed in a way worth waiting for
-                continue  # what was refused is out of the way; the next batch goes at once
-            except PartitionNotifyError as exc:
-                self._failed(batch, exc)
-                break
-            self._published(batch)
-            sent += len(batch)
-            log.info(
-                "relay: published events %d..%d (%d) in %.3f s",
-                batch[0].event_id,
-                batch[-1].event_id,
-                len(batch),
-                time.monotonic() - started,
-                extra={
-                    "pn_event": "relay.published",
-                    "first_event_id": batch[0].event_id,
-                    "last_event_id": batch[-1].event_id,
-                    "count": len(batch),
-                    "relay": self.owner,
-                },
-            )
-            if len(batch) < self.batch_size:
-                break
+        with ThreadPoolExecutor(1, thread_name_prefix="relay-publish") as pool:
+            batch = self._lease(0)
+            flight = self._send(pool, batch)
+            while flight is not None:
+                # A full batch means more may be waiting: lease it while the broker works.
+                nxt = self._lease(batch[-1].event_id) if len(batch) == self.batch_size else []
+                try:
+                    flight.result()
+                except MessageRejected as exc:
+                    sent += self._rejected(batch, exc)
+                    if self.backoff() > 0:
+                        break  # some of the batch failed in a way worth waiting for
+                    # What was refused is out of the way. Lease afresh: the prefetched
+                    # batch may hold later events of a refused event's topic.
+                    batch = self._lease(0)
+                    flight = self._send(pool, batch)
+                    continue
+                except PartitionNotifyError as exc:
+                    self._failed(batch, exc)
+                    break
+                done, started = batch, self._started
+                flight = self._send(pool, nxt)
+                self._published(done)
+                sent += len(done)
+                self._log_published(done, started)
+                batch = nxt
         return sent
+
+    def _lease(self, after: int) -> list[LoggedEvent]:
+        if self.stopping.is_set():
+            return []
+        return self.store.lease_unpublished(
+            self.owner,
+            self.batch_size,
+            self.lease_seconds,
+            min_age_seconds=self.writer_grace,
+            after_event_id=after,
+        )
+
+    def _send(self, pool: ThreadPoolExecutor, batch: list[LoggedEvent]) -> Future[None] | None:
+        if not batch or self.stopping.is_set():
+            return None
+        self._started = time.monotonic()
+        return pool.submit(
+            self.transport.publish, [_envelope(e) for e in batch], timeout=self.publish_timeout
+        )
+
+    def _log_published(self, batch: list[LoggedEvent], started: float) -> None:
+        log.info(
+            "relay: published events %d..%d (%d) in %.3f s",
+            batch[0].event_id,
+            batch[-1].event_id,
+            len(batch),
+            time.monotonic() - started,
+            extra={
+                "pn_event": "relay.published",
+                "first_event_id": batch[0].event_id,
+                "last_event_id": batch[-1].event_id,
+                "count": len(batch),
+                "relay": self.owner,
+            },
+        )
 
     def _published(self, batch: list[LoggedEvent]) -> None:
         self.store.mark_published([e.event_id for e in batch])

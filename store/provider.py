@@ -433,8 +433,12 @@ class Store:
         lease_seconds: float,
         *,
         min_age_seconds: float = 0.0,
+        after_event_id: int = 0,
     ) -> list[LoggedEvent]:
         """Claim the oldest unpublished events for ``owner`` until the lease ends.
+
+        ``after_event_id`` continues a scan past a batch already claimed (the
+        relay leases the next batch while the broker confirms the last one).
 
         Only a prefix of the log is claimed: the scan stops at the first entry
         another owner holds, or one younger than ``min_age_seconds`` (its
@@ -456,7 +460,7 @@ class Store:
                 if retry_at <= now:
                     due.add(event_id)
             claimed = []
-            for r in uow.events.unpublished_head(limit, held_back):
+            for r in uow.events.unpublished_head(limit, held_back, after_event_id):
                 held = r.lease_owner not in (None, owner) and (r.lease_until or 0.0) >= now
                 if held or r.created_at > now - min_age_seconds:
                     break
