@@ -100,9 +100,11 @@ def _run_episode(name: str, up: App, down: App, db: str, big_location: str | Non
                                 f"events delivered within {PROMPT_SECONDS:g} s of the relay "
                                 "starting: the poison stalls the relay")
                 # Delivered is not enough: confirmed and marked, or they are re-sent forever.
-                wait_until(lambda: up.store.relay_lag()[0] <= 1, PROMPT_SECONDS,
-                           "the other tables' events to be marked published (only the poison "
-                           "left pending)")
+                # Left pending: the poison, and the later event of its topic behind it.
+                left = 1 + len(after)
+                wait_until(lambda: up.store.relay_lag()[0] <= left, PROMPT_SECONDS,
+                           "the other tables' events to be marked published (only the poisoned "
+                           "topic left pending)")
                 confirmed = time.monotonic() - started
                 wait_until(lambda: len(DeadLetters(up.store).find()) == 1, 60,
                            "the poison to be dead-lettered")
