@@ -17,7 +17,8 @@ and never published, as after a broker outage. Each round then times
 
 Between rounds the backlog is marked unpublished again (one UPDATE), so every
 round drains the same events. Rounds alternate the order; medians are
-reported, and the ratio relay/raw [goal >= 0.5x].
+reported (rates, and this process's CPU per event: on a shared machine the
+steadier figure), and the ratio relay/raw [goal >= 0.5x].
 """
 
 from __future__ import annotations
@@ -174,14 +175,16 @@ def main() -> None:
     raw()
     runs = {"relay": drain(app, batch_size), "raw": raw}
     seconds: dict[str, list[float]] = {k: [] for k in runs}
+    cpu: dict[str, list[float]] = {k: [] for k in runs}
     try:
         for r in range(args.rounds):
             order = list(runs.items()) if r % 2 == 0 else list(reversed(runs.items()))
             for name, fn in order:
                 reset(app)
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 fn()
                 seconds[name].append(time.perf_counter() - t0)
+                cpu[name].append((time.process_time() - c0) / args.events * 1e6)
     finally:
         close_raw()
         app.close()
@@ -195,11 +198,15 @@ def main() -> None:
         "relay_per_s": round(args.events / med["relay"]),
         "raw_per_s": round(args.events / med["raw"]),
         "ratio": round(med["raw"] / med["relay"], 3),
+        "relay_cpu_us": round(statistics.median(cpu["relay"]), 1),
+        "raw_cpu_us": round(statistics.median(cpu["raw"]), 1),
     }
     print(f"relay drain of {args.events:,} events ({args.tables} tables, batch {batch_size}, "
           f"{figures['store']} store) on {figures['broker']}, median of {args.rounds}:")
-    print(f"  relay  {figures['relay_per_s']:>8,}/s   rounds {figures['relay_s']} s")
-    print(f"  raw    {figures['raw_per_s']:>8,}/s   rounds {figures['raw_s']} s")
+    print(f"  relay  {figures['relay_per_s']:>8,}/s   rounds {figures['relay_s']} s   "
+          f"client CPU {figures['relay_cpu_us']} us/event")
+    print(f"  raw    {figures['raw_per_s']:>8,}/s   rounds {figures['raw_s']} s   "
+          f"client CPU {figures['raw_cpu_us']} us/event")
     ok = "ok" if figures["ratio"] >= 0.5 else "BELOW GOAL"
     print(f"  ratio relay/raw {figures['ratio']:.3f}x  [goal >= 0.5x: {ok}]")
     if args.json:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 #: Index-friendly bound on canonical spec strings (PostgreSQL btree entries ~2.7 kB).
@@ -80,8 +80,13 @@ class EventRow(Base):
     __table_args__ = (
         Index("ux_pn_events_topic_seq", "topic", "topic_seq", unique=True),
         Index("ix_pn_events_unpublished", "published_at", "event_id"),
-        Index("ix_pn_events_retry", "retry_at"),
-        Index("ix_pn_events_dead", "dead_at"),
+        # Partial: only the few refused rows are indexed. A full index on
+        # dead_at (NULL for every live row) lured SQLite's planner into
+        # scanning every pending row on each lease (bench/relay_drain.py).
+        Index("ix_pn_events_retry", "retry_at", sqlite_where=text("retry_at IS NOT NULL"),
+              postgresql_where=text("retry_at IS NOT NULL")),
+        Index("ix_pn_events_dead", "dead_at", sqlite_where=text("dead_at IS NOT NULL"),
+              postgresql_where=text("dead_at IS NOT NULL")),
     )
 
 

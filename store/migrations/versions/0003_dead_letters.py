@@ -21,8 +21,11 @@ def upgrade() -> None:
         batch.add_column(sa.Column("retry_at", sa.Float, nullable=True))
         batch.add_column(sa.Column("dead_at", sa.Float, nullable=True))
         batch.add_column(sa.Column("discarded_at", sa.Float, nullable=True))
-    op.create_index("ix_pn_events_retry", "pn_events", ["retry_at"])
-    op.create_index("ix_pn_events_dead", "pn_events", ["dead_at"])
+    # Partial indexes: only refused rows. A full one on dead_at (NULL on every
+    # live row) made SQLite scan all pending rows on every lease.
+    for name, column in (("ix_pn_events_retry", "retry_at"), ("ix_pn_events_dead", "dead_at")):
+        where = sa.text(f"{column} IS NOT NULL")
+        op.create_index(name, "pn_events", [column], sqlite_where=where, postgresql_where=where)
 
 
 def downgrade() -> None:
