@@ -78,6 +78,7 @@ def build_app(settings: Settings | None = None, **overrides: object) -> App:
             topic_policy=settings.topic_policy,
             default_retention_seconds=settings.default_retention_seconds,
             publish_timeout_seconds=settings.publish_timeout_seconds,
+            max_message_bytes=settings.max_message_bytes,
         ),
     )
     return App(settings, store, transport, publisher)

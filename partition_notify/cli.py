@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from partition_notify import cli_revisions
+from partition_notify import cli_deadletters, cli_revisions
 from partition_notify.cli_types import integer, undecodable
 from partition_notify.errors import PartitionNotifyError, WaitTimeout
 
@@ -262,6 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="write the table with a local PySpark job (default on)",
     )
     cli_revisions.add_parsers(sub, _Parser)
+    cli_deadletters.add_parsers(sub, _Parser, _table)
     return p
 
 

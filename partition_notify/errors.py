@@ -17,8 +17,10 @@ boundary with ``raise ... from exc`` so callers never need to import a driver::
     ├── TransportError              the message bus failed
     │   ├── ConnectError            could not connect in time
     │   │   └── AuthenticationError the broker refused our credentials or mechanism
-    │   ├── PublishError            the broker refused or did not confirm
-    │   │   └── PublishTimeout      no receipt/ack before the deadline
+    │   ├── PublishError            the broker refused or did not confirm (retriable)
+    │   │   ├── PublishTimeout      no receipt/ack before the deadline
+    │   │   └── MessageRejected     refused for good (too large, not authorized,
+    │   │                           invalid destination); names the event(s)
     │   └── SubscribeError          could not subscribe / confirm subscription
     └── WaitTimeout                 wait_for_set_done ran out of time
 """
@@ -84,6 +86,22 @@ class PublishError(TransportError):
 
 class PublishTimeout(PublishError):
     """No receipt or acknowledgement arrived before the deadline."""
+
+
+class MessageRejected(PublishError):
+    """The broker (or the driver) refused these messages for good: retrying will not help.
+
+    ``rejected`` maps each refused event id to the reason; ``confirmed`` holds
+    the event ids of the same call the broker did confirm. Anything in the
+    call that is in neither was not confirmed and may be retried.
+    """
+
+    def __init__(
+        self, message: str, rejected: dict[int, str], confirmed: frozenset[int] = frozenset()
+    ) -> None:
+        super().__init__(message)
+        self.rejected = rejected
+        self.confirmed = confirmed
 
 
 class SubscribeError(TransportError):

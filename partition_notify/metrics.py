@@ -41,6 +41,11 @@ class Metrics:
             "Relay batches failed in a row (0 once one succeeds)",
             registry=r,
         )
+        self.dead_lettered = Counter(
+            "pn_relay_dead_lettered",
+            "Events the broker refused for good, quarantined after the relay's attempts",
+            registry=r,
+        )
         self.relay_lag_events = Gauge(
             "pn_relay_lag_events", "Logged events not yet published", registry=r
         )

@@ -43,6 +43,7 @@ class Service:
             lease_seconds=s.relay_lease_seconds,
             writer_grace_seconds=s.relay_writer_grace_seconds,
             max_backoff_seconds=s.relay_max_backoff_seconds,
+            max_attempts=s.relay_max_attempts,
         )
         self.scheduler = BackgroundScheduler(job_defaults={"coalesce": True, "max_instances": 1})
         self.healthy = threading.Event()
@@ -50,6 +51,7 @@ class Service:
 
     def relay_job(self) -> None:
         before = self.relay.stats.failed_batches
+        dead_before = self.relay.stats.dead_lettered
         try:
             sent = self.relay.run_once()
             self.metrics.published.inc(sent)
@@ -59,6 +61,7 @@ class Service:
         except PartitionNotifyError as exc:
             log.warning("relay job failed: %s", exc, extra={"pn_event": "relay.job_failed"})
         self.metrics.publish_failures.inc(self.relay.stats.failed_batches - before)
+        self.metrics.dead_lettered.inc(self.relay.stats.dead_lettered - dead_before)
         self.metrics.consecutive_failures.set(self.relay.stats.consecutive_failures)
 
     def purge_job(self) -> None:

@@ -12,6 +12,7 @@ from pydantic import BeforeValidator, Field, SecretStr
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from partition_notify.contract.messages import DEFAULT_MAX_MESSAGE_BYTES, MAX_BODY_BYTES
 from partition_notify.contract.topics import TopicPolicy
 from partition_notify.errors import ConfigurationError
 from partition_notify.limits import MAX_RETENTION_SECONDS
@@ -32,6 +33,8 @@ SqliteSynchronous = Annotated[
         lambda v: v.upper() if isinstance(v, str) and v.upper() in SQLITE_LEVELS else v
     ),
 ]
+#: Refusals for good before the relay dead-letters an event.
+DEFAULT_MAX_ATTEMPTS = 5
 
 
 class Settings(BaseSettings):
@@ -84,6 +87,19 @@ class Settings(BaseSettings):
         "FULL",
         description="SQLite store: FULL fsyncs the WAL at every commit (durable at commit); "
         "NORMAL is faster but may lose the last commits on power loss",
+    )
+    relay_max_attempts: int = Field(
+        DEFAULT_MAX_ATTEMPTS,
+        gt=0,
+        description="refusals for good (too large, not authorized) before an event is "
+        "dead-lettered; broker-down and timeout failures do not count",
+    )
+    max_message_bytes: int = Field(
+        DEFAULT_MAX_MESSAGE_BYTES,
+        gt=0,
+        le=MAX_BODY_BYTES,
+        description="largest message body the publisher accepts (checked before logging); "
+        "subscribers accept up to the ceiling, so nothing accepted is ever dropped",
     )
     log_format: Literal["text", "json"] = "text"
     metrics_port: int | None = Field(None, description="serve: Prometheus endpoint port")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,6 +20,7 @@ from partition_notify.contract import (
     to_envelope,
     topic_for,
 )
+from partition_notify.contract.messages import DEFAULT_MAX_MESSAGE_BYTES, encode_body
 from partition_notify.errors import InvalidSpecError, PublishError, TransportError, ValidationError
 from store import EventDraft, Store, TableInfo
 from store.schema import MAX_SPEC_CHARS
@@ -26,6 +29,9 @@ from transports import Transport
 log = logging.getLogger(__name__)
 
 SpecLike = str | Mapping[str, object]
+#: Stand-in for event ids and topicSeq when sizing a message before it is
+#: logged: no real id is longer, so the real body is never larger.
+_WIDEST_ID = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +42,7 @@ class PublisherConfig:
     topic_policy: TopicPolicy = TopicPolicy.PER_TABLE
     default_retention_seconds: int = 7 * 24 * 3600
     publish_timeout_seconds: float = 10.0
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
 
 
 class Publisher:
@@ -124,6 +131,8 @@ class Publisher:
             self._partition_draft(info, s, loc, revision)
             for s, loc in zip(specs, locs, strict=True)
         ]
+        for i, d in enumerate(drafts):
+            self._check_size(d, f"partition #{i} ({d.partition_spec})", f"locations[{i}]")
         logged = self.store.append(
             drafts, replace_partitions=replace, published=self.transport.uses_store_log
         )
@@ -137,9 +146,9 @@ class Publisher:
         info = self.table(db, table)
         done = self.validate_set_done(info, partial_spec)
         revision = limits.revision(revision)
-        logged = self.store.append(
-            [self._set_done_draft(info, done, revision)], published=self.transport.uses_store_log
-        )
+        draft = self._set_done_draft(info, done, revision)
+        self._check_size(draft, f"set-done {spec.canonical(done)!r}", None)
+        logged = self.store.append([draft], published=self.transport.uses_store_log)
         self._deliver(logged)
         msg = logged[0]
         assert isinstance(msg, SetDoneMessage)
@@ -232,6 +241,25 @@ class Publisher:
             )
 
         return EventDraft(info, build)
+
+    def _check_size(self, draft: EventDraft, what: str, location_field: str | None) -> None:
+        """Refuse, before anything is logged, a message larger than the size limit.
+
+        The body is built with the widest ids it could get, so the body the
+        store logs (with its real ids) is never larger than the one measured.
+        """
+        limit = self.config.max_message_bytes
+        size = len(encode_body(draft.build(_WIDEST_ID, _WIDEST_ID, time.time())))
+        if size <= limit:
+            return
+        if location_field is not None and draft.location is not None:
+            culprit = f"{location_field} is {len(json.dumps(draft.location))} bytes"
+        else:
+            culprit = f"its partition values are {len(json.dumps(draft.partition_values))} bytes"
+        raise ValidationError(
+            f"{draft.table.qualified} {what}: the message would be {size} bytes, over the "
+            f"limit of {limit} bytes (PN_MAX_MESSAGE_BYTES); {culprit}. Nothing was stored."
+        )
 
     def _deliver(self, messages: Sequence[AnyMessage]) -> None:
         if not messages or self.transport.uses_store_log:

@@ -15,6 +15,17 @@ that logged it may still be waiting for the broker's receipt.
 Guarantee: at least once, in event-id order per relay. A relay killed after
 the broker's receipt but before the mark causes one re-send; subscribers drop
 it by ``messageId``.
+
+Poison messages. A message the broker refuses *for good* (the transport
+raises :class:`MessageRejected` naming it: too large, not authorized, invalid
+destination) never holds up other topics: the rest of its batch is marked
+(what the broker confirmed) or retried, and the refused event is retried
+alone, with the same capped backoff, while the later events of *its* topic
+wait behind it (per-topic order holds). After ``max_attempts`` refusals it is
+dead-lettered (:mod:`store.dead_letters`): logged at ERROR with its event id,
+table, topic and error, counted in ``stats.dead_lettered``, and its topic
+flows again. Subscribers see the hole as a ``topicSeq`` gap. Retriable
+failures (broker down, timeout, connection lost) never count toward it.
 """
 
 from __future__ import annotations
@@ -23,11 +34,14 @@ import logging
 import threading
 import time
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from partition_notify.contract import Envelope
-from partition_notify.errors import ConfigurationError, PartitionNotifyError
+from partition_notify.errors import ConfigurationError, MessageRejected, PartitionNotifyError
+from partition_notify.settings import DEFAULT_MAX_ATTEMPTS
 from store import LoggedEvent, Store
+from store.dead_letters import DeadLetters
 from transports import Transport
 
 log = logging.getLogger(__name__)
@@ -42,6 +56,8 @@ class RelayStats:
     failed_batches: int = 0
     consecutive_failures: int = 0
     last_success: float | None = None
+    rejected: int = 0
+    dead_lettered: int = 0
 
 
 class Relay:
@@ -55,6 +71,7 @@ class Relay:
         lease_seconds: float | None = None,
         writer_grace_seconds: float | None = None,
         max_backoff_seconds: float = 8.0,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         owner: str | None = None,
     ) -> None:
         lease = lease_seconds if lease_seconds is not None else max(60.0, 3 * publish_timeout)
@@ -63,10 +80,10 @@ class Relay:
             raise ConfigurationError(
                 f"relay lease_seconds ({lease:g}) must exceed publish_timeout ({publish_timeout:g})"
             )
-        if batch_size <= 0 or max_backoff_seconds <= 0:
+        if batch_size <= 0 or max_backoff_seconds <= 0 or max_attempts <= 0:
             raise ConfigurationError(
-                f"relay batch_size ({batch_size}) and max_backoff_seconds "
-                f"({max_backoff_seconds:g}) must be positive"
+                f"relay batch_size ({batch_size}), max_backoff_seconds "
+                f"({max_backoff_seconds:g}) and max_attempts ({max_attempts}) must be positive"
             )
         self.store = store
         self.transport = transport
@@ -79,54 +96,130 @@ class Relay:
             else publish_timeout + WRITER_GRACE_MARGIN_SECONDS
         )
         self.max_backoff = max_backoff_seconds
+        self.max_attempts = max_attempts
+        self.dead_letters = DeadLetters(store)
         self.owner = owner or f"relay-{uuid.uuid4().hex[:12]}"
         self.stats = RelayStats()
         #: Set to stop after the batch in flight (graceful shutdown).
         self.stopping = threading.Event()
         self._not_before = 0.0
+        self._started = 0.0
 
     def run_once(self) -> int:
-        """Publish what is pending, batch by batch; return how many were published."""
+        """Publish what is pending, batch by batch; return how many were published.
+
+        Two stages overlap: while the broker confirms batch N, the next batch is
+        leased, and while it takes batch N+1, batch N is marked. Batch N+1 is
+        only sent once N is confirmed, so per-topic order holds as before.
+        """
         if self.transport.uses_store_log or time.monotonic() < self._not_before:
             return 0
         sent = 0
-        while not self.stopping.is_set():
-            batch = self.store.lease_unpublished(
-                self.owner,
-                self.batch_size,
-                self.lease_seconds,
-                min_age_seconds=self.writer_grace,
-            )
-            if not batch:
-                break
-            started = time.monotonic()
-            try:
-                self.transport.publish([_envelope(e) for e in batch], timeout=self.publish_timeout)
-            except PartitionNotifyError as exc:
-                self._failed(batch, exc)
-                break
-            self.store.mark_published([e.event_id for e in batch])
-            self.stats.published += len(batch)
-            self.stats.consecutive_failures = 0
-            self.stats.last_success = time.time()
-            sent += len(batch)
-            log.info(
-                "relay: published events %d..%d (%d) in %.3f s",
-                batch[0].event_id,
-                batch[-1].event_id,
-                len(batch),
-                time.monotonic() - started,
-                extra={
-                    "pn_event": "relay.published",
-                    "first_event_id": batch[0].event_id,
-                    "last_event_id": batch[-1].event_id,
-                    "count": len(batch),
-                    "relay": self.owner,
-                },
-            )
-            if len(batch) < self.batch_size:
-                break
+        with ThreadPoolExecutor(1, thread_name_prefix="relay-publish") as pool:
+            batch = self._lease(0)
+            flight = self._send(pool, batch)
+            while flight is not None:
+                # A full batch means more may be waiting: lease it while the broker works.
+                nxt = self._lease(batch[-1].event_id) if len(batch) == self.batch_size else []
+                try:
+                    flight.result()
+                except MessageRejected as exc:
+                    sent += self._rejected(batch, exc)
+                    if self.backoff() > 0:
+                        break  # some of the batch failed in a way worth waiting for
+                    # What was refused is out of the way. Lease afresh: the prefetched
+                    # batch may hold later events of a refused event's topic.
+                    batch = self._lease(0)
+                    flight = self._send(pool, batch)
+                    continue
+                except PartitionNotifyError as exc:
+                    self._failed(batch, exc)
+                    break
+                done, started = batch, self._started
+                flight = self._send(pool, nxt)
+                self._published(done)
+                sent += len(done)
+                self._log_published(done, started)
+                batch = nxt
         return sent
+
+    def _lease(self, after: int) -> list[LoggedEvent]:
+        if self.stopping.is_set():
+            return []
+        return self.store.lease_unpublished(
+            self.owner,
+            self.batch_size,
+            self.lease_seconds,
+            min_age_seconds=self.writer_grace,
+            after_event_id=after,
+        )
+
+    def _send(self, pool: ThreadPoolExecutor, batch: list[LoggedEvent]) -> Future[None] | None:
+        if not batch or self.stopping.is_set():
+            return None
+        self._started = time.monotonic()
+        return pool.submit(
+            self.transport.publish, [_envelope(e) for e in batch], timeout=self.publish_timeout
+        )
+
+    def _log_published(self, batch: list[LoggedEvent], started: float) -> None:
+        log.info(
+            "relay: published events %d..%d (%d) in %.3f s",
+            batch[0].event_id,
+            batch[-1].event_id,
+            len(batch),
+            time.monotonic() - started,
+            extra={
+                "pn_event": "relay.published",
+                "first_event_id": batch[0].event_id,
+                "last_event_id": batch[-1].event_id,
+                "count": len(batch),
+                "relay": self.owner,
+            },
+        )
+
+    def _published(self, batch: list[LoggedEvent]) -> None:
+        self.store.mark_published([e.event_id for e in batch])
+        self.stats.published += len(batch)
+        self.stats.consecutive_failures = 0
+        self.stats.last_success = time.time()
+
+    def _rejected(self, batch: list[LoggedEvent], exc: MessageRejected) -> int:
+        """Mark what the broker took, count the refusals; return how many were published."""
+        done = [e for e in batch if e.event_id in exc.confirmed]
+        if done:
+            self._published(done)
+        by_id = {e.event_id: e for e in batch}
+        rejected = {i: why for i, why in exc.rejected.items() if i in by_id}
+        self.stats.rejected += len(rejected)
+        for event_id, why in sorted(rejected.items()):
+            log.warning("relay: the broker refused event %d (topic %s) for good: %s",
+                        event_id, by_id[event_id].topic, why,
+                        extra={"pn_event": "relay.rejected", "event_id": event_id,
+                               "topic": by_id[event_id].topic, "error": why,
+                               "relay": self.owner})
+        dead = self.dead_letters.record_rejections(
+            rejected, max_attempts=self.max_attempts, backoff=self._delay)
+        for d in dead:
+            self.stats.dead_lettered += 1
+            log.error("relay: dead-lettered event %d of table %s (topic %s, topicSeq %d) after "
+                      "%d refusals: %s; later events of the topic flow again (redrive or "
+                      "discard it: partition-notify dead-letters)",
+                      d.event_id, d.table, d.topic, d.topic_seq, d.attempts, d.error,
+                      extra={"pn_event": "relay.dead_lettered", "event_id": d.event_id,
+                             "table": d.table, "topic": d.topic, "topic_seq": d.topic_seq,
+                             "attempts": d.attempts, "error": d.error, "relay": self.owner})
+        # Unconfirmed events of a refused event's topic wait behind it (the lease
+        # holds its topic back); any other unconfirmed one failed: back off.
+        held = {by_id[i].topic for i in rejected}
+        rest = [e for e in batch if e.event_id not in exc.confirmed
+                and e.event_id not in rejected and e.topic not in held]
+        if rest:
+            self._failed(rest, exc)
+        return len(done)
+
+    def _delay(self, failures: int) -> float:
+        return min(self.max_backoff, 0.5 * 2.0 ** (failures - 1))
 
     def backoff(self) -> float:
         """Seconds until the next attempt is allowed (0 when not backing off)."""
@@ -135,7 +228,7 @@ class Relay:
     def _failed(self, batch: list[LoggedEvent], exc: Exception) -> None:
         self.stats.failed_batches += 1
         self.stats.consecutive_failures += 1
-        delay = min(self.max_backoff, 0.5 * 2 ** (self.stats.consecutive_failures - 1))
+        delay = self._delay(self.stats.consecutive_failures)
         self._not_before = time.monotonic() + delay
         # The message comes from our own error classes, which never carry credentials.
         log.warning(

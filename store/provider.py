@@ -447,21 +447,39 @@ class Store:
         lease_seconds: float,
         *,
         min_age_seconds: float = 0.0,
+        after_event_id: int = 0,
     ) -> list[LoggedEvent]:
         """Claim the oldest unpublished events for ``owner`` until the lease ends.
+
+        ``after_event_id`` continues a scan past a batch already claimed (the
+        relay leases the next batch while the broker confirms the last one).
 
         Only a prefix of the log is claimed: the scan stops at the first entry
         another owner holds, or one younger than ``min_age_seconds`` (its
         writer may still be publishing it). So no relay overtakes an earlier
         entry: event-id order, hence per-topic order, holds across processes.
+
+        One exception keeps a poison message from stalling everything: an
+        event the broker refused for good (``retry_at`` set) holds back its own
+        topic only. It is claimed alone once its retry time has come, and the
+        later events of its topic wait until it is published or dead-lettered;
+        other topics go on.
         """
         now = self.clock()
         with self._uow(write=True) as uow:
+            held_back: dict[str, int] = {}
+            due: set[int] = set()
+            for event_id, topic, retry_at in uow.events.retrying():
+                held_back[topic] = min(event_id, held_back.get(topic, event_id))
+                if retry_at <= now:
+                    due.add(event_id)
             claimed = []
-            for r in uow.events.unpublished_head(limit):
+            for r in uow.events.unpublished_head(limit, held_back, after_event_id):
                 held = r.lease_owner not in (None, owner) and (r.lease_until or 0.0) >= now
                 if held or r.created_at > now - min_age_seconds:
                     break
+                if held_back.get(r.topic) == r.event_id and r.event_id not in due:
+                    continue  # its retry time has not come; its topic waits behind it
                 claimed.append(r)
             uow.events.lease([r.event_id for r in claimed], owner, now + lease_seconds)
             return [

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 #: Index-friendly bound on canonical spec strings (PostgreSQL btree entries ~2.7 kB).
@@ -70,9 +70,23 @@ class EventRow(Base):
     lease_until: Mapped[float | None] = mapped_column(Float, nullable=True)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # Dead letters (migration 0003, store/dead_letters.py): refusals for good
+    # count in ``rejections``; ``retry_at`` is set while one is being retried
+    # (its topic is held back behind it); ``dead_at`` once quarantined.
+    rejections: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    retry_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    dead_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    discarded_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     __table_args__ = (
         Index("ux_pn_events_topic_seq", "topic", "topic_seq", unique=True),
         Index("ix_pn_events_unpublished", "published_at", "event_id"),
+        # Partial: only the few refused rows are indexed. A full index on
+        # dead_at (NULL for every live row) lured SQLite's planner into
+        # scanning every pending row on each lease (bench/relay_drain.py).
+        Index("ix_pn_events_retry", "retry_at", sqlite_where=text("retry_at IS NOT NULL"),
+              postgresql_where=text("retry_at IS NOT NULL")),
+        Index("ix_pn_events_dead", "dead_at", sqlite_where=text("dead_at IS NOT NULL"),
+              postgresql_where=text("dead_at IS NOT NULL")),
     )
 
 

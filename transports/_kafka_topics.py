@@ -10,7 +10,6 @@ auto-creation) and subscribers wait for it to appear (see kafka_consumer).
 
 from __future__ import annotations
 
-import inspect
 import logging
 import threading
 import time
@@ -35,25 +34,11 @@ class _HideAdminConfig(logging.Filter):
 
 logging.getLogger("kafka.admin.client").addFilter(_HideAdminConfig())
 
-def _retriable_errors() -> tuple[type[BaseException], ...]:
-    # Connection-level errors; not every driver version defines all of them.
-    names = ("KafkaConnectionError", "KafkaTimeoutError", "NoBrokersAvailable",
-             "NodeNotReadyError", "RequestTimedOutError")
-    found: list[type[BaseException]] = [getattr(kerrors, n) for n in names if hasattr(kerrors, n)]
-    for _, cls in inspect.getmembers(kerrors, inspect.isclass):
-        if issubclass(cls, kerrors.KafkaError) and getattr(cls, "retriable", False):
-            found.append(cls)  # type: ignore[arg-type]
-    return tuple(dict.fromkeys(found))
-
-
 #: Topics per CreateTopics request: small enough to finish well within a request timeout.
 CREATE_CHUNK = 200
 #: Topics per Metadata request when looking up partitions.
 DESCRIBE_CHUNK = 1000
 _T = TypeVar("_T")
-
-#: kafka-python errors after which the same call may succeed.
-RETRIABLE: tuple[type[BaseException], ...] = _retriable_errors()
 
 
 def client_config(endpoint: KafkaEndpoint, timeout: float | None = None) -> dict[str, Any]:

@@ -30,12 +30,15 @@ class ReceiptTimeout(Exception):
 class Batch:
     """Receipt ids sent together; done when all arrived, failed at the first refusal."""
 
-    __slots__ = ("error", "ids", "notify_at", "remaining")
+    __slots__ = ("error", "ids", "notify_at", "refused", "remaining")
 
     def __init__(self, ids: list[str]) -> None:
         self.ids = ids
         self.remaining = set(ids)
         self.error: str | None = None
+        #: Receipts refused for good, with the broker's reason: the frame is
+        #: settled (it will never be confirmed) but the rest of the batch goes on.
+        self.refused: dict[str, str] = {}
         #: Wake the waiter once this few receipts remain (0: when all arrived).
         self.notify_at = 0
 
@@ -68,13 +71,21 @@ class ReceiptBook:
                 self._cond.notify_all()
             return True
 
-    def fail(self, receipt_id: str, reason: str) -> bool:
-        """The broker answered this receipt with an ERROR frame."""
+    def fail(self, receipt_id: str, reason: str, *, permanent: bool = False) -> bool:
+        """The broker answered this receipt with an ERROR frame.
+
+        A ``permanent`` refusal settles that one frame (``Batch.refused``); any
+        other fails the whole batch.
+        """
         with self._cond:
             batch = self._waiting.get(receipt_id)
             if batch is None:
                 return False
-            if batch.error is None:
+            if permanent:
+                del self._waiting[receipt_id]
+                batch.remaining.discard(receipt_id)
+                batch.refused[receipt_id] = reason
+            elif batch.error is None:
                 batch.error = reason
             self._cond.notify_all()
             return True

@@ -28,6 +28,7 @@ import stomp.exception
 
 from partition_notify.errors import (
     ConnectError,
+    MessageRejected,
     PartitionNotifyError,
     PublishError,
     PublishTimeout,
@@ -58,6 +59,16 @@ class _RedactPasscode(logging.Filter):
 
 if not any(isinstance(f, _RedactPasscode) for f in logging.getLogger("stomp.py").filters):
     logging.getLogger("stomp.py").addFilter(_RedactPasscode())
+
+#: ERROR frames answering one SEND that no retry can cure: ActiveMQ's
+#: SecurityException ("User x is not authorized to write to: topic://y") and
+#: InvalidDestinationException, RabbitMQ's access_refused, size refusals. Any
+#: other refusal (e.g. ActiveMQ's producer flow control) is retried.
+PERMANENT_REFUSAL = re.compile(
+    r"not authorized|SecurityException|access.refused|InvalidDestination|invalid destination"
+    r"|too large|exceeds? (the )?maxim",
+    re.IGNORECASE,
+)
 
 #: Failures a best-effort step (UNSUBSCRIBE, DISCONNECT) only logs.
 _BEST_EFFORT: tuple[type[BaseException], ...] = (*DRIVER_ERRORS, ReceiptFailed, ReceiptTimeout)
@@ -118,6 +129,7 @@ class Frame:
     topic: str
     body: bytes
     headers: dict[str, str]
+    event_id: int = 0
 
 
 class _Listener(stomp.ConnectionListener):  # type: ignore[misc]
@@ -306,7 +318,9 @@ class StompLink:
                 log.exception("reconnect callback failed")
 
     def _on_error(self, gen: int, receipt_id: str | None, reason: str) -> None:
-        if receipt_id and self.receipts.fail(receipt_id, f"the broker refused it: {reason}"):
+        permanent = PERMANENT_REFUSAL.search(reason) is not None
+        if receipt_id and self.receipts.fail(receipt_id, f"the broker refused it: {reason}",
+                                             permanent=permanent):
             log.warning("broker %s refused a frame: %s", self.endpoint.where, reason)
             return
         # STOMP: the server closes the connection after an ERROR frame.
@@ -331,8 +345,27 @@ class StompLink:
             conn.send(f"/topic/{frame.topic}", frame.body,
                       headers={**frame.headers, "persistent": "true", "receipt": rid})
 
-        self._pipeline(conn, gen, frames, send, deadline, timeout, "message(s)",
-                       PublishError, PublishTimeout, window=SEND_WINDOW)
+        by_rid: dict[str, int] = {}
+
+        def settle(batch: Batch) -> None:
+            # Refusals for good are the messages' own fault: name them, and say
+            # which of the others the broker confirmed, whatever else happened.
+            if batch.refused:
+                rejected = {by_rid[r]: why for r, why in batch.refused.items()}
+                confirmed = frozenset(by_rid[r] for r in batch.ids
+                                      if r not in batch.remaining and r not in batch.refused)
+                first = min(rejected)
+                raise MessageRejected(
+                    f"{self.endpoint.where}: event {first}: {rejected[first]}"
+                    + (f" ({len(rejected) - 1} more)" if len(rejected) > 1 else ""),
+                    rejected, confirmed)
+
+        def track(frame: Frame, rid: str) -> None:
+            by_rid[rid] = frame.event_id
+            send(frame, rid)
+
+        self._pipeline(conn, gen, frames, track, deadline, timeout, "message(s)",
+                       PublishError, PublishTimeout, window=SEND_WINDOW, settle=settle)
 
     def subscribe(self, subs: Sequence[Sub], deadline: float, timeout: float) -> None:
         """Register and SUBSCRIBE ``subs``; return once every RECEIPT arrived."""
@@ -365,10 +398,31 @@ class StompLink:
     def _pipeline(self, conn: Any, gen: int, items: Sequence[Any],
                   send: Callable[[Any, str], None], deadline: float, timeout: float, what: str,
                   failed: type[PartitionNotifyError],
-                  timed_out: type[PartitionNotifyError], window: int = WINDOW) -> None:
-        """Send every item with a receipt, at most ``window`` unconfirmed; wait for all."""
+                  timed_out: type[PartitionNotifyError], window: int = WINDOW,
+                  settle: Callable[[Batch], None] | None = None) -> None:
+        """Send every item with a receipt, at most ``window`` unconfirmed; wait for all.
+
+        ``settle`` sees the batch once it is over (whether it succeeded or not)
+        and may raise a more specific error.
+        """
         ids = self.receipts.new_ids(len(items))
         batch = self._expect(conn, ids, failed)
+        try:
+            self._send_all(conn, gen, items, ids, batch, send, deadline, timeout, what, failed,
+                           timed_out, window)
+        except PartitionNotifyError as exc:
+            if settle is not None:
+                settle(batch)
+            raise exc
+        finally:
+            self.receipts.forget(batch)
+        if settle is not None:
+            settle(batch)
+
+    def _send_all(self, conn: Any, gen: int, items: Sequence[Any], ids: list[str], batch: Batch,
+                  send: Callable[[Any, str], None], deadline: float, timeout: float, what: str,
+                  failed: type[PartitionNotifyError],
+                  timed_out: type[PartitionNotifyError], window: int) -> None:
         half = window // 2
         try:
             try:
@@ -387,8 +441,6 @@ class StompLink:
         except ReceiptTimeout as exc:
             raise timed_out(f"no RECEIPT from {self.endpoint.where} for {exc.missing} of "
                             f"{exc.total} {what} within {timeout:g} s") from exc
-        finally:
-            self.receipts.forget(batch)
 
     def unsubscribe(self, subs: Sequence[Sub], deadline: float) -> None:
         """Best effort: stop the broker sending; one receipt confirms them all (in order)."""

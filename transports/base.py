@@ -43,17 +43,28 @@ class Consumer(abc.ABC):
 
 
 class Transport(abc.ABC):
-    """A message bus. Subclasses declare the driver errors worth retrying."""
+    """A message bus.
+
+    Failures are mapped at this boundary: a message the broker refuses for
+    good (too large, not authorized, invalid destination) raises
+    :class:`~partition_notify.errors.MessageRejected` naming its event id,
+    after the rest of the call was confirmed or failed; every other failure
+    (broker down, timeout, connection lost) is a retriable ``PublishError``.
+    Each transport declares which driver errors are permanent.
+    """
 
     scheme: ClassVar[str]
-    #: Driver exceptions after which a retry may succeed.
-    recoverable: ClassVar[tuple[type[BaseException], ...]] = ()
     #: True when the store's event log *is* the bus (nothing to send).
     uses_store_log: ClassVar[bool] = False
 
     @abc.abstractmethod
     def publish(self, envelopes: Sequence[Envelope], *, timeout: float) -> None:
-        """Return only when the bus holds every envelope durably; raise PublishError otherwise."""
+        """Return only when the bus holds every envelope durably; raise PublishError otherwise.
+
+        Envelopes refused for good raise MessageRejected (``rejected`` by event
+        id, ``confirmed`` the others the broker took) once every other envelope
+        of the call was confirmed, failed or timed out.
+        """
 
     @abc.abstractmethod
     def consumer(self, on_message: OnMessage) -> Consumer:

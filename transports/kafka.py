@@ -30,11 +30,12 @@ from kafka import KafkaProducer
 from partition_notify.contract import Envelope
 from partition_notify.errors import (
     ConnectError,
+    MessageRejected,
     PublishError,
     PublishTimeout,
 )
 from transports._kafka_sasl import check_sasl
-from transports._kafka_topics import RETRIABLE, TopicAdmin, client_config, describe
+from transports._kafka_topics import TopicAdmin, client_config, describe
 from transports.base import OnMessage, Transport
 from transports.kafka_config import KafkaEndpoint, parse_url
 from transports.kafka_consumer import KafkaTopicConsumer
@@ -44,7 +45,15 @@ log = logging.getLogger(__name__)
 
 class KafkaTransport(Transport):
     scheme: ClassVar[str] = "kafka"
-    recoverable: ClassVar[tuple[type[BaseException], ...]] = RETRIABLE
+    #: Refusals of one record that no retry can cure: too large for the producer's
+    #: max_request_size or the broker's message.max.bytes, not authorized, bad topic.
+    permanent: ClassVar[tuple[type[BaseException], ...]] = (
+        kerrors.MessageSizeTooLargeError,
+        kerrors.RecordListTooLargeError,
+        kerrors.InvalidRecordError,
+        kerrors.TopicAuthorizationFailedError,
+        kerrors.InvalidTopicError,
+    )
 
     def __init__(self, endpoint: KafkaEndpoint) -> None:
         self.endpoint = endpoint
@@ -71,48 +80,71 @@ class KafkaTransport(Transport):
         if not self.topics.known(topics):
             self.topics.ensure(topics, deadline)
         futures: list[tuple[Envelope, Any]] = []
+        #: Records refused for good, by event id; the rest of the batch still goes,
+        #: except later records of a refused record's topic (per-topic order).
+        rejected: dict[int, str] = {}
+        refused_topics: set[str] = set()
+        env = envelopes[0]
         try:
             for env in envelopes:
+                if env.topic in refused_topics:
+                    continue  # left unconfirmed: the relay sends it after the refused one
                 if time.monotonic() >= deadline:
                     raise PublishTimeout(f"kafka: {len(envelopes) - len(futures)} of "
                                          f"{len(envelopes)} records not even sent within "
                                          f"{timeout:g} s")
-                futures.append((env, producer.send(
-                    env.topic, value=env.body, key=env.key.encode(),
-                    headers=[(k, v.encode()) for k, v in env.headers.items()])))
+                try:
+                    futures.append((env, producer.send(
+                        env.topic, value=env.body, key=env.key.encode(),
+                        headers=[(k, v.encode()) for k, v in env.headers.items()])))
+                except self.permanent as exc:  # checked by send() itself: size
+                    rejected[env.event_id] = describe(exc)
+                    refused_topics.add(env.topic)
         except kerrors.KafkaTimeoutError as exc:
             # send() blocks for metadata: the topic is missing and cannot be auto-created,
             # or the broker is unreachable.
-            raise PublishTimeout(f"kafka: no metadata for topic {envelopes[len(futures)].topic} "
+            raise PublishTimeout(f"kafka: no metadata for topic {env.topic} "
                                  f"within the deadline ({describe(exc)}); does the topic exist?"
                                  ) from exc
         except (kerrors.KafkaError, ValueError, TypeError) as exc:
             self._replace_producer(producer)
-            raise PublishError(f"kafka: sending to {envelopes[len(futures)].topic} failed: "
+            raise PublishError(f"kafka: sending to {env.topic} failed: "
                                f"{describe(exc)}") from exc
-        self._wait_all(producer, futures, deadline, timeout)
+        self._wait_all(producer, futures, deadline, timeout, rejected)
         self.topics.mark_known(topics)
 
     def _wait_all(self, producer: Any, futures: list[tuple[Envelope, Any]], deadline: float,
-                  timeout: float) -> None:
+                  timeout: float, rejected: dict[int, str]) -> None:
         failed: list[tuple[Envelope, BaseException]] = []
+        confirmed: set[int] = set()
         unresolved = 0
         for env, future in futures:
             try:
                 future.get(timeout=max(deadline - time.monotonic(), 0.0))
+                confirmed.add(env.event_id)
             except kerrors.KafkaTimeoutError as exc:
                 if future.is_done:
                     failed.append((env, exc))
                 else:
                     unresolved += 1
+            except self.permanent as exc:
+                rejected[env.event_id] = describe(exc)
+                failed.append((env, exc))
             except kerrors.KafkaError as exc:
                 failed.append((env, exc))
-        if not failed and not unresolved:
-            return
         if failed:
             # kafka-python 3's idempotent producer turns any non-retriable batch error
             # into a fatal state that fails every later send: start afresh.
             self._replace_producer(producer)
+        if rejected:
+            head = min(rejected)
+            raise MessageRejected(
+                f"kafka: refused for good: event {head}: {rejected[head]}"
+                + (f" ({len(rejected) - 1} more)" if len(rejected) > 1 else ""),
+                rejected, frozenset(confirmed))
+        if not failed and not unresolved:
+            return
+        if failed:
             first, cause = failed[0]
             how = "broker refused" if isinstance(cause, kerrors.BrokerResponseError) else "failed"
             more = f" ({len(failed) - 1} more failed, {unresolved} unconfirmed)" \

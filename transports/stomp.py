@@ -3,7 +3,11 @@
 * Destination ``/topic/<topic>``, ``persistent:true``, a receipt on every
   SEND; :meth:`StompTransport.publish` sends the whole batch, then returns
   only when every RECEIPT arrived (an ERROR frame or a lost connection
-  raises :class:`PublishError`, the deadline :class:`PublishTimeout`).
+  raises :class:`PublishError`, the deadline :class:`PublishTimeout`). An
+  ERROR frame answering one SEND's receipt with a refusal no retry can cure
+  (``PERMANENT_REFUSAL``: not authorized, invalid destination, too large)
+  settles that message only: the rest of the batch is still awaited, then
+  :class:`MessageRejected` names the refused event(s).
 * No ``content-length`` header: ActiveMQ then makes a JMS ``TextMessage``,
   which HCatalog/Oozie consumers cast to. Envelope headers travel as STOMP
   headers, which ActiveMQ maps to JMS string properties.
@@ -33,7 +37,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from partition_notify.contract import Envelope
 from partition_notify.errors import ConfigurationError, PublishError, SubscribeError
-from transports._stomp_link import DRIVER_ERRORS, Endpoint, Frame, StompLink, Sub
+from transports._stomp_link import Endpoint, Frame, StompLink, Sub
 from transports.base import Consumer, OnMessage, RawMessage, Transport
 
 DEFAULT_PORTS = {"stomp": 61613, "stomp+ssl": 61614}
@@ -88,7 +92,6 @@ def parse_url(url: str, **options: Any) -> Endpoint:
 
 class StompTransport(Transport):
     scheme: ClassVar[str] = "stomp"
-    recoverable: ClassVar[tuple[type[BaseException], ...]] = DRIVER_ERRORS
 
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
@@ -112,7 +115,7 @@ class StompTransport(Transport):
             if b"\x00" in env.body:
                 raise PublishError(f"event {env.event_id}: body contains a NUL byte, which "
                                    "STOMP cannot carry without content-length")
-            frames.append(Frame(env.topic, env.body, dict(env.headers)))
+            frames.append(Frame(env.topic, env.body, dict(env.headers), env.event_id))
         self.link.publish(frames, time.monotonic() + timeout, timeout)
 
     def consumer(self, on_message: OnMessage) -> StompConsumer:

@@ -33,8 +33,14 @@ PN_TABLE = "PN_TABLE"
 MESSAGE_VERSION = "0.1"
 ADD_PARTITION: Literal["ADD_PARTITION"] = "ADD_PARTITION"
 PARTITION_DONE: Literal["PARTITION_DONE"] = "PARTITION_DONE"
+#: The publisher's default size limit (``PN_MAX_MESSAGE_BYTES``): the largest
+#: body it logs and sends. 1 MiB: ActiveMQ takes far more, Kafka's broker
+#: default (message.max.bytes 1,048,588) about this much.
+DEFAULT_MAX_MESSAGE_BYTES = 1 << 20
+#: Subscribers accept bodies up to this ceiling, which also caps the
+#: publisher's setting: nothing a publisher accepted is dropped as too large.
 #: Anything larger on a topic is not ours: refuse before parsing.
-MAX_BODY_BYTES = 1 << 20
+MAX_BODY_BYTES = 16 << 20
 
 
 class _Message(BaseModel):

@@ -11,7 +11,7 @@ import psutil
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from partition_notify.errors import PublishError, PublishTimeout, TransportError
+from partition_notify.errors import MessageRejected, PublishError, PublishTimeout, TransportError
 from tests.brokers.kafka_helpers import (
     envelope,
     kafka_spec,
@@ -76,11 +76,16 @@ def test_refused_record_is_a_publish_error_and_the_producer_recovers(tmp_path):
                 transport.publish([envelope("pn.refused", 2)], timeout=10)
             assert not isinstance(err.value, PublishTimeout)
             assert time.monotonic() - started < 5, "a refusal must not wait for the deadline"
-            assert "broker refused event 2 on topic pn.refused: InvalidRecord" in str(err.value)
-            # One refused record among good ones still fails the whole publish.
+            # A refusal for good, attributed to its record (the relay dead-letters it).
+            assert isinstance(err.value, MessageRejected)
+            assert "refused for good: event 2: InvalidRecord" in str(err.value)
+            assert set(err.value.rejected) == {2}
+            # One refused record among good ones fails the publish, naming only that one;
+            # the good ones are confirmed or left for a retry, never reported refused.
             batch = [envelope("pn.fine", 3), envelope("pn.refused", 4), envelope("pn.fine", 5)]
-            with pytest.raises(PublishError, match="event 4"):
+            with pytest.raises(MessageRejected, match="event 4") as err:
                 transport.publish(batch, timeout=10)
+            assert set(err.value.rejected) == {4} and err.value.confirmed <= {3, 5}
             # kafka-python's idempotent producer goes fatal after a refusal; the transport
             # replaces it, so a good publish afterwards succeeds.
             transport.publish([envelope("pn.fine", 6)], timeout=10)

@@ -63,3 +63,26 @@ def test_wait_below_returns_once_the_window_drained():
     assert len(batch.remaining) <= 4
     with pytest.raises(ReceiptTimeout):
         book.wait_below(batch, 0, time.monotonic() + 0.05)
+
+
+def test_permanent_refusal_settles_one_frame_and_the_rest_still_complete():
+    book = ReceiptBook("t")
+    ids = book.new_ids(3)
+    batch = book.expect(ids)
+    assert book.fail(ids[1], "User x is not authorized to write to: topic://y", permanent=True)
+    book.resolve(ids[0])
+    threading.Timer(0.01, book.resolve, [ids[2]]).start()
+    book.wait(batch, time.monotonic() + 5)  # no ReceiptFailed: the refusal is per frame
+    assert batch.refused == {ids[1]: "User x is not authorized to write to: topic://y"}
+    assert not batch.remaining and book.outstanding() == 0
+
+
+def test_permanent_refusal_patterns():
+    from transports._stomp_link import PERMANENT_REFUSAL
+
+    for reason in ("User pn_service is not authorized to write to: topic://denied.x",
+                   "java.lang.SecurityException: ...", "InvalidDestinationException: bad",
+                   "access_refused: no write permission"):
+        assert PERMANENT_REFUSAL.search(reason), reason
+    for reason in ("Usage Manager Memory Limit reached", "connection closed"):
+        assert not PERMANENT_REFUSAL.search(reason), reason

@@ -1,0 +1,92 @@
+"""``partition-notify dead-letters ...``: events the broker refused for good.
+
+The relay dead-letters an event after ``PN_RELAY_MAX_ATTEMPTS`` refusals for
+good (too large, not authorized, invalid destination); see
+:mod:`store.dead_letters`. These commands list them, send them again
+(``redrive``: back to pending, counts reset; fix the cause first) or give up
+on them (``discard``: kept in the log, marked, never sent). Output is JSON,
+one object per line; exit codes as in :mod:`partition_notify.cli`. Only the
+store is opened: no broker is needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+Command = Callable[[argparse.Namespace], int]
+
+
+@contextmanager
+def _letters(args: argparse.Namespace) -> Iterator[Any]:
+    from partition_notify.settings import load_settings
+    from store import Store
+    from store.dead_letters import DeadLetters
+
+    settings = load_settings(**({"store_url": args.store_url} if args.store_url else {}))
+    store = Store.open(settings.store_url, connect_timeout_seconds=settings.connect_timeout_seconds)
+    try:
+        yield DeadLetters(store)
+    finally:
+        store.close()
+
+
+def _event_id(value: str) -> int:
+    try:
+        event_id = int(value)
+    except ValueError:
+        event_id = 0
+    if event_id <= 0 or event_id >= 2**63:
+        raise argparse.ArgumentTypeError(f"event id {value!r} must be a positive integer")
+    return event_id
+
+
+def _print_all(letters: list[Any], **extra: object) -> None:
+    for d in letters:
+        print(json.dumps({**d.as_dict(), **extra}), flush=True)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    with _letters(args) as dl:
+        _print_all(dl.find(args.table))
+    return 0
+
+
+def cmd_redrive(args: argparse.Namespace) -> int:
+    if bool(args.event_ids) == bool(args.all):
+        args.parser.error("give EVENT_IDs or --all, not both or neither")
+    with _letters(args) as dl:
+        _print_all(dl.redrive(None if args.all else args.event_ids), action="redriven")
+    return 0
+
+
+def cmd_discard(args: argparse.Namespace) -> int:
+    with _letters(args) as dl:
+        _print_all(dl.discard(args.event_ids), action="discarded")
+    return 0
+
+
+def add_parsers(sub: Any, parser_class: type[argparse.ArgumentParser],
+                table_type: Callable[[str], tuple[str, str]]) -> None:
+    """Add ``dead-letters`` to the subcommands ``sub`` of the main parser."""
+    help_ = "events the broker refused for good: list, redrive, discard"
+    grp = sub.add_parser("dead-letters", help=help_, description=__doc__,
+                         formatter_class=argparse.RawDescriptionHelpFormatter).add_subparsers(
+        dest="dead_letters_command", metavar="COMMAND", required=True, parser_class=parser_class)
+
+    def add(name: str, fn: Command, text: str) -> Any:
+        sp = grp.add_parser(name, help=text, description=text)
+        sp.set_defaults(fn=fn, command=f"dead-letters {name}")
+        sp.set_defaults(parser=sp)
+        return sp
+
+    sp = add("list", cmd_list, "list dead letters (discarded ones too), oldest first")
+    sp.add_argument("--table", type=table_type, help="only this table: db.table")
+    sp = add("redrive", cmd_redrive, "send dead letters again: back to pending, attempts reset")
+    sp.add_argument("event_ids", nargs="*", type=_event_id, metavar="EVENT_ID")
+    sp.add_argument("--all", action="store_true", help="every dead letter not discarded")
+    sp = add("discard", cmd_discard, "keep dead letters in the log as discarded, never sent")
+    sp.add_argument("event_ids", nargs="+", type=_event_id, metavar="EVENT_ID")

@@ -1,0 +1,76 @@
+"""One size limit for messages, checked at publish time before anything is logged.
+
+A message the publisher accepted must never be dropped by a subscriber as
+malformed; one it refuses names the field, the size and the limit, and leaves
+the store untouched (SQLite and PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from partition_notify.app import App, build_app
+from partition_notify.contract import AnyMessage
+from partition_notify.contract.messages import encode_body
+from partition_notify.errors import ValidationError
+from partition_notify.settings import DEFAULT_MAX_MESSAGE_BYTES
+
+
+def _location_of_body_size(app: App, db: str, target: int) -> str:
+    """A location that makes the add-partition body about ``target`` bytes."""
+    probe = app.publisher.announce_partitions(db, "t", ["ds=probe"], locations=["/x"])[0]
+    overhead = len(encode_body(probe)) - len("/x")
+    # Ids and timestamps of the real message may be a few digits longer than the probe's.
+    return "/" + "x" * (target - overhead - 1 - 64)
+
+
+def test_too_large_refused_before_logging(store_url: str) -> None:
+    with build_app(store_url=store_url, transport_url="embedded://") as app:
+        app.publisher.register_table("db", "t", ["ds"])
+        before = app.store.max_event_id()
+        big = "/data/" + "x" * (DEFAULT_MAX_MESSAGE_BYTES + 100 * 1024)
+        with pytest.raises(ValidationError) as err:
+            app.publisher.announce_partitions("db", "t", ["ds=1", "ds=2"],
+                                              locations=["/ok", big])
+        text = str(err.value)
+        assert "locations[1]" in text and "ds=2" in text, text
+        assert str(DEFAULT_MAX_MESSAGE_BYTES) in text and "PN_MAX_MESSAGE_BYTES" in text, text
+        # Nothing of the call was stored: not even the partition that fitted.
+        assert app.store.max_event_id() == before
+        assert app.store.partitions(app.publisher.table("db", "t")) == []
+
+
+def test_limit_is_configurable(sqlite_url: str) -> None:
+    with build_app(store_url=sqlite_url, transport_url="embedded://",
+                   max_message_bytes=4096) as app:
+        app.publisher.register_table("db", "t", ["ds"])
+        with pytest.raises(ValidationError, match="4096"):
+            app.publisher.announce_partitions("db", "t", ["ds=1"], locations=["/" + "x" * 5000])
+        assert app.publisher.announce_partitions("db", "t", ["ds=2"], locations=["/x" * 100])
+
+
+def test_accepted_at_the_limit_is_delivered(store_url: str) -> None:
+    with build_app(store_url=store_url, transport_url="embedded://") as app:
+        app.publisher.register_table("db", "t", ["ds"])
+        got: list[AnyMessage] = []
+        arrived = threading.Event()
+
+        def on_message(msg: AnyMessage) -> None:
+            got.append(msg)
+            arrived.set()
+
+        sub = app.subscriber()
+        try:
+            sub.subscribe("db.t", on_message)
+            loc = _location_of_body_size(app, "db", DEFAULT_MAX_MESSAGE_BYTES)
+            sent = app.publisher.announce_partitions("db", "t", ["ds=big"], locations=[loc])
+            size = len(encode_body(sent[0]))
+            assert DEFAULT_MAX_MESSAGE_BYTES - 200 < size <= DEFAULT_MAX_MESSAGE_BYTES
+            while not any(m.message_id == sent[0].message_id for m in got):
+                assert arrived.wait(10), "the accepted message never reached the subscriber"
+                arrived.clear()
+            assert sub.stats.malformed == 0
+        finally:
+            sub.close()
