@@ -39,6 +39,31 @@ TABLE_INFO_BY_NAME = select(*_TABLES_T.c).where(
     _TABLES_T.c.db == bindparam("db"), _TABLES_T.c.name == bindparam("name")
 )
 _INSERT_EVENTS = insert(cast(Table, EventRow.__table__))
+_EVENTS_T = cast(Table, EventRow.__table__)
+#: A subscriber's catch-up read: one topic after a sequence number, served by
+#: the unique (topic, topic_seq) index; built once, it runs on every gap.
+TOPIC_EVENTS_AFTER = (
+    select(
+        _EVENTS_T.c.event_id,
+        _EVENTS_T.c.topic,
+        _EVENTS_T.c.topic_seq,
+        _EVENTS_T.c.body,
+        _EVENTS_T.c.headers,
+    )
+    .where(
+        _EVENTS_T.c.topic == bindparam("topic"),
+        _EVENTS_T.c.topic_seq > bindparam("after"),
+        _EVENTS_T.c.topic_seq <= bindparam("upto"),
+    )
+    .order_by(_EVENTS_T.c.topic_seq)
+    .limit(bindparam("limit"))
+)
+#: The last sequence number each topic logged (index-backed: max per topic).
+TOPIC_LAST_SEQ = (
+    select(_EVENTS_T.c.topic, func.max(_EVENTS_T.c.topic_seq).label("last_seq"))
+    .where(_EVENTS_T.c.topic.in_(bindparam("topics", expanding=True)))
+    .group_by(_EVENTS_T.c.topic)
+)
 _INSERT_PARTITIONS = insert(cast(Table, PartitionRow.__table__))
 _INSERT_SET_DONE = insert(cast(Table, SetDoneRow.__table__))
 
@@ -278,6 +303,8 @@ class SetDoneRepository:
 
 
 __all__ = [
+    "TOPIC_EVENTS_AFTER",
+    "TOPIC_LAST_SEQ",
     "EventRepository",
     "PartitionRepository",
     "SequenceRepository",
