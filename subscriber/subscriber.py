@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from partition_notify.contract import AnyMessage, SetDoneMessage, decode, spec
 from partition_notify.errors import (
     MalformedMessageError,
-    PartitionNotifyError,
     SubscribeError,
     WaitTimeout,
 )
@@ -234,11 +233,6 @@ class Subscriber:
             consumer.subscribe(topics, timeout=self.timeout)  # 1. subscribe
             # 2. history; 3. the log since step 0, then de-dup (dispatcher thread)
             self._inbox.put(_History(sub, load(), tuple(new)))
-        except PartitionNotifyError as exc:
-            sub.close()
-            if isinstance(exc, SubscribeError):
-                raise
-            raise SubscribeError(f"cannot start following {', '.join(topics)}: {exc}") from exc
         except BaseException:
             sub.close()
             raise
@@ -296,6 +290,12 @@ class Subscriber:
         tracked = self._seq.offer(msg)
         if tracked is None:
             self._hand_on(msg, tracked=False)
+        elif not tracked:  # a repeat: each subscription that wanted it counts it
+            with self._lock:
+                subs = list(self._subs)
+            for sub in subs:
+                if sub.wants(msg):
+                    sub.duplicates += 1
 
     def _hand_on(self, msg: AnyMessage, *, tracked: bool = True) -> None:
         with self._lock:

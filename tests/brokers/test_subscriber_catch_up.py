@@ -90,7 +90,7 @@ def test_a_gap_seen_live_is_filled_from_the_log(bus):
     by the relay) is read from the log when the next one shows the jump."""
     from tests.faults.support import bulk_set_done
 
-    proxy, publisher, follower = bus
+    _proxy, publisher, follower = bus
     publisher.publisher.register_table("rc", "events", ["d"])
     got = Collector()
     gaps: list[tuple[str, int, int]] = []
@@ -102,3 +102,65 @@ def test_a_gap_seen_live_is_filled_from_the_log(bus):
         assert got.wait_for(set(first + silent + last), 10), "the silent events were not filled"
         assert [seq for _, seq in got.order] == [1, 2, 3, 4]
         assert gaps == [] and sub.stats.gaps == 0
+
+
+def _kafka_sockets(port: int) -> set[tuple[int, tuple[str, int]]]:
+    import psutil
+
+    return {(c.fd, tuple(c.laddr)) for c in psutil.Process().net_connections("tcp")
+            if c.raddr and c.raddr.port == port and c.status == "ESTABLISHED"}
+
+
+def _shut(sockets: set[tuple[int, tuple[str, int]]]) -> None:
+    """shutdown() through a dup of each fd: the connection dies, the fd stays the driver's."""
+    import socket
+
+    for fd, _ in sockets:
+        dup = socket.fromfd(fd, socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            dup.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        finally:
+            dup.close()
+
+
+def test_kafka_reconnect_with_history_false_loses_nothing(store_url):
+    """tansu: the consumer's connections are shut under it (the producer's are left
+    alone); the driver reconnects and resumes at its pinned offsets, and the
+    sequencer keeps it exactly-once."""
+    from urllib.parse import urlsplit
+
+    from tests.brokers.kafka_helpers import kafka_spec
+
+    spec = kafka_spec()
+    port = urlsplit(spec.url).port or 9092
+    app = build(spec, store_url)
+    got = Collector()
+    try:
+        app.publisher.register_table("rc", "events", ["d"])
+        before = _send(app, 1, "a")  # the producer connects first
+        producer_side = _kafka_sockets(port)
+        with app.subscriber() as sub:
+            sub.subscribe("rc.events", got, history=False)
+            before += _send(app, 2, "a")
+            assert got.wait_for(set(before[1:]), 30), "live delivery before the cut"
+            consumer_side = _kafka_sockets(port) - producer_side
+            assert consumer_side, "found no consumer connection to cut"
+            _shut(consumer_side)
+            away = _send(app, 5, "b")
+            after = _send(app, 2, "c")
+            everything = before[1:] + away + after
+            assert got.wait_for(set(everything), 60), \
+                f"never delivered: {len(set(everything) - got.seen.keys())}"
+            tally("subscriber reconnect with history=False (kafka)",
+                  acknowledged=len(everything), delivered=got.delivered(set(everything)),
+                  duplicates_suppressed=sub.stats.duplicates,
+                  duplicates_delivered=got.max_per_id() - 1,
+                  consumer_sockets_cut=len(consumer_side))
+            now = _kafka_sockets(port) - producer_side
+            assert now and not (now & consumer_side), "the consumer did not reconnect"
+            assert got.max_per_id() == 1
+            assert [seq for _, seq in got.order] == list(range(2, len(everything) + 2))
+    finally:
+        app.close()
