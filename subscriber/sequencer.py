@@ -120,10 +120,12 @@ class Sequencer:
     def _fill(self, topic: str, w: SeqWindow, *, upto: int | None, retry: bool = False) -> None:
         if not retry and time.monotonic() < self._retry_at.get(topic, 0.0):
             return
+        after = w.high
         try:
             while True:
-                batch = self._store.topic_events_after(topic, w.high, FILL_BATCH, upto_seq=upto)
+                batch = self._store.topic_events_after(topic, after, FILL_BATCH, upto_seq=upto)
                 for ev in batch:
+                    after = ev.topic_seq  # not w.high: numbers seen above it do not move it
                     if w.seen(ev.topic_seq):
                         continue
                     for first, last in list(w.holes(ev.topic_seq)):

@@ -91,3 +91,25 @@ def test_cli_wait_timeout_zero_reads_history(app, store_url):
     missing = _cli(store_url, "wait", "w.t", "ds=2", "--timeout", "0")
     assert missing.returncode == 3, missing.stderr
     assert len(missing.stderr.splitlines()) == 1 and "Traceback" not in missing.stderr
+
+
+def test_repeats_past_the_window_are_dropped_by_number(app, monkeypatch):
+    """Every message of a followed topic arrives again, newest first, long after a
+    de-dup window of 5 ids forgot them: none reaches the callback twice."""
+    import subscriber.subscription as subscription_module
+    from transports import RawMessage
+
+    monkeypatch.setattr(subscription_module, "DEDUP_WINDOW", 5)
+    app.publisher.register_table("w", "t", ["ds"])
+    got = Collector()
+    with app.subscriber() as sub:
+        s = sub.subscribe("w.t", got, history=False)
+        sent = [app.publisher.send_mark_set_done("w", "t", f"ds={i}") for i in range(30)]
+        assert got.wait_for(lambda ms: len(ms) == 30, 10)
+        for ev in reversed(app.store.events_after(0, 100)):
+            sub._on_raw(RawMessage(ev.topic, {k: str(v) for k, v in ev.headers.items()},
+                                   ev.body.encode()))
+        marker = app.publisher.send_mark_set_done("w", "t", "ds=last")
+        assert got.wait_for(lambda ms: ms[-1].message_id == marker.message_id, 10)
+        assert [m.message_id for m in got.messages] == [m.message_id for m in sent + [marker]]
+        assert s.duplicates == 30 and sub.stats.duplicates == 30
