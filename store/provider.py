@@ -403,9 +403,9 @@ class Store:
     def last_topic_seqs(self, topics: Sequence[str]) -> dict[str, int]:
         """The highest topicSeq logged so far per topic (0 when none)."""
         found: dict[str, int] = {}
-        if topics:
-            rows = self._read(TOPIC_LAST_SEQ, {"topics": list(topics)})
-            found = {str(r.topic): int(r.last_seq or 0) for r in rows}
+        for i in range(0, len(topics), 500):  # within SQLite's bound-parameter limit
+            rows = self._read(TOPIC_LAST_SEQ, {"topics": list(topics[i : i + 500])})
+            found.update((str(r.topic), int(r.last_seq or 0)) for r in rows)
         return {t: found.get(t, 0) for t in topics}
 
     def set_done_covering(self, table: TableInfo, specs: Sequence[str]) -> list[str]:

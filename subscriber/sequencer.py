@@ -21,6 +21,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Protocol
 
 from partition_notify.contract import AnyMessage
@@ -45,6 +46,14 @@ class Stats(Protocol):
     fill_errors: int
 
 
+@dataclass(frozen=True, slots=True)
+class Followed:
+    """Topics a subscription started to follow, and the log's last event id before."""
+
+    topics: tuple[str, ...]
+    since_event_id: int
+
+
 Hand = Callable[[AnyMessage], None]
 Decode = Callable[[LoggedEvent], AnyMessage | None]
 OnGap = Callable[[str, int, int], None]
@@ -64,18 +73,24 @@ class Sequencer:
         self._last_seq: dict[str, int] = {}  # topics without a window: detection only
 
     # -- caller threads -------------------------------------------------------
-    def follow(self, topics: Iterable[str]) -> list[str]:
-        """Start windows for topics not followed yet (at the log's last number); return those."""
+    def follow(self, topics: Iterable[str]) -> Followed:
+        """Start windows for topics not followed yet, at the log's last number.
+
+        Returns those topics and the log's last event id, read *before* their
+        numbers: whatever :meth:`catch_up_new` later finds after that id covers
+        everything logged after the numbers, in one read however many topics.
+        """
         with self._lock:
             new = sorted(t for t in set(topics) if t not in self._windows)
         if not new:
-            return []
+            return Followed((), 0)
+        since = self._store.max_event_id()
         last = self._store.last_topic_seqs(new)
         with self._lock:
-            fresh = [t for t in new if t not in self._windows]
+            fresh = tuple(t for t in new if t not in self._windows)
             for t in fresh:
                 self._windows[t] = SeqWindow(last[t])
-        return fresh
+        return Followed(fresh, since)
 
     def seen(self, topic: str, seq: int) -> bool | None:
         """None: the topic has no window (repeats are then caught by message id)."""
@@ -101,12 +116,28 @@ class Sequencer:
         self._accept(w, msg)
         return True
 
-    def catch_up(self, topics: Iterable[str] | None = None) -> None:
-        """Read every followed topic (or ``topics``) from its mark to the log's end."""
-        for topic in sorted(self._windows if topics is None else topics):
-            w = self._windows.get(topic)
-            if w is not None:
-                self._fill(topic, w, upto=None, retry=True)
+    def catch_up(self) -> None:
+        """After a reconnect: read every followed topic from its mark to the log's end."""
+        for topic in sorted(self._windows):
+            self._fill(topic, self._windows[topic], upto=None, retry=True)
+
+    def catch_up_new(self, followed: Followed) -> None:
+        """What was logged for newly followed topics while the bus subscription started."""
+        wanted = set(followed.topics)
+        after = followed.since_event_id
+        try:
+            while wanted:
+                batch = self._store.events_after(after, FILL_BATCH)
+                for ev in batch:
+                    if ev.topic in wanted:
+                        self._take(ev.topic, self._windows[ev.topic], ev)
+                if len(batch) < FILL_BATCH:
+                    break
+                after = batch[-1].event_id
+        except PartitionNotifyError as exc:
+            self._stats.fill_errors += 1
+            log.warning("cannot read the event log after event %d for %s; the next jump or "
+                        "reconnect fills it: %s", after, ", ".join(sorted(wanted)), exc)
 
     def _accept(self, w: SeqWindow, msg: AnyMessage) -> None:
         w.add(msg.topic_seq)
@@ -126,17 +157,7 @@ class Sequencer:
                 batch = self._store.topic_events_after(topic, after, FILL_BATCH, upto_seq=upto)
                 for ev in batch:
                     after = ev.topic_seq  # not w.high: numbers seen above it do not move it
-                    if w.seen(ev.topic_seq):
-                        continue
-                    for first, last in list(w.holes(ev.topic_seq)):
-                        self._gap(topic, first, last)  # not in the log: gone for good
-                    w.give_up_through(ev.topic_seq - 1)
-                    self._stats.filled += 1
-                    msg = self._decode(ev)
-                    if msg is None:
-                        w.add(ev.topic_seq)
-                    else:
-                        self._accept(w, msg)
+                    self._take(topic, w, ev)
                 if len(batch) < FILL_BATCH:
                     break
         except PartitionNotifyError as exc:
@@ -149,6 +170,20 @@ class Sequencer:
             for first, last in list(w.holes(upto + 1)):
                 self._gap(topic, first, last)
             w.give_up_through(upto)
+
+    def _take(self, topic: str, w: SeqWindow, ev: LoggedEvent) -> None:
+        """One event read from the log, in topicSeq order for its topic."""
+        if w.seen(ev.topic_seq):
+            return
+        for first, last in list(w.holes(ev.topic_seq)):
+            self._gap(topic, first, last)  # read in order, so not in the log: gone
+        w.give_up_through(ev.topic_seq - 1)
+        self._stats.filled += 1
+        msg = self._decode(ev)
+        if msg is None:
+            w.add(ev.topic_seq)
+        else:
+            self._accept(w, msg)
 
     def _gap(self, topic: str, first: int, last: int) -> None:
         self._stats.gaps += 1

@@ -31,7 +31,7 @@ from partition_notify.errors import (
 from store import Store, TableInfo
 from store.provider import LoggedEvent
 from subscriber.refs import TableRef, table_keys
-from subscriber.sequencer import Sequencer
+from subscriber.sequencer import Followed, Sequencer
 from subscriber.subscription import Callback, Subscription
 from transports import Consumer, RawMessage, Transport
 
@@ -64,7 +64,7 @@ class _History:
     sub: Subscription
     messages: list[AnyMessage]
     #: Topics first followed by this subscription: catch up from the log first.
-    new_topics: tuple[str, ...] = ()
+    followed: Followed
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,7 +232,7 @@ class Subscriber:
             new = self._seq.follow(topics)  # 0. the log's last number, before the bus
             consumer.subscribe(topics, timeout=self.timeout)  # 1. subscribe
             # 2. history; 3. the log since step 0, then de-dup (dispatcher thread)
-            self._inbox.put(_History(sub, load(), tuple(new)))
+            self._inbox.put(_History(sub, load(), new))
         except BaseException:
             sub.close()
             raise
@@ -281,7 +281,7 @@ class Subscriber:
                 return
             try:
                 if isinstance(item, _History):
-                    self._seq.catch_up(item.new_topics)
+                    self._seq.catch_up_new(item.followed)
                     if not item.sub.closed:
                         item.sub.merge_history(item.messages, self._seq.seen)
                 elif isinstance(item, _Reconnected):
