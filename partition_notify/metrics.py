@@ -24,6 +24,9 @@ class _Stats(Protocol):
     gaps: int
     missing_events: int
     reconnects: int
+    duplicates: int
+    filled: int
+    fill_errors: int
 
 
 class Metrics:
@@ -105,7 +108,10 @@ class _SubscriberCollector(Collector):
         ("malformed", "Messages skipped as malformed"),
         ("gaps", "Gaps in topic sequence numbers detected"),
         ("missing_events", "Events missing inside detected gaps"),
-        ("reconnects", "Reconnects after which history was re-read"),
+        ("reconnects", "Reconnects after which missed messages were read from the event log"),
+        ("duplicates", "Repeats dropped by topic sequence number"),
+        ("filled", "Messages read from the event log to fill a jump or a reconnect"),
+        ("fill_errors", "Failed reads of the event log while filling (retried)"),
     )
 
     def __init__(self, stats: _Stats, name: str) -> None:

@@ -19,7 +19,7 @@ from partition_notify.contract import AnyMessage, SetDoneMessage, to_envelope
 from partition_notify.errors import ConflictError, UnknownTableError
 from store.engine import DEFAULT_SQLITE_SYNCHRONOUS, WRITE, make_engine
 from store.migrate import migrate
-from store.repositories import COVERING, TABLE_INFO_BY_NAME
+from store.repositories import COVERING, TABLE_INFO_BY_NAME, TOPIC_EVENTS_AFTER, TOPIC_LAST_SEQ
 from store.schema import TableRow
 from store.uow import UnitOfWork, map_db_error
 
@@ -396,6 +396,31 @@ class Store:
         """
         with self._uow() as uow:
             return [LoggedEvent(*row) for row in uow.events.after(event_id, limit)]
+
+    def topic_events_after(
+        self, topic: str, after_seq: int, limit: int = 1000, *, upto_seq: int | None = None
+    ) -> list[LoggedEvent]:
+        """Logged events of ``topic`` with ``after_seq`` < topicSeq <= ``upto_seq``, in order.
+
+        A subscriber's catch-up read after a reconnect or a sequence jump. A
+        topic's sequence is allocated under the event lock, so once seq N is
+        visible every seq below it that was ever logged is visible too; a
+        number absent here is not in the log (never logged, or gone).
+        """
+        upto = upto_seq if upto_seq is not None else 2**62
+        params = {"topic": topic, "after": after_seq, "upto": upto, "limit": limit}
+        return [
+            LoggedEvent(r.event_id, r.topic, r.topic_seq, r.body, dict(r.headers))
+            for r in self._read(TOPIC_EVENTS_AFTER, params)
+        ]
+
+    def last_topic_seqs(self, topics: Sequence[str]) -> dict[str, int]:
+        """The highest topicSeq logged so far per topic (0 when none)."""
+        found: dict[str, int] = {}
+        for i in range(0, len(topics), 500):  # within SQLite's bound-parameter limit
+            rows = self._read(TOPIC_LAST_SEQ, {"topics": list(topics[i : i + 500])})
+            found.update((str(r.topic), int(r.last_seq or 0)) for r in rows)
+        return {t: found.get(t, 0) for t in topics}
 
     def set_done_covering(self, table: TableInfo, specs: Sequence[str]) -> list[str]:
         """Unexpired set-done bodies of ``table`` whose canonical spec is in ``specs``.

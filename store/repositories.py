@@ -74,6 +74,30 @@ _MARK_PUBLISHED = (
     .where(_EV.event_id.in_(bindparam("ids", expanding=True)))
     .values(published_at=bindparam("now"), lease_owner=None, lease_until=None, retry_at=None)
 )
+#: A subscriber's catch-up read: one topic after a sequence number, served by
+#: the unique (topic, topic_seq) index; built once, it runs on every gap.
+TOPIC_EVENTS_AFTER = (
+    select(
+        _EVENTS_T.c.event_id,
+        _EVENTS_T.c.topic,
+        _EVENTS_T.c.topic_seq,
+        _EVENTS_T.c.body,
+        _EVENTS_T.c.headers,
+    )
+    .where(
+        _EVENTS_T.c.topic == bindparam("topic"),
+        _EVENTS_T.c.topic_seq > bindparam("after"),
+        _EVENTS_T.c.topic_seq <= bindparam("upto"),
+    )
+    .order_by(_EVENTS_T.c.topic_seq)
+    .limit(bindparam("limit"))
+)
+#: The last sequence number each topic logged (index-backed: max per topic).
+TOPIC_LAST_SEQ = (
+    select(_EVENTS_T.c.topic, func.max(_EVENTS_T.c.topic_seq).label("last_seq"))
+    .where(_EVENTS_T.c.topic.in_(bindparam("topics", expanding=True)))
+    .group_by(_EVENTS_T.c.topic)
+)
 _INSERT_PARTITIONS = insert(cast(Table, PartitionRow.__table__))
 _INSERT_SET_DONE = insert(cast(Table, SetDoneRow.__table__))
 
@@ -324,6 +348,8 @@ class SetDoneRepository:
 
 
 __all__ = [
+    "TOPIC_EVENTS_AFTER",
+    "TOPIC_LAST_SEQ",
     "EventRepository",
     "PartitionRepository",
     "SequenceRepository",

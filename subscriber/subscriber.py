@@ -1,9 +1,16 @@
 """The subscriber library schedulers use: live messages, history, and waits.
 
 The late-subscriber protocol (seed 003): **subscribe first**, wait for the bus
-to confirm, **then** read the retention table, **then** de-duplicate by
-message id. Reading history first would lose whatever is published between
-the read and the subscription.
+to confirm, **then** read the retention table, **then** de-duplicate. Reading
+history first would lose whatever is published between the read and the
+subscription.
+
+Nothing lost, nothing doubled (issue #10): per topic the subscriber keeps a
+window of the gap-free ``topicSeq`` numbers it handled (seq_window.py). A
+repeat is dropped by number, in bounded memory; a jump, a reconnect or a new
+topic is filled from the event log (``Store.topic_events_after``), so what
+was published while the connection was down arrives whatever ``history=``
+says; only a number the log no longer holds is reported through ``on_gap``.
 """
 
 from __future__ import annotations
@@ -15,20 +22,21 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from partition_notify.contract import AnyMessage, SetDoneMessage, decode, names, spec
+from partition_notify.contract import AnyMessage, SetDoneMessage, decode, spec
 from partition_notify.errors import (
-    InvalidNameError,
     MalformedMessageError,
     SubscribeError,
     WaitTimeout,
 )
 from store import Store, TableInfo
+from store.provider import LoggedEvent
+from subscriber.refs import TableRef, table_keys
+from subscriber.sequencer import Followed, Sequencer
 from subscriber.subscription import Callback, Subscription
 from transports import Consumer, RawMessage, Transport
 
 log = logging.getLogger(__name__)
 
-TableRef = str | tuple[str, str]
 OnGap = Callable[[str, int, int], None]
 
 
@@ -39,6 +47,11 @@ class SubscriberStats:
     gaps: int = 0
     missing_events: int = 0
     reconnects: int = 0
+    #: Repeats dropped by sequence number (any subscription).
+    duplicates: int = 0
+    #: Messages read from the event log to fill a jump or a reconnect.
+    filled: int = 0
+    fill_errors: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +63,13 @@ class _Live:
 class _History:
     sub: Subscription
     messages: list[AnyMessage]
+    #: Topics first followed by this subscription: catch up from the log first.
+    followed: Followed
+
+
+@dataclass(frozen=True, slots=True)
+class _Reconnected:
+    """The consumer re-subscribed: fill every followed topic from the log."""
 
 
 class Subscriber:
@@ -68,10 +88,9 @@ class Subscriber:
         self.timeout = timeout_seconds
         self.on_gap = on_gap
         self.stats = SubscriberStats()
-        self._inbox: queue.Queue[_Live | _History | None] = queue.Queue()
+        self._inbox: queue.Queue[_Live | _History | _Reconnected | None] = queue.Queue()
         self._subs: list[Subscription] = []
-        self._loaders: dict[int, Callable[[], list[AnyMessage]]] = {}
-        self._last_seq: dict[str, int] = {}
+        self._seq = Sequencer(store, self.stats, self._hand_on, self._decode_logged, on_gap)
         self._lock = threading.Lock()
         self._consumer: Consumer | None = None
         self._dispatcher = threading.Thread(
@@ -90,8 +109,16 @@ class Subscriber:
     ) -> Subscription:
         """Follow ``tables``; with ``history`` also deliver retained set-done messages.
 
+        ``tables``: ``"db.table"``, a ``("db", "table")`` pair of plain names,
+        or several tables as a list or tuple of those, e.g.
+        ``("sales.orders", "sales.returns")``; anything ambiguous (say
+        ``("sales", "sales.returns")``) raises :class:`InvalidNameError`
+        (see :mod:`subscriber.refs`).
+
         Returns once the subscription is confirmed by the bus and history is
-        merged (history first, then live, each message once).
+        merged (history first, then live, each message once). Whatever
+        ``history`` says, a reconnect never loses what was published
+        meanwhile: it is read back from the event log.
         """
         infos = self._tables(tables)
         since_ts = since if since is not None else 0.0
@@ -99,7 +126,7 @@ class Subscriber:
         def load() -> list[AnyMessage]:
             return self._decode_all(self.store.set_done_history(infos, since_ts))
 
-        return self._start(infos, callback, load if history else (lambda: []))
+        return self._start(infos, callback, load if history else list)
 
     def wait_for_set_done(
         self, db: str, table: str, partial_spec: str | Mapping[str, object], timeout: float
@@ -107,7 +134,10 @@ class Subscriber:
         """Block until a set-done covering ``partial_spec`` exists; return it.
 
         A coarser set-done satisfies a finer wait: ``datestamp=X`` done covers
-        ``datestamp=X/region=us``. Raises :class:`WaitTimeout` at the deadline.
+        ``datestamp=X/region=us``. Retained set-dones are always read, however
+        short ``timeout`` (0 included): the timeout bounds only the wait for a
+        live one; subscribing is bounded by the subscriber's own timeout.
+        Raises :class:`WaitTimeout` at the deadline.
         """
         deadline = time.monotonic() + timeout
         info = self._tables([(db, table)])[0]
@@ -121,10 +151,15 @@ class Subscriber:
         def load() -> list[AnyMessage]:
             return self._decode_all(self.store.set_done_covering(info, candidates))
 
-        sub = self._start([info], None, load, accept=covering, timeout=timeout)
+        # Already done: no need to subscribe at all (and a zero timeout still answers).
+        retained = [m for m in load() if isinstance(m, SetDoneMessage)]
+        if retained:
+            return retained[0]
+        if timeout <= 0:
+            raise self._timed_out(wanted, info, timeout)
+        sub = self._start([info], None, load, accept=covering)
         try:
-            left = deadline - time.monotonic()
-            msg = sub.get(timeout=max(left, 0.0))
+            msg = sub.get(timeout=max(deadline - time.monotonic(), 0.0))
             if isinstance(msg, SetDoneMessage):
                 return msg
             if sub.closed:
@@ -132,12 +167,16 @@ class Subscriber:
                     f"the subscriber was closed while waiting for {spec.canonical(wanted)!r} "
                     f"on {info.qualified}"
                 )
-            raise WaitTimeout(
-                f"no set-done covering {spec.canonical(wanted)!r} for {info.qualified} "
-                f"within {timeout:g} s"
-            )
+            raise self._timed_out(wanted, info, timeout)
         finally:
             sub.close()
+
+    @staticmethod
+    def _timed_out(wanted: spec.Spec, info: TableInfo, timeout: float) -> WaitTimeout:
+        return WaitTimeout(
+            f"no set-done covering {spec.canonical(wanted)!r} for {info.qualified} "
+            f"within {timeout:g} s"
+        )
 
     def set_done_history(self, db: str, table: str, since: float = 0.0) -> list[SetDoneMessage]:
         info = self._tables([(db, table)])[0]
@@ -168,18 +207,7 @@ class Subscriber:
 
     # -- internals ------------------------------------------------------------
     def _tables(self, tables: TableRef | Iterable[TableRef]) -> list[TableInfo]:
-        refs: list[TableRef] = [tables] if isinstance(tables, str | tuple) else list(tables)
-        keys: list[tuple[str, str]] = []
-        for ref in refs:
-            if isinstance(ref, str):
-                db, sep, name = ref.partition(".")
-                if not sep:
-                    raise InvalidNameError(f"table {ref!r} must be written db.table")
-            else:
-                db, name = ref
-            keys.append((names.db_name(db), names.table_name(name)))
-        if not keys:
-            raise InvalidNameError("subscribe needs at least one table")
+        keys = table_keys(tables)
         if len(keys) == 1:
             return [self.store.get_table(*keys[0])]
         return self.store.get_tables(keys)
@@ -190,46 +218,39 @@ class Subscriber:
         callback: Callback | None,
         load: Callable[[], list[AnyMessage]],
         accept: Callable[[AnyMessage], bool] | None = None,
-        timeout: float | None = None,
     ) -> Subscription:
-        limit = self.timeout if timeout is None else min(self.timeout, timeout)
         sub = Subscription(frozenset((t.db, t.name) for t in infos), callback, accept)
         sub._on_close = self._forget
         with self._lock:
             self._subs.append(sub)
-            self._loaders[id(sub)] = load
             if self._consumer is None:
                 self._consumer = self.transport.consumer(self._on_raw)
                 self._consumer.on_reconnect = self._on_reconnect
             consumer = self._consumer
+        topics = sorted({t.topic for t in infos})
         try:
-            consumer.subscribe(sorted({t.topic for t in infos}), timeout=limit)  # 1. subscribe
-            self._inbox.put(_History(sub, load()))  # 2. history, 3. de-dup in merge_history
+            new = self._seq.follow(topics)  # 0. the log's last number, before the bus
+            consumer.subscribe(topics, timeout=self.timeout)  # 1. subscribe
+            # 2. history; 3. the log since step 0, then de-dup (dispatcher thread)
+            self._inbox.put(_History(sub, load(), new))
         except BaseException:
             sub.close()
             raise
-        sub.wait_ready(limit)
+        sub.wait_ready(self.timeout)
         return sub
 
     def _forget(self, sub: Subscription) -> None:
         with self._lock:
             if sub in self._subs:
                 self._subs.remove(sub)
-            self._loaders.pop(id(sub), None)
 
     def _on_raw(self, raw: RawMessage) -> None:
         self._inbox.put(_Live(raw))
 
     def _on_reconnect(self) -> None:
-        # Anything set done while we were away is in the retention table.
+        # Anything published while we were away is in the event log.
         self.stats.reconnects += 1
-        with self._lock:
-            pending = [(s, self._loaders[id(s)]) for s in self._subs if id(s) in self._loaders]
-        for sub, load in pending:
-            try:
-                self._inbox.put(_History(sub, load()))
-            except Exception:
-                log.exception("re-reading history after reconnect failed")
+        self._inbox.put(_Reconnected())
 
     def _decode_all(self, bodies: list[str]) -> list[AnyMessage]:
         out: list[AnyMessage] = []
@@ -241,47 +262,61 @@ class Subscriber:
                 log.warning("skipping malformed stored message: %s", exc)
         return out
 
+    def _decode_logged(self, ev: LoggedEvent) -> AnyMessage | None:
+        """An event read back from the log. Not counted as received; a malformed one
+        is not counted again either: it is usually the copy of one that came live
+        (its number unknown then), and gets a debug line only."""
+        headers = {str(k): str(v) for k, v in ev.headers.items()}
+        try:
+            return decode(ev.body.encode(), headers)
+        except MalformedMessageError as exc:
+            log.debug("skipping malformed event %d of topic %s read from the log: %s",
+                      ev.event_id, ev.topic, exc)
+            return None
+
     def _dispatch(self) -> None:
         while True:
             item = self._inbox.get()
             if item is None:
                 return
-            if isinstance(item, _History):
-                if not item.sub.closed:
-                    item.sub.merge_history(item.messages)
-                continue
-            msg = self._decode_live(item.raw)
-            if msg is None:
-                continue
+            try:
+                if isinstance(item, _History):
+                    self._seq.catch_up_new(item.followed)
+                    if not item.sub.closed:
+                        item.sub.merge_history(item.messages, self._seq.seen)
+                elif isinstance(item, _Reconnected):
+                    self._seq.catch_up()
+                else:
+                    msg = self._decode(item.raw)
+                    if msg is not None:
+                        self._offer(msg)
+            except Exception:
+                # The dispatcher must outlive any one bad item.
+                log.exception("subscriber dispatcher failed on %s", type(item).__name__)
+
+    def _offer(self, msg: AnyMessage) -> None:
+        tracked = self._seq.offer(msg)
+        if tracked is None:
+            self._hand_on(msg, tracked=False)
+        elif not tracked:  # a repeat: each subscription that wanted it counts it
             with self._lock:
                 subs = list(self._subs)
             for sub in subs:
                 if sub.wants(msg):
-                    sub.offer_live(msg)
+                    sub.duplicates += 1
 
-    def _decode_live(self, raw: RawMessage) -> AnyMessage | None:
+    def _hand_on(self, msg: AnyMessage, *, tracked: bool = True) -> None:
+        with self._lock:
+            subs = list(self._subs)
+        for sub in subs:
+            if sub.wants(msg):
+                sub.offer_live(msg, tracked=tracked)
+
+    def _decode(self, raw: RawMessage) -> AnyMessage | None:
         self.stats.received += 1
         try:
-            msg = decode(raw.body, raw.headers)
+            return decode(raw.body, raw.headers)
         except MalformedMessageError as exc:
             self.stats.malformed += 1
             log.warning("skipping malformed message on topic %s: %s", raw.topic, exc)
             return None
-        self._check_gap(msg)
-        return msg
-
-    def _check_gap(self, msg: AnyMessage) -> None:
-        last = self._last_seq.get(msg.topic)
-        if last is not None and msg.topic_seq > last + 1:
-            self.stats.gaps += 1
-            self.stats.missing_events += msg.topic_seq - last - 1
-            log.warning(
-                "gap on topic %s: sequence %d..%d not received",
-                msg.topic,
-                last + 1,
-                msg.topic_seq - 1,
-            )
-            if self.on_gap is not None:
-                self.on_gap(msg.topic, last + 1, msg.topic_seq - 1)
-        if last is None or msg.topic_seq > last:
-            self._last_seq[msg.topic] = msg.topic_seq

@@ -14,8 +14,12 @@ from partition_notify.contract import AnyMessage
 log = logging.getLogger(__name__)
 
 Callback = Callable[[AnyMessage], None]
-#: Ids remembered for de-duplication; far more than any history/live overlap.
+#: Message ids remembered for de-duplication where the sequence number cannot
+#: be tracked (a topic the subscriber does not follow); also the bound on
+#: early-arrived sequence numbers a topic's window keeps (seq_window.py).
 DEDUP_WINDOW = 200_000
+#: Is (topic, seq) tracked by the subscriber's window, and if so already handled?
+Seen = Callable[[str, int], bool | None]
 
 
 class Subscription:
@@ -25,6 +29,10 @@ class Subscription:
     dispatcher thread (never two at a time); without one, iterate or call
     :meth:`get`. Until history has been merged, live messages are held back
     so history is delivered first.
+
+    Live messages of followed topics reach this object already de-duplicated
+    by sequence number (the subscriber's per-topic windows); only history can
+    overlap them, and :meth:`merge_history` settles that by (topic, seq).
     """
 
     def __init__(
@@ -39,8 +47,10 @@ class Subscription:
         self.delivered = 0
         self.duplicates = 0
         self._seen: OrderedDict[str, None] = OrderedDict()
+        # History delivered ahead of the live copy: (topic -> seqs) to drop once.
+        self._skip: dict[str, set[int]] = {}
         self._queue: queue.Queue[AnyMessage | None] = queue.Queue()
-        self._pending: list[AnyMessage] | None = []
+        self._pending: list[tuple[AnyMessage, bool]] | None = []
         self.closed = False
         self._ready = threading.Event()
         self._on_close: Callable[[Subscription], None] | None = None
@@ -49,31 +59,65 @@ class Subscription:
     def wants(self, msg: AnyMessage) -> bool:
         return (msg.db, msg.table) in self.tables and (self.accept is None or self.accept(msg))
 
-    def offer_live(self, msg: AnyMessage) -> None:
+    def offer_live(self, msg: AnyMessage, *, tracked: bool = False) -> None:
+        """``tracked``: the subscriber's window already dropped repeats of this seq."""
         if self._pending is not None:
-            self._pending.append(msg)
+            self._pending.append((msg, tracked))
         else:
-            self._deliver(msg)
+            self._deliver(msg, tracked)
 
-    def merge_history(self, history: list[AnyMessage]) -> None:
+    def merge_history(self, history: list[AnyMessage], seen: Seen) -> None:
         """History first, then whatever arrived live meanwhile; duplicates dropped."""
+        keys: set[tuple[str, int]] = set()
         for msg in history:
-            if self.wants(msg):
-                self._deliver(msg)
+            if not self.wants(msg):
+                continue
+            key = (msg.topic, msg.topic_seq)
+            handled = seen(*key)
+            if key in keys or (handled is None and msg.message_id in self._seen):
+                self.duplicates += 1
+                continue
+            keys.add(key)
+            if handled is None:
+                self._remember(msg.message_id)
+            self._emit(msg)
         pending, self._pending = self._pending or [], None
-        for msg in pending:
-            self._deliver(msg)
+        for msg, tracked in pending:
+            key = (msg.topic, msg.topic_seq)
+            if tracked and key in keys:
+                keys.discard(key)
+                self.duplicates += 1
+            else:
+                self._deliver(msg, tracked)
+        for topic, seq in keys:
+            if seen(topic, seq) is False:  # its live copy is still to come: drop it then
+                self._skip.setdefault(topic, set()).add(seq)
         self._ready.set()
 
-    def _deliver(self, msg: AnyMessage) -> None:
+    def _deliver(self, msg: AnyMessage, tracked: bool) -> None:
         if self.closed:
             return
-        if msg.message_id in self._seen:
+        if tracked:
+            skip = self._skip.get(msg.topic)
+            if skip and msg.topic_seq in skip:
+                skip.discard(msg.topic_seq)
+                self.duplicates += 1
+                return
+        elif msg.message_id in self._seen:
             self.duplicates += 1
             return
-        self._seen[msg.message_id] = None
+        else:
+            self._remember(msg.message_id)
+        self._emit(msg)
+
+    def _remember(self, message_id: str) -> None:
+        self._seen[message_id] = None
         if len(self._seen) > DEDUP_WINDOW:
             self._seen.popitem(last=False)
+
+    def _emit(self, msg: AnyMessage) -> None:
+        if self.closed:
+            return
         self.delivered += 1
         if self.callback is None:
             self._queue.put(msg)

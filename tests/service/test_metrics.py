@@ -31,6 +31,8 @@ def test_endpoint_serves_relay_and_subscriber_metrics_and_health() -> None:
         assert "pn_relay_published_total 5.0" in text
         assert 'pn_subscriber_gaps_total{subscriber="scheduler"} 1.0' in text
         assert 'pn_subscriber_malformed_total{subscriber="scheduler"} 2.0' in text
+        for name in ("duplicates", "filled", "fill_errors"):
+            assert f'pn_subscriber_{name}_total{{subscriber="scheduler"}} 0.0' in text, name
         stats.gaps += 1  # read live at scrape time
         assert 'pn_subscriber_gaps_total{subscriber="scheduler"} 2.0' in get(port, "/metrics")[1]
         for name in ("pn_relay_failed_batches_total", "pn_relay_consecutive_failures",

@@ -1,0 +1,66 @@
+"""What ``subscribe(tables)`` means: the table references it accepts.
+
+* ``"db.table"`` — one table.
+* ``("db", "table")`` — one table: a pair of *plain* names (no dot; names
+  never contain one).
+* any other tuple, a list or any iterable — several tables, each a
+  ``"db.table"`` string or a ``(db, table)`` pair:
+  ``("sales.orders", "sales.returns")`` is two tables.
+
+Anything else is refused with :class:`InvalidNameError` naming it, e.g.
+``("sales", "sales.returns")`` (a plain name cannot be a table of its own)
+or ``("a", "b", "c")``: a guess there could silently follow the wrong table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from partition_notify.contract import names
+from partition_notify.errors import InvalidNameError
+
+TableRef = str | tuple[str, str]
+
+_SHAPES = "'db.table' strings or (db, table) pairs of plain names"
+
+
+def _is_pair(ref: object) -> bool:
+    return (
+        isinstance(ref, tuple)
+        and len(ref) == 2
+        and all(isinstance(x, str) and "." not in x for x in ref)
+    )
+
+
+def _one(ref: object, whole: object) -> tuple[str, str]:
+    if isinstance(ref, str):
+        db, sep, name = ref.partition(".")
+        if not sep:
+            where = "" if ref is whole else f" in {whole!r}"
+            raise InvalidNameError(f"table {ref!r}{where} must be written db.table")
+        return names.db_name(db), names.table_name(name)
+    if _is_pair(ref):
+        db, name = ref  # type: ignore[misc]
+        return names.db_name(db), names.table_name(name)
+    raise InvalidNameError(f"table reference {ref!r} in {whole!r} is not one of: {_SHAPES}")
+
+
+def table_keys(tables: TableRef | Iterable[TableRef]) -> list[tuple[str, str]]:
+    """The (db, table) pairs ``tables`` names, in order; see the module docstring."""
+    if isinstance(tables, str) or _is_pair(tables):
+        refs: list[object] = [tables]
+    elif isinstance(tables, tuple):
+        for ref in tables:
+            if not (isinstance(ref, str) and "." in ref) and not _is_pair(ref):
+                raise InvalidNameError(
+                    f"ambiguous tables {tables!r}: a tuple is one (db, table) pair of plain "
+                    f"names or several {_SHAPES}; {ref!r} is neither"
+                )
+        refs = list(tables)
+    elif isinstance(tables, Iterable):
+        refs = list(tables)
+    else:
+        raise InvalidNameError(f"tables must be {_SHAPES}, got {type(tables).__name__}")
+    if not refs:
+        raise InvalidNameError("subscribe needs at least one table")
+    return [_one(ref, tables) for ref in refs]

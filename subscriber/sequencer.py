@@ -1,0 +1,204 @@
+"""Per-topic sequencing for a subscriber: drop repeats, fill holes from the event log.
+
+Runs on the subscriber's dispatcher thread (one at a time), except
+:meth:`Sequencer.follow`, which callers use before subscribing a topic.
+
+* A topic is followed from the last ``topicSeq`` logged *before* the bus
+  subscription; what is logged between that read and the broker's
+  confirmation is read back from the log (:meth:`catch_up`), so no message
+  falls between "too old for live" and "too new for the read".
+* A number at or below the window's contiguous mark, or already seen above
+  it, is a repeat: dropped, however many messages came before.
+* A jump (``seq > high + 1``) reads the missing numbers from the log before
+  handing on the new message, so order holds and nothing is skipped; a
+  number the log does not hold is reported as a gap and given up.
+* After a reconnect every followed topic is read from its mark onwards.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+from partition_notify.contract import AnyMessage
+from partition_notify.errors import PartitionNotifyError
+from store import LoggedEvent, Store
+from subscriber import subscription as _subscription
+from subscriber.seq_window import SeqWindow
+
+log = logging.getLogger(__name__)
+
+#: Events per catch-up read from the log.
+FILL_BATCH = 1000
+#: After a failed catch-up read, seconds before a jump on that topic tries again.
+FILL_RETRY_SECONDS = 1.0
+
+
+class Stats(Protocol):
+    gaps: int
+    missing_events: int
+    duplicates: int
+    filled: int
+    fill_errors: int
+
+
+@dataclass(frozen=True, slots=True)
+class Followed:
+    """Topics a subscription started to follow, and the log's last event id before."""
+
+    topics: tuple[str, ...]
+    since_event_id: int
+
+
+Hand = Callable[[AnyMessage], None]
+Decode = Callable[[LoggedEvent], AnyMessage | None]
+OnGap = Callable[[str, int, int], None]
+
+
+class Sequencer:
+    def __init__(self, store: Store, stats: Stats, hand: Hand, decode: Decode,
+                 on_gap: OnGap | None) -> None:
+        self._store = store
+        self._stats = stats
+        self._hand = hand
+        self._decode = decode
+        self._on_gap = on_gap
+        self._lock = threading.Lock()
+        self._windows: dict[str, SeqWindow] = {}
+        self._retry_at: dict[str, float] = {}
+        self._last_seq: dict[str, int] = {}  # topics without a window: detection only
+
+    # -- caller threads -------------------------------------------------------
+    def follow(self, topics: Iterable[str]) -> Followed:
+        """Start windows for topics not followed yet, at the log's last number.
+
+        Returns those topics and the log's last event id, read *before* their
+        numbers: whatever :meth:`catch_up_new` later finds after that id covers
+        everything logged after the numbers, in one read however many topics.
+        """
+        with self._lock:
+            new = sorted(t for t in set(topics) if t not in self._windows)
+        if not new:
+            return Followed((), 0)
+        since = self._store.max_event_id()
+        last = self._store.last_topic_seqs(new)
+        with self._lock:
+            fresh = tuple(t for t in new if t not in self._windows)
+            for t in fresh:
+                self._windows[t] = SeqWindow(last[t])
+        return Followed(fresh, since)
+
+    def seen(self, topic: str, seq: int) -> bool | None:
+        """None: the topic has no window (repeats are then caught by message id)."""
+        w = self._windows.get(topic)
+        return None if w is None else w.seen(seq)
+
+    # -- dispatcher thread -----------------------------------------------------
+    def offer(self, msg: AnyMessage) -> bool | None:
+        """Hand ``msg`` on unless it is a repeat; True/False when tracked, None when not."""
+        w = self._windows.get(msg.topic)
+        if w is None:
+            self._detect_only(msg)
+            return None
+        seq = msg.topic_seq
+        if w.seen(seq):
+            self._stats.duplicates += 1
+            return False
+        if seq > w.high + 1 and any(w.holes(seq)):
+            self._fill(msg.topic, w, upto=seq - 1)
+            if w.seen(seq):  # the read found it too
+                self._stats.duplicates += 1
+                return False
+        self._accept(w, msg)
+        return True
+
+    def catch_up(self) -> None:
+        """After a reconnect: read every followed topic from its mark to the log's end."""
+        for topic in sorted(self._windows):
+            self._fill(topic, self._windows[topic], upto=None, retry=True)
+
+    def catch_up_new(self, followed: Followed) -> None:
+        """What was logged for newly followed topics while the bus subscription started."""
+        wanted = set(followed.topics)
+        after = followed.since_event_id
+        try:
+            while wanted:
+                batch = self._store.events_after(after, FILL_BATCH)
+                for ev in batch:
+                    if ev.topic in wanted:
+                        self._take(ev.topic, self._windows[ev.topic], ev)
+                if len(batch) < FILL_BATCH:
+                    break
+                after = batch[-1].event_id
+        except PartitionNotifyError as exc:
+            self._stats.fill_errors += 1
+            log.warning("cannot read the event log after event %d for %s; the next jump or "
+                        "reconnect fills it: %s", after, ", ".join(sorted(wanted)), exc)
+
+    def _accept(self, w: SeqWindow, msg: AnyMessage) -> None:
+        w.add(msg.topic_seq)
+        if len(w.above) > _subscription.DEDUP_WINDOW:
+            # Holes the log could not fill for a long time: give up the oldest.
+            first, last = next(w.holes(min(w.above)))
+            self._gap(msg.topic, first, last)
+            w.give_up_through(last)
+        self._hand(msg)
+
+    def _fill(self, topic: str, w: SeqWindow, *, upto: int | None, retry: bool = False) -> None:
+        if not retry and time.monotonic() < self._retry_at.get(topic, 0.0):
+            return
+        after = w.high
+        try:
+            while True:
+                batch = self._store.topic_events_after(topic, after, FILL_BATCH, upto_seq=upto)
+                for ev in batch:
+                    after = ev.topic_seq  # not w.high: numbers seen above it do not move it
+                    self._take(topic, w, ev)
+                if len(batch) < FILL_BATCH:
+                    break
+        except PartitionNotifyError as exc:
+            self._stats.fill_errors += 1
+            self._retry_at[topic] = time.monotonic() + FILL_RETRY_SECONDS
+            log.warning("cannot read topic %s from the event log after seq %d, will retry on "
+                        "the next jump or reconnect: %s", topic, w.high, exc)
+            return
+        if upto is not None:
+            for first, last in list(w.holes(upto + 1)):
+                self._gap(topic, first, last)
+            w.give_up_through(upto)
+
+    def _take(self, topic: str, w: SeqWindow, ev: LoggedEvent) -> None:
+        """One event read from the log, in topicSeq order for its topic."""
+        if w.seen(ev.topic_seq):
+            return
+        for first, last in list(w.holes(ev.topic_seq)):
+            self._gap(topic, first, last)  # read in order, so not in the log: gone
+        w.give_up_through(ev.topic_seq - 1)
+        self._stats.filled += 1
+        msg = self._decode(ev)
+        if msg is None:
+            w.add(ev.topic_seq)
+        else:
+            self._accept(w, msg)
+
+    def _gap(self, topic: str, first: int, last: int) -> None:
+        self._stats.gaps += 1
+        self._stats.missing_events += last - first + 1
+        log.warning("gap on topic %s: sequence %d..%d is not in the event log", topic, first,
+                    last)
+        if self._on_gap is not None:
+            try:
+                self._on_gap(topic, first, last)
+            except Exception:
+                log.exception("on_gap callback failed")
+
+    def _detect_only(self, msg: AnyMessage) -> None:
+        last = self._last_seq.get(msg.topic)
+        if last is not None and msg.topic_seq > last + 1:
+            self._gap(msg.topic, last + 1, msg.topic_seq - 1)
+        if last is None or msg.topic_seq > last:
+            self._last_seq[msg.topic] = msg.topic_seq
