@@ -112,16 +112,7 @@ class Subscriber:
         deadline = time.monotonic() + timeout
         info = self._tables([(db, table)])[0]
         wanted = spec.coerce(partial_spec)
-        spec.check_against(wanted, info.partition_keys, full=False, table=info.qualified)
-        candidates = spec.covering_specs(wanted)
-
-        def covering(msg: AnyMessage) -> bool:
-            return isinstance(msg, SetDoneMessage) and spec.covers(msg.partition_spec, wanted)
-
-        def load() -> list[AnyMessage]:
-            return self._decode_all(self.store.set_done_covering(info, candidates))
-
-        sub = self._start([info], None, load, accept=covering, timeout=timeout)
+        sub = self._watch(info, wanted, None, timeout)
         try:
             left = deadline - time.monotonic()
             msg = sub.get(timeout=max(left, 0.0))
@@ -138,6 +129,43 @@ class Subscriber:
             )
         finally:
             sub.close()
+
+    def watch_set_done(
+        self,
+        db: str,
+        table: str,
+        partial_spec: str | Mapping[str, object],
+        callback: Callback | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Subscription:
+        """Subscribe to the set-dones covering ``partial_spec``, history first.
+
+        The non-blocking half of :meth:`wait_for_set_done` (for event loops):
+        returns once the subscription is confirmed (at most ``timeout`` or the
+        connect timeout); covering messages then go to ``callback`` on the
+        dispatcher thread (or to the subscription's queue). Close it when done.
+        """
+        info = self._tables([(db, table)])[0]
+        return self._watch(info, spec.coerce(partial_spec), callback, timeout)
+
+    def _watch(
+        self,
+        info: TableInfo,
+        wanted: spec.Spec,
+        callback: Callback | None,
+        timeout: float | None,
+    ) -> Subscription:
+        spec.check_against(wanted, info.partition_keys, full=False, table=info.qualified)
+        candidates = spec.covering_specs(wanted)
+
+        def covering(msg: AnyMessage) -> bool:
+            return isinstance(msg, SetDoneMessage) and spec.covers(msg.partition_spec, wanted)
+
+        def load() -> list[AnyMessage]:
+            return self._decode_all(self.store.set_done_covering(info, candidates))
+
+        return self._start([info], callback, load, accept=covering, timeout=timeout)
 
     def set_done_history(self, db: str, table: str, since: float = 0.0) -> list[SetDoneMessage]:
         info = self._tables([(db, table)])[0]
