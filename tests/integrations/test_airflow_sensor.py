@@ -116,3 +116,45 @@ def test_sensor_timeout_fails_cleanly(
     states = _states(dr)
     assert states["wait"] == "failed", states
     assert states["downstream"] in {"upstream_failed", "None"}, states
+
+
+@pytest.mark.broker
+def test_many_deferred_triggers_share_one_connection_and_never_block_the_loop(
+    airflow_home: object, pn_connection: Callable[..., str], sqlite_url: str
+) -> None:
+    """20 triggers on one loop over ActiveMQ: one Subscriber, the loop never stalls."""
+    import asyncio
+    import time
+
+    from integrations import shared
+    from integrations.airflow.triggers import PartitionSetDoneTrigger
+    from tests.integrations.test_airflow_event_trigger import MAX_LOOP_STALL_SECONDS, Ticker
+
+    spec = stomp_spec("activemq")
+    conn_id = pn_connection("pn_many", extra={"store_url": sqlite_url, "transport_url": spec.url},
+                            login=spec.username, password=spec.password)
+    n = 20
+    with build(spec, sqlite_url) as app:
+        app.publisher.register_table("sales", "orders", ["datestamp", "region"])
+
+        async def main() -> list[dict[str, Any]]:
+            ticker = Ticker()
+            ticker.start()
+            triggers = [
+                PartitionSetDoneTrigger(table="sales.orders", spec=f"datestamp=2011{i:04d}",
+                                        deadline=time.time() + 120, conn_id=conn_id)
+                for i in range(n)
+            ]
+            runs = [asyncio.ensure_future(anext(t.run())) for t in triggers]
+            await asyncio.to_thread(shared.armed.wait_for, n, ARM_TIMEOUT)
+            for i in range(n):
+                await asyncio.to_thread(app.publisher.send_mark_set_done, "sales", "orders",
+                                        f"datestamp=2011{i:04d}")
+            events = [e.payload for e in await asyncio.wait_for(asyncio.gather(*runs), 60)]
+            ticker.stop()
+            assert ticker.worst < MAX_LOOP_STALL_SECONDS, f"loop stalled {ticker.worst:.3f} s"
+            return events
+
+        events = asyncio.run(main())
+    assert [e["message"]["partition_key"] for e in events] == [f"2011{i:04d}" for i in range(n)]
+    assert len(shared._entries) == 1
