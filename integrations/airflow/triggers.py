@@ -18,10 +18,12 @@ from typing import Any
 from integrations import shared
 from integrations.airflow._compat import BaseEventTrigger, BaseTrigger, TriggerEvent
 from integrations.airflow.connection import aget_settings
-from integrations.follow import Watch
+from integrations.follow import LogFollower, Watch
 from partition_notify.contract import AnyMessage, SetDoneMessage, spec
 from partition_notify.errors import PartitionNotifyError
-from store.cursors import Cursors
+from store import TableInfo
+from store.cursors import Cursor, Cursors
+from subscriber.subscription import Subscription
 
 DONE = "done"
 TIMEOUT = "timeout"
@@ -31,6 +33,11 @@ ERROR = "error"
 def _resolve(fut: asyncio.Future[AnyMessage], msg: AnyMessage) -> None:
     if not fut.done():
         fut.set_result(msg)
+
+
+def _close_when_armed(done: asyncio.Future[tuple[TableInfo, Subscription]]) -> None:
+    if not done.cancelled() and done.exception() is None:
+        done.result()[1].close()
 
 
 class PartitionSetDoneTrigger(BaseTrigger):  # type: ignore[misc]
@@ -75,16 +82,22 @@ class PartitionSetDoneTrigger(BaseTrigger):  # type: ignore[misc]
         settings = await aget_settings(self.conn_id)
         db, name = shared.split_table(self.table)
         wanted = spec.coerce(self.spec)
-        subscriber = await asyncio.to_thread(shared.subscriber, settings)
-        info = await asyncio.to_thread(subscriber.store.get_table, db, name)
-        sub = await asyncio.to_thread(
-            subscriber.watch_set_done,
-            db,
-            name,
-            wanted,
-            on_message,
-            timeout=settings.connect_timeout_seconds,
-        )
+
+        def arm() -> tuple[TableInfo, Subscription]:  # blocking: one worker-thread hop
+            subscriber = shared.subscriber(settings)
+            info = subscriber.store.get_table(db, name)
+            sub = subscriber.watch_set_done(
+                db, name, wanted, on_message, timeout=settings.connect_timeout_seconds
+            )
+            return info, sub
+
+        arming = asyncio.ensure_future(asyncio.to_thread(arm))
+        try:
+            info, sub = await asyncio.shield(arming)
+        except asyncio.CancelledError:
+            # Cancelled mid-subscribe: close the subscription once it exists.
+            arming.add_done_callback(_close_when_armed)
+            raise
         shared.armed.add(1)
         try:
             left = max(self.deadline - time.time(), 0.0)
@@ -138,13 +151,16 @@ class PartitionSetDoneEventTrigger(BaseEventTrigger):  # type: ignore[misc]
         settings = await aget_settings(self.conn_id)
         db, name = shared.split_table(self.table)
         wanted = spec.coerce(self.spec) if self.spec else None
-        entry = await asyncio.to_thread(shared.entry, settings)
-        info = await asyncio.to_thread(entry.app.store.get_table, db, name)
-        if wanted is not None:
-            spec.check_against(wanted, info.partition_keys, full=False, table=info.qualified)
-        cursors = Cursors(entry.app.store)
-        start = await asyncio.to_thread(cursors.open, self.cursor)
-        follower = await asyncio.to_thread(shared.follower, settings)
+
+        def arm() -> tuple[TableInfo, Cursors, Cursor, LogFollower]:  # blocking: one hop
+            store = shared.entry(settings).app.store
+            info = store.get_table(db, name)
+            if wanted is not None:
+                spec.check_against(wanted, info.partition_keys, full=False, table=info.qualified)
+            cursors = Cursors(store)
+            return info, cursors, cursors.open(self.cursor), shared.follower(settings)
+
+        info, cursors, start, follower = await asyncio.to_thread(arm)
         watch = Watch(
             frozenset({info.qualified}),
             start.event_id,
