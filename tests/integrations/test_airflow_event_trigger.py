@@ -61,10 +61,10 @@ async def _nothing_more(events: AsyncIterator[Any], app: Any) -> None:
 
 
 @pytest.fixture
-def setup(airflow_home: object, pn_connection: Callable[..., str], tmp_path: Any) -> Any:
+def setup(airflow_home: object, pn_connection: Callable[..., str], store_url: str) -> Any:
+    """An app on the parametrised store (SQLite, PostgreSQL) and a connection to it."""
     from partition_notify.app import build_app
 
-    store_url = f"sqlite:///{tmp_path}/pn.db"
     conn_id = pn_connection("pn_events", extra={"store_url": store_url,
                                                  "transport_url": "embedded://"})
     app = build_app(store_url=store_url, transport_url="embedded://")
