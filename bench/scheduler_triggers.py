@@ -132,6 +132,9 @@ def main() -> None:
 
     from urllib.parse import urlsplit
 
+    # Airflow writes under its home on import; keep the bench's out of ~/airflow.
+    os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="pn-bench-airflow-"))
+
     from partition_notify.app import build_app
 
     store_url = f"sqlite:///{tempfile.mkdtemp()}/bench.db"
