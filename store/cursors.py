@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
-from partition_notify.errors import InvalidNameError
+from partition_notify.errors import ConflictError, InvalidNameError
 from store.cursor_schema import MAX_CURSOR_NAME_CHARS, CursorRow
 from store.provider import Store
 from store.uow import UnitOfWork
@@ -41,6 +41,19 @@ class CursorRepository:
     def set(self, name: str, values: dict[str, object]) -> int:
         stmt = update(CursorRow).where(CursorRow.name == name).values(**values)
         return int(self.session.execute(stmt).rowcount)  # type: ignore[attr-defined]
+
+    def claim(self, name: str, owner: str, now: float, until: float) -> bool:
+        """Take or renew the lease of ``name`` unless another owner holds it unexpired."""
+        stmt = (
+            update(CursorRow)
+            .where(
+                CursorRow.name == name,
+                or_(CursorRow.lease_owner.is_(None), CursorRow.lease_owner == owner,
+                    CursorRow.lease_until < now),
+            )
+            .values(lease_owner=owner, lease_until=until, updated_at=now)
+        )
+        return int(self.session.execute(stmt).rowcount) == 1  # type: ignore[attr-defined]
 
     def names(self, prefix: str) -> list[str]:
         stmt = select(CursorRow.name).where(CursorRow.name.startswith(prefix, autoescape=True))
@@ -93,13 +106,30 @@ class Cursors:
             row.pending_since = None
             row.updated_at = self.store.clock()
 
-    def intend(self, name: str, event_id: int) -> float:
-        """Record that ``event_id`` is about to be sent; returns the recorded time."""
+    def claim(self, name: str, owner: str, seconds: float) -> bool:
+        """Lease ``name`` to ``owner`` for ``seconds`` (renewing its own lease)."""
         now = self.store.clock()
         with UnitOfWork(self.store.engine, write=True) as uow:
-            n = CursorRepository(uow.session).set(
-                name, {"pending_event_id": event_id, "pending_since": now, "updated_at": now}
+            return CursorRepository(uow.session).claim(name, owner, now, now + seconds)
+
+    def release(self, name: str, owner: str) -> None:
+        with UnitOfWork(self.store.engine, write=True) as uow:
+            uow.session.execute(
+                update(CursorRow)
+                .where(CursorRow.name == name, CursorRow.lease_owner == owner)
+                .values(lease_owner=None, lease_until=None)
             )
-            if n != 1:
-                raise InvalidNameError(f"no cursor named {name!r}")
+
+    def intend(self, name: str, event_id: int, owner: str, lease_seconds: float) -> float:
+        """Record that ``event_id`` is about to be sent, renewing ``owner``'s lease.
+
+        Raises ConflictError when the lease was lost (another process took the
+        cursor): the caller must not send.
+        """
+        now = self.store.clock()
+        with UnitOfWork(self.store.engine, write=True) as uow:
+            repo = CursorRepository(uow.session)
+            if not repo.claim(name, owner, now, now + lease_seconds):
+                raise ConflictError(f"cursor {name!r}: lease lost to another process")
+            repo.set(name, {"pending_event_id": event_id, "pending_since": now})
         return now

@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import socket
 import threading
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -142,8 +145,8 @@ class AirflowClient:
 
 
 class AirflowPushSink:
-    """Pushes set-dones after its cursor; one instance per ``serve`` (the relay's lease
-    is not shared with it: run one sink per Airflow)."""
+    """Pushes set-dones after its cursor. Several ``serve`` processes may run one
+    each: a lease on the cursor row lets one push at a time."""
 
     def __init__(self, store: Store, config: AirflowPushSettings,
                  client: AirflowClient | None = None) -> None:
@@ -156,6 +159,9 @@ class AirflowPushSink:
                                               config.timeout_seconds)
         self.cursors = Cursors(store)
         self.cursor = f"airflow-push:{config.url.rstrip('/')}"
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        # Long enough for one POST and a settle look-up, renewed before each send.
+        self.lease_seconds = 3 * config.timeout_seconds + 5
         self._assets: dict[str, int] = {}
         self._tables: dict[str, TableInfo] = {}
         self.sent = 0
@@ -175,7 +181,19 @@ class AirflowPushSink:
         return self._tables[qualified]
 
     def run_once(self) -> int:
-        """Push what is after the cursor (one batch); returns how many events were sent."""
+        """Push what is after the cursor (one batch); returns how many events were sent.
+
+        Returns 0 at once while another process holds the cursor's lease.
+        """
+        self.cursors.open(self.cursor)
+        if not self.cursors.claim(self.cursor, self.owner, self.lease_seconds):
+            return 0
+        try:
+            return self._run_batch()
+        finally:
+            self.cursors.release(self.cursor, self.owner)
+
+    def _run_batch(self) -> int:
         cur = self.cursors.open(self.cursor)
         if cur.pending_event_id is not None and cur.pending_since is not None:
             self._settle(cur.pending_event_id, cur.pending_since)
@@ -192,7 +210,7 @@ class AirflowPushSink:
                 log.warning("push sink: skipping malformed event %d: %s", ev.event_id, exc)
                 continue
             if isinstance(msg, SetDoneMessage):
-                self.cursors.intend(self.cursor, ev.event_id)
+                self.cursors.intend(self.cursor, ev.event_id, self.owner, self.lease_seconds)
                 self._send(msg)
                 self.cursors.advance(self.cursor, ev.event_id)
                 sent += 1

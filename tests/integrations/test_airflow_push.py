@@ -214,3 +214,17 @@ def test_serve_runs_the_sink_when_configured(
     finally:
         service.stop()
     assert [e["partition_key"] for e in _events_for(probe, msg)] == ["20110320"]
+
+
+def test_two_sinks_never_push_the_same_events(pn_app: Any, airflow_api: str) -> None:
+    """Two `serve` processes: while one holds the cursor's lease the other sends nothing."""
+    first, second = _sink(pn_app, airflow_api), _sink(pn_app, airflow_api)
+    first.run_once()
+    msg = pn_app.publisher.send_mark_set_done("sales", "orders", "datestamp=20110325")
+    assert first.cursors.claim(first.cursor, first.owner, 60)  # `first` is mid-batch
+    assert second.run_once() == 0
+    assert _events_for(second, msg) == []
+    first.cursors.release(first.cursor, first.owner)
+    assert second.run_once() == 1
+    assert first.run_once() == 0
+    assert len(_events_for(first, msg)) == 1

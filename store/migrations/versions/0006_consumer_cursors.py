@@ -22,6 +22,8 @@ def upgrade() -> None:
         sa.Column("event_id", sa.BigInteger, nullable=False),
         sa.Column("pending_event_id", sa.BigInteger),
         sa.Column("pending_since", sa.Float),
+        sa.Column("lease_owner", sa.String(128)),
+        sa.Column("lease_until", sa.Float),
         sa.Column("updated_at", sa.Float, nullable=False),
     )
 
