@@ -20,4 +20,8 @@ def get_provider_info() -> dict[str, Any]:
              "python-modules": ["integrations.airflow.sensors"]},
         ],
         "queues": ["integrations.airflow.queues.PartitionNotifyQueueProvider"],
+        "connection-types": [
+            {"hook-class-name": "integrations.airflow.hook.PartitionNotifyHook",
+             "connection-type": "partition_notify"},
+        ],
     }

@@ -49,3 +49,21 @@ def test_trigger_kwargs_hold_no_connection_details(airflow_home: object) -> None
     _, event = PartitionSetDoneEventTrigger(table="sales.orders", conn_id="pn").serialize()
     assert set(deferred) == {"table", "spec", "deadline", "conn_id"}
     assert set(event) == {"table", "spec", "cursor", "conn_id"}
+
+
+def test_connection_type_is_registered_and_testable(
+    airflow_home: object, pn_connection: Callable[..., str], tmp_path: object
+) -> None:
+    from airflow.providers_manager import ProvidersManager
+
+    from integrations.airflow.hook import PartitionNotifyHook
+
+    hooks = ProvidersManager().hooks
+    assert hooks["partition_notify"] is not None
+    assert hooks["partition_notify"].hook_class_name == (
+        "integrations.airflow.hook.PartitionNotifyHook")
+    ok = pn_connection("pn_ok", extra={"store_url": f"sqlite:///{tmp_path}/pn.db"})
+    assert PartitionNotifyHook(ok).test_connection()[0]
+    bad = pn_connection("pn_typo", extra={"stor_url": "x"})
+    passed, message = PartitionNotifyHook(bad).test_connection()
+    assert not passed and "stor_url" in message
