@@ -10,10 +10,10 @@ from airflow.sdk import DAG, task
 from integrations.airflow.sensors import PartitionSetDoneSensor
 
 DATE = datetime(2011, 2, 28, tzinfo=UTC)
-#: (dag id, Airflow connection id, sensor timeout in seconds)
+#: (dag id, Airflow connection id, sensor timeout in seconds: past the tests' 300 s arm wait)
 SENSOR_DAGS = {
-    "pn_sensor_embedded": ("pn_embedded", 120.0),
-    "pn_sensor_activemq": ("pn_activemq", 120.0),
+    "pn_sensor_embedded": ("pn_embedded", 360.0),
+    "pn_sensor_activemq": ("pn_activemq", 360.0),
     "pn_sensor_timeout": ("pn_timeout", 1.5),
 }
 
