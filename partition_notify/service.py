@@ -113,6 +113,11 @@ class Service:
             next_run_time=_now(),
         )
         self.scheduler.add_job(self.health_job, "interval", seconds=15, id="health")
+        from integrations.airflow.push import push_job  # stdlib only; off without PN_AIRFLOW_URL
+
+        if (push := push_job(self.app.store)) is not None:
+            self.scheduler.add_job(push[0], "interval", seconds=push[1], id="airflow-push",
+                                   next_run_time=_now())
         self.scheduler.start()
 
     def stop(self) -> None:

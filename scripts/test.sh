@@ -11,7 +11,9 @@ trap cleanup EXIT
 PN_PYTHON="$PWD/.venv/bin/python" bash scripts/services.sh up
 started=1
 eval "$(bash scripts/services.sh env)"
-echo "== ruff" && .venv/bin/ruff check partition_notify store publisher transports subscriber writers
+echo "== ruff" && .venv/bin/ruff check partition_notify store publisher transports subscriber writers integrations
 echo "== mypy --strict" && .venv/bin/mypy
 echo "== pytest"
-.venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest --ignore=tests/integrations "$@"
+echo "== pytest: Airflow and Dagster (their own venv)"
+"${PN_SCHED_VENV:-.venv-sched}/bin/python" -m pytest tests/integrations

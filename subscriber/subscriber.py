@@ -143,21 +143,15 @@ class Subscriber:
         info = self._tables([(db, table)])[0]
         wanted = spec.coerce(partial_spec)
         spec.check_against(wanted, info.partition_keys, full=False, table=info.qualified)
-        candidates = spec.covering_specs(wanted)
-
-        def covering(msg: AnyMessage) -> bool:
-            return isinstance(msg, SetDoneMessage) and spec.covers(msg.partition_spec, wanted)
-
-        def load() -> list[AnyMessage]:
-            return self._decode_all(self.store.set_done_covering(info, candidates))
-
         # Already done: no need to subscribe at all (and a zero timeout still answers).
+        load = self._covering_loader(info, wanted)
         retained = [m for m in load() if isinstance(m, SetDoneMessage)]
         if retained:
             return retained[0]
         if timeout <= 0:
             raise self._timed_out(wanted, info, timeout)
-        sub = self._start([info], None, load, accept=covering)
+        # Subscribing is bounded by the subscriber's own timeout, not the wait's.
+        sub = self._watch(info, wanted, None, None)
         try:
             msg = sub.get(timeout=max(deadline - time.monotonic(), 0.0))
             if isinstance(msg, SetDoneMessage):
@@ -177,6 +171,46 @@ class Subscriber:
             f"no set-done covering {spec.canonical(wanted)!r} for {info.qualified} "
             f"within {timeout:g} s"
         )
+
+    def watch_set_done(
+        self,
+        db: str,
+        table: str,
+        partial_spec: str | Mapping[str, object],
+        callback: Callback | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Subscription:
+        """Subscribe to the set-dones covering ``partial_spec``, history first.
+
+        The non-blocking half of :meth:`wait_for_set_done` (for event loops):
+        returns once the subscription is confirmed (at most ``timeout`` or the
+        connect timeout); covering messages then go to ``callback`` on the
+        dispatcher thread (or to the subscription's queue). Close it when done.
+        """
+        info = self._tables([(db, table)])[0]
+        return self._watch(info, spec.coerce(partial_spec), callback, timeout)
+
+    def _watch(
+        self,
+        info: TableInfo,
+        wanted: spec.Spec,
+        callback: Callback | None,
+        timeout: float | None,
+    ) -> Subscription:
+        spec.check_against(wanted, info.partition_keys, full=False, table=info.qualified)
+
+        def covering(msg: AnyMessage) -> bool:
+            return isinstance(msg, SetDoneMessage) and spec.covers(msg.partition_spec, wanted)
+
+        load = self._covering_loader(info, wanted)
+        return self._start([info], callback, load, accept=covering, timeout=timeout)
+
+    def _covering_loader(
+        self, info: TableInfo, wanted: spec.Spec
+    ) -> Callable[[], list[AnyMessage]]:
+        candidates = spec.covering_specs(wanted)
+        return lambda: self._decode_all(self.store.set_done_covering(info, candidates))
 
     def set_done_history(self, db: str, table: str, since: float = 0.0) -> list[SetDoneMessage]:
         info = self._tables([(db, table)])[0]
@@ -218,7 +252,9 @@ class Subscriber:
         callback: Callback | None,
         load: Callable[[], list[AnyMessage]],
         accept: Callable[[AnyMessage], bool] | None = None,
+        timeout: float | None = None,
     ) -> Subscription:
+        limit = self.timeout if timeout is None else min(self.timeout, timeout)
         sub = Subscription(frozenset((t.db, t.name) for t in infos), callback, accept)
         sub._on_close = self._forget
         with self._lock:
@@ -230,13 +266,13 @@ class Subscriber:
         topics = sorted({t.topic for t in infos})
         try:
             new = self._seq.follow(topics)  # 0. the log's last number, before the bus
-            consumer.subscribe(topics, timeout=self.timeout)  # 1. subscribe
+            consumer.subscribe(topics, timeout=limit)  # 1. subscribe
             # 2. history; 3. the log since step 0, then de-dup (dispatcher thread)
             self._inbox.put(_History(sub, load(), new))
         except BaseException:
             sub.close()
             raise
-        sub.wait_ready(self.timeout)
+        sub.wait_ready(limit)
         return sub
 
     def _forget(self, sub: Subscription) -> None:

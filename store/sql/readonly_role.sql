@@ -40,3 +40,6 @@ GRANT USAGE ON SCHEMA public TO pn_reader;
 GRANT SELECT ON pn_tables, pn_partitions, pn_set_done, pn_events TO pn_reader;
 -- Store.open() checks the schema revision before use (a no-op at head).
 GRANT SELECT ON alembic_version TO pn_reader;
+-- Airflow event triggers (AssetWatcher) keep their position in the event log
+-- here (migration 0006): the one table consumers write, their own cursor rows.
+GRANT SELECT, INSERT, UPDATE ON pn_consumer_cursors TO pn_reader;

@@ -141,7 +141,7 @@ def test_role_sql_is_idempotent_and_sets_password(pg: tuple[str, str]) -> None:
     assert {(t, p) for t, p in grants} == {
         (t, "SELECT")
         for t in ("alembic_version", "pn_events", "pn_partitions", "pn_set_done", "pn_tables")
-    }
+    } | {("pn_consumer_cursors", p) for p in ("INSERT", "SELECT", "UPDATE")}
     assert has_pw
 
 
@@ -152,3 +152,21 @@ def test_role_name_and_dialect_checked(sqlite_url: str) -> None:
     with pytest.raises(ConfigurationError, match="needs PostgreSQL"):
         apply_readonly_role(engine)
     engine.dispose()
+
+
+def test_reader_keeps_its_event_trigger_cursor(pg: tuple[str, str]) -> None:
+    """Airflow event triggers run as consumers: their cursor is the one thing they write."""
+    from store.cursors import Cursors
+
+    _, reader_url = pg
+    reader_store = Store.open(reader_url)
+    try:
+        cursors = Cursors(reader_store)
+        start = cursors.open("airflow:sales.orders:*").event_id
+        cursors.advance("airflow:sales.orders:*", start + 3)
+        assert cursors.get("airflow:sales.orders:*").event_id == start + 3
+        with pytest.raises(DBAPIError, match="permission denied"), \
+                reader_store.engine.begin() as conn:  # still no deletes
+            conn.execute(text("DELETE FROM pn_consumer_cursors"))
+    finally:
+        reader_store.close()

@@ -1,0 +1,27 @@
+"""The ``apache_airflow_provider`` entry point: what Airflow's ProvidersManager reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def get_provider_info() -> dict[str, Any]:
+    return {
+        "package-name": "partition-notify",
+        "name": "partition-notify",
+        "description": "Partition set-done notifications: deferrable sensor, event trigger "
+        "(MessageQueueTrigger scheme 'partition-notify') and a push sink.",
+        "triggers": [
+            {"integration-name": "partition-notify",
+             "python-modules": ["integrations.airflow.triggers"]},
+        ],
+        "sensors": [
+            {"integration-name": "partition-notify",
+             "python-modules": ["integrations.airflow.sensors"]},
+        ],
+        "queues": ["integrations.airflow.queues.PartitionNotifyQueueProvider"],
+        "connection-types": [
+            {"hook-class-name": "integrations.airflow.hook.PartitionNotifyHook",
+             "connection-type": "partition_notify"},
+        ],
+    }

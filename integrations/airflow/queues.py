@@ -1,0 +1,23 @@
+"""``MessageQueueTrigger(scheme="partition-notify", table=..., ...)`` resolves here.
+
+Registered through the ``queues`` entry of our provider info
+(:mod:`integrations.airflow.provider_info`), which the common.messaging
+provider reads via Airflow's ProvidersManager.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow.providers.common.messaging.providers.base_provider import BaseMessageQueueProvider
+
+from integrations.airflow import QUEUE_SCHEME
+
+
+class PartitionNotifyQueueProvider(BaseMessageQueueProvider):  # type: ignore[misc]
+    scheme = QUEUE_SCHEME
+
+    def trigger_class(self) -> Any:
+        from integrations.airflow.triggers import PartitionSetDoneEventTrigger
+
+        return PartitionSetDoneEventTrigger

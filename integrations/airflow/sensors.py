@@ -1,0 +1,86 @@
+"""``PartitionSetDoneSensor``: wait for a partition set without polling."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from integrations import shared
+from integrations.airflow._compat import AirflowSensorTimeout, BaseSensorOperator
+from integrations.airflow.connection import get_settings
+from integrations.airflow.triggers import DONE, TIMEOUT, PartitionSetDoneTrigger
+from partition_notify.contract import SetDoneMessage, decode, spec
+
+
+class PartitionSetDoneSensor(BaseSensorOperator):  # type: ignore[misc]
+    """Succeeds once ``spec`` of ``table`` is marked done; returns the set-done (XCom).
+
+    Deferrable by default: the task frees its worker slot at once and the
+    triggerer wakes it when the set-done arrives (or at ``timeout``, which
+    fails the sensor with ``AirflowSensorTimeout``). ``deferrable=False``
+    pokes the retention table every ``poke_interval`` instead. ``table`` and
+    ``spec`` are templated (``spec="datestamp={{ ds_nodash }}/region=us"``).
+    """
+
+    template_fields: Sequence[str] = ("table", "spec")
+
+    def __init__(
+        self,
+        *,
+        table: str,
+        spec: str,
+        conn_id: str | None = None,
+        deferrable: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.table = table
+        self.spec = spec
+        self.conn_id = conn_id
+        self.deferrable = deferrable
+
+    def execute(self, context: Any) -> Any:
+        if not self.deferrable:
+            return super().execute(context)
+        self.defer(
+            trigger=PartitionSetDoneTrigger(
+                table=self.table,
+                spec=self.spec,
+                deadline=time.time() + float(self.timeout),
+                conn_id=self.conn_id,
+            ),
+            method_name="execute_complete",
+        )
+
+    def execute_complete(self, context: Any, event: dict[str, Any]) -> dict[str, Any]:
+        status = event.get("status")
+        if status == DONE:
+            message: dict[str, Any] = event["message"]
+            self.log.info("set-done %s of %s: event %s", message["spec"], self.table,
+                          message["eventId"])
+            return message
+        if status == TIMEOUT:
+            raise AirflowSensorTimeout(
+                f"no set-done covering {event.get('spec')!r} of {event.get('table')} "
+                f"within the sensor timeout of {self.timeout:g} s"
+            )
+        from airflow.exceptions import AirflowException
+
+        raise AirflowException(f"partition-notify trigger failed: {event.get('error')}")
+
+    def poke(self, context: Any) -> Any:
+        """Poke mode: one indexed look-up of the covering set-dones in the retention table."""
+        store = shared.entry(get_settings(self.conn_id)).app.store
+        db, name = shared.split_table(self.table)
+        info = store.get_table(db, name)
+        wanted = spec.coerce(self.spec)
+        spec.check_against(wanted, info.partition_keys, full=False, table=info.qualified)
+        bodies = store.set_done_covering(info, spec.covering_specs(wanted))
+        if not bodies:
+            return False
+        msg = decode(bodies[0])
+        assert isinstance(msg, SetDoneMessage)
+        from airflow.sdk import PokeReturnValue
+
+        return PokeReturnValue(True, shared.payload(msg, info.partition_keys))

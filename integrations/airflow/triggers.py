@@ -1,0 +1,184 @@
+"""Airflow triggers: one set-done for a deferred sensor, and a forward-reading event trigger.
+
+Our Subscriber and Store block (sockets, SQL), so nothing of theirs runs on
+the triggerer's event loop: set-up runs in a worker thread with a deadline
+(``asyncio.to_thread``), and messages come back from the subscriber's
+dispatcher or the log follower thread through ``loop.call_soon_threadsafe``.
+Every trigger of a process shares one connection per partition-notify
+connection (:mod:`integrations.shared`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from integrations import shared
+from integrations.airflow._compat import BaseEventTrigger, BaseTrigger, TriggerEvent
+from integrations.airflow.connection import aget_settings
+from integrations.follow import LogFollower, Watch
+from partition_notify.contract import AnyMessage, SetDoneMessage, spec
+from partition_notify.errors import PartitionNotifyError
+from store import TableInfo
+from store.cursors import Cursor, Cursors
+from subscriber.subscription import Subscription
+
+DONE = "done"
+TIMEOUT = "timeout"
+ERROR = "error"
+
+
+def _resolve(fut: asyncio.Future[AnyMessage], msg: AnyMessage) -> None:
+    if not fut.done():
+        fut.set_result(msg)
+
+
+def _close_when_armed(done: asyncio.Future[tuple[TableInfo, Subscription]]) -> None:
+    if not done.cancelled() and done.exception() is None:
+        done.result()[1].close()
+
+
+class PartitionSetDoneTrigger(BaseTrigger):  # type: ignore[misc]
+    """Fires once a set-done covering ``spec`` of ``table`` exists, or at ``deadline``.
+
+    Runs the late-subscriber protocol (subscribe, history, de-dup); a coarser
+    set-done satisfies the wait. ``deadline`` is absolute (epoch seconds), so a
+    trigger moved to another triggerer keeps the sensor's timeout.
+    """
+
+    def __init__(
+        self, table: str, spec: str, deadline: float, conn_id: str | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.table = table
+        self.spec = spec
+        self.deadline = float(deadline)
+        self.conn_id = conn_id
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {"table": self.table, "spec": self.spec, "deadline": self.deadline,
+             "conn_id": self.conn_id},
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        try:
+            result = await self._wait()
+        except PartitionNotifyError as exc:
+            yield TriggerEvent({"status": ERROR, "error": f"{type(exc).__name__}: {exc}"})
+            return
+        yield TriggerEvent(result)
+
+    async def _wait(self) -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[AnyMessage] = loop.create_future()
+
+        def on_message(msg: AnyMessage) -> None:  # the subscriber's dispatcher thread
+            loop.call_soon_threadsafe(_resolve, fut, msg)
+
+        settings = await aget_settings(self.conn_id)
+        db, name = shared.split_table(self.table)
+        wanted = spec.coerce(self.spec)
+
+        def arm() -> tuple[TableInfo, Subscription]:  # blocking: one worker-thread hop
+            subscriber = shared.subscriber(settings)
+            info = subscriber.store.get_table(db, name)
+            sub = subscriber.watch_set_done(
+                db, name, wanted, on_message, timeout=settings.connect_timeout_seconds
+            )
+            return info, sub
+
+        arming = asyncio.ensure_future(asyncio.to_thread(arm))
+        try:
+            info, sub = await asyncio.shield(arming)
+        except asyncio.CancelledError:
+            # Cancelled mid-subscribe: close the subscription once it exists.
+            arming.add_done_callback(_close_when_armed)
+            raise
+        shared.armed.add(1)
+        try:
+            left = max(self.deadline - time.time(), 0.0)
+            msg = await asyncio.wait_for(fut, timeout=left)
+            assert isinstance(msg, SetDoneMessage)  # watch_set_done accepts only those
+        except TimeoutError:
+            return {"status": TIMEOUT, "table": info.qualified, "spec": spec.canonical(wanted)}
+        finally:
+            shared.armed.add(-1)
+            sub.close()  # no I/O: marks it closed and forgets it
+        return {"status": DONE, "message": shared.payload(msg, info.partition_keys)}
+
+
+class PartitionSetDoneEventTrigger(BaseEventTrigger):  # type: ignore[misc]
+    """One TriggerEvent per set-done of ``table`` after a durable cursor (for ``AssetWatcher``).
+
+    Never asks "is X done?": it reads the event log forward from the cursor
+    ``cursor`` kept in the partition-notify store (table of migration 0006),
+    so a restarted triggerer resumes after the last event it handed over.
+    ``spec`` optionally keeps only set-dones relevant to it (every key both
+    name has the same value). A new cursor starts at the end of the log.
+    """
+
+    def __init__(
+        self,
+        table: str,
+        spec: str | None = None,
+        cursor: str | None = None,
+        conn_id: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.table = table
+        self.spec = spec
+        self.cursor = cursor or f"airflow:{table}:{spec or '*'}"
+        self.conn_id = conn_id
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {"table": self.table, "spec": self.spec, "cursor": self.cursor,
+             "conn_id": self.conn_id},
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        loop = asyncio.get_running_loop()
+        inbox: asyncio.Queue[SetDoneMessage] = asyncio.Queue()
+
+        def on_message(msg: SetDoneMessage) -> None:  # the log follower's thread
+            loop.call_soon_threadsafe(inbox.put_nowait, msg)
+        settings = await aget_settings(self.conn_id)
+        db, name = shared.split_table(self.table)
+        wanted = spec.coerce(self.spec) if self.spec else None
+
+        def arm() -> tuple[TableInfo, Cursors, Cursor, LogFollower]:  # blocking: one hop
+            store = shared.entry(settings).app.store
+            info = store.get_table(db, name)
+            if wanted is not None:
+                spec.check_against(wanted, info.partition_keys, full=False, table=info.qualified)
+            cursors = Cursors(store)
+            return info, cursors, cursors.open(self.cursor), shared.follower(settings)
+
+        info, cursors, start, follower = await asyncio.to_thread(arm)
+        watch = Watch(
+            frozenset({info.qualified}),
+            start.event_id,
+            on_message,
+            wanted,
+        )
+        follower.add(watch)
+        shared.armed.add(1)
+        try:
+            while True:
+                msg = await inbox.get()
+                yield TriggerEvent({"status": DONE, **shared.payload(msg, info.partition_keys)})
+                # Resumed: the triggerer has taken the event. A failed write is
+                # retried with the next event (the cursor only moves forward).
+                try:
+                    await asyncio.to_thread(cursors.advance, self.cursor, msg.event_id)
+                except PartitionNotifyError as exc:
+                    self.log.warning("could not store cursor %s: %s", self.cursor, exc)
+        finally:
+            shared.armed.add(-1)
+            follower.remove(watch)

@@ -1,0 +1,1 @@
+"""Dagster integration (``pip install partition-notify[dagster]``): :mod:`.sensors`."""

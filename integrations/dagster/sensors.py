@@ -1,0 +1,134 @@
+"""A Dagster sensor that records set-dones as materializations of an external asset.
+
+The sensor reads the event log forward from its cursor (our event id), so
+every set-done is reported once, including ones for old ("late" or
+backfilled) partitions; an ``AutomationCondition`` on downstream assets then
+decides what to run (see docs/schedulers.md for one that runs late partitions
+too, which ``eager()`` alone does not: it only looks at the latest time window).
+
+A set-done maps onto the asset's partitions by dimension name = partition
+key: ``datestamp=20110228/region=us`` is ``MultiPartitionKey({"datestamp":
+"20110228", "region": "us"})``; a coarser ``datestamp=20110228`` stands for
+every region partition of that day (one materialization each).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import dagster as dg
+
+from integrations import shared
+from partition_notify.contract import SetDoneMessage, decode
+from partition_notify.contract.messages import HCAT_EVENT, PARTITION_DONE, PN_TABLE
+from partition_notify.errors import ConfigurationError, InvalidSpecError, MalformedMessageError
+from partition_notify.settings import Settings, load_settings
+
+#: Events read per tick; the cursor carries on from there at the next tick.
+MAX_EVENTS_PER_TICK = 1000
+#: Dagster's own default sensor interval.
+DEFAULT_INTERVAL_SECONDS = 30
+
+
+def _cursor(value: str | None, start: int) -> int:
+    if value is None:
+        return start
+    if not value.isdigit():
+        raise ConfigurationError(f"sensor cursor {value!r}: expected an event id (digits)")
+    return int(value)
+
+
+def partition_keys_for(
+    msg: SetDoneMessage,
+    table_keys: Sequence[str],
+    partitions_def: Any,
+    dynamic_store: Any = None,
+) -> list[Any]:
+    """The asset partition keys a set-done stands for (``[None]`` for an unpartitioned asset)."""
+    if partitions_def is None:
+        return [None]
+    done = msg.partition_spec
+    if isinstance(partitions_def, dg.MultiPartitionsDefinition):
+        dims = partitions_def.partitions_defs
+        names = {d.name for d in dims}
+        if names != set(table_keys):
+            raise InvalidSpecError(
+                f"asset dimensions {sorted(names)} must be the partition keys "
+                f"{list(table_keys)} of {msg.db}.{msg.table}"
+            )
+        choices = [
+            [done[d.name]] if d.name in done
+            else d.partitions_def.get_partition_keys(dynamic_partitions_store=dynamic_store)
+            for d in dims
+        ]
+        return [
+            dg.MultiPartitionKey(dict(zip((d.name for d in dims), combo, strict=True)))
+            for combo in itertools.product(*choices)
+        ]
+    if len(table_keys) != 1:
+        raise InvalidSpecError(
+            f"{msg.db}.{msg.table} has partition keys {list(table_keys)}: "
+            "use a MultiPartitionsDefinition with one dimension per key"
+        )
+    return [done[table_keys[0]]]
+
+
+def partition_set_done_sensor(
+    asset_key: str | Sequence[str] | Any,
+    table: str,
+    *,
+    partitions_def: Any = None,
+    settings: Settings | None = None,
+    name: str | None = None,
+    start_event_id: int = 0,
+    minimum_interval_seconds: int = DEFAULT_INTERVAL_SECONDS,
+    max_events_per_tick: int = MAX_EVENTS_PER_TICK,
+) -> Any:
+    """A ``SensorDefinition`` reporting each set-done of ``table`` on ``asset_key``.
+
+    ``settings`` default to the ``PN_*`` environment of the sensor's process.
+    The first tick starts after ``start_event_id`` (0: everything in the log).
+    """
+    db, tname = shared.split_table(table)
+    key = dg.AssetKey.from_coercible(asset_key)
+
+    def evaluate(context: Any) -> Any:
+        store = shared.entry(settings or load_settings()).app.store
+        info = store.get_table(db, tname)
+        after = _cursor(context.cursor, start_event_id)
+        events = store.events_after(after, max_events_per_tick)
+        materializations = []
+        for ev in events:
+            if ev.headers.get(HCAT_EVENT) != PARTITION_DONE or ev.headers.get(PN_TABLE) != (
+                info.qualified
+            ):
+                continue
+            try:
+                msg = decode(ev.body)
+            except MalformedMessageError as exc:
+                context.log.warning(f"skipping malformed logged event {ev.event_id}: {exc}")
+                continue
+            if not isinstance(msg, SetDoneMessage):
+                continue
+            meta = shared.payload(msg, info.partition_keys)
+            for pk in partition_keys_for(msg, info.partition_keys, partitions_def,
+                                         context.instance):
+                materializations.append(
+                    dg.AssetMaterialization(
+                        asset_key=key,
+                        partition=pk,
+                        metadata={k: v for k, v in meta.items() if v is not None
+                                  and k != "partition"},
+                    )
+                )
+        cursor = str(events[-1].event_id) if events else str(after)
+        return dg.SensorResult(asset_events=materializations, cursor=cursor)
+
+    make: Callable[..., Any] = dg.sensor(
+        name=name or f"partition_notify_{db}_{tname}",
+        minimum_interval_seconds=minimum_interval_seconds,
+        description=f"set-done of {db}.{tname} -> materializations of {key.to_user_string()}",
+    )
+    return make(evaluate)

@@ -1,0 +1,131 @@
+"""Read the event log forward for many watchers with one query per poll.
+
+Event-driven scheduler triggers must not ask "is X done?" (they would fire
+forever); they follow the log from a durable cursor instead. One follower
+thread per store serves every watcher of the process: it reads the events
+after the lowest position once, decodes each set-done once and hands it to
+every watcher still behind it that wants it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from integrations.shared import compatible
+from partition_notify.contract import SetDoneMessage, decode
+from partition_notify.contract.messages import HCAT_EVENT, PARTITION_DONE, PN_TABLE
+from partition_notify.errors import MalformedMessageError, PartitionNotifyError
+from store import Store
+
+log = logging.getLogger(__name__)
+
+#: Events read per query; a watcher far behind catches up in batches this size.
+BATCH = 1000
+#: After a store error, wait this long (doubling up to the cap) before retrying.
+MAX_BACKOFF_SECONDS = 5.0
+
+
+@dataclass(eq=False)
+class Watch:
+    """One watcher: the tables it follows, an optional spec filter, and where it is."""
+
+    tables: frozenset[str]  # "db.table"
+    position: int
+    deliver: Callable[[SetDoneMessage], None]
+    wanted: Mapping[str, str] | None = None
+    delivered: int = field(default=0)
+
+    def wants(self, event_id: int, table: str) -> bool:
+        return event_id > self.position and table in self.tables
+
+    def matches(self, msg: SetDoneMessage) -> bool:
+        return self.wanted is None or compatible(msg.partition_spec, self.wanted)
+
+
+class LogFollower:
+    """A daemon thread following ``store``'s event log on behalf of :class:`Watch`es."""
+
+    def __init__(self, store: Store, poll_interval_seconds: float) -> None:
+        self.store = store
+        self.poll = poll_interval_seconds
+        self.queries = 0
+        self._watches: list[Watch] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="pn-log-follower", daemon=True)
+        self._thread.start()
+
+    def add(self, watch: Watch) -> None:
+        with self._lock:
+            self._watches.append(watch)
+        self._nudge()
+
+    def remove(self, watch: Watch) -> None:
+        with self._lock:
+            if watch in self._watches:
+                self._watches.remove(watch)
+
+    def close(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        self._nudge()
+        self._thread.join(timeout)
+
+    def _nudge(self) -> None:
+        with self.store.appended:
+            self.store.appended.notify_all()
+
+    def _run(self) -> None:
+        backoff = self.poll
+        while not self._stop.is_set():
+            with self.store.appended:
+                generation = self.store.append_generation
+            try:
+                full = self._once()
+                backoff = self.poll
+            except PartitionNotifyError as exc:
+                log.warning("following the event log failed (retrying): %s", exc)
+                full = False
+                backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
+            if full:
+                continue
+            # In-process commits wake us at once; other processes' commits are
+            # seen at the next poll.
+            with self.store.appended:
+                if self.store.append_generation == generation and not self._stop.is_set():
+                    self.store.appended.wait(backoff)
+
+    def _once(self) -> bool:
+        with self._lock:
+            watches = list(self._watches)
+        if not watches:
+            return False
+        low = min(w.position for w in watches)
+        events = self.store.events_after(low, BATCH)
+        self.queries += 1
+        for ev in events:
+            if ev.headers.get(HCAT_EVENT) != PARTITION_DONE:
+                continue
+            table = str(ev.headers.get(PN_TABLE, ""))
+            behind = [w for w in watches if w.wants(ev.event_id, table)]
+            if not behind:
+                continue
+            try:
+                msg = decode(ev.body)
+            except MalformedMessageError as exc:
+                log.warning("skipping malformed logged event %d: %s", ev.event_id, exc)
+                continue
+            if not isinstance(msg, SetDoneMessage):
+                continue
+            for w in behind:
+                if w.matches(msg):
+                    w.delivered += 1
+                    w.deliver(msg)
+        if events:
+            top = events[-1].event_id
+            for w in watches:
+                w.position = max(w.position, top)
+        return len(events) == BATCH
+

@@ -1,0 +1,230 @@
+"""The push sink against a real ``airflow api-server`` process (simple auth manager, JWT)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import require
+
+USER, PASSWORD = "pn", "pn-push-secret"
+#: The API server took 50-61 s to answer here with a load average of 17 on 2 cores.
+START_TIMEOUT_SECONDS = 180.0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _sync_dags() -> None:
+    """Parse the DAG folder into the metadata DB (what the DAG processor does)."""
+    from airflow.dag_processing.bundles.manager import DagBundlesManager
+    from airflow.dag_processing.dagbag import BundleDagBag, sync_bag_to_db
+
+    manager = DagBundlesManager()
+    manager.sync_bundles_to_db()
+    for bundle in manager.get_all_dag_bundles():
+        if not bundle.is_initialized:
+            bundle.initialize()
+        bag = BundleDagBag(dag_folder=bundle.path, bundle_path=bundle.path,
+                           bundle_name=bundle.name)
+        sync_bag_to_db(bag, bundle.name, bundle.version)
+    from airflow.models.dag import DagModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import update
+
+    with create_session() as session:  # `airflow dags unpause`: paused DAGs are not queued
+        session.execute(update(DagModel).where(DagModel.dag_id == "pn_orders_by_partition")
+                        .values(is_paused=False))
+
+
+def _up(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/api/v2/monitor/health", timeout=2) as r:
+            return bool(r.status == 200)
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def airflow_api(airflow_home: Path) -> Iterator[str]:
+    pw_file = airflow_home / "passwords.json"
+    pw_file.write_text(f'{{"{USER}": "{PASSWORD}"}}')
+    os.environ["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"] = f"{USER}:admin"
+    os.environ["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"] = str(pw_file)
+    _sync_dags()
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = (airflow_home / "api-server.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "airflow", "api-server", "--host", "127.0.0.1", "--port",
+         str(port), "--workers", "1", "--apps", "core"],
+        stdout=log, stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + START_TIMEOUT_SECONDS
+    try:
+        # Polling is the only readiness signal a separate HTTP server gives.
+        while not _up(url):
+            require(proc.poll() is None, f"airflow api-server exited: {proc.returncode}")
+            require(time.monotonic() < deadline, "airflow api-server did not start in time")
+            time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+class Crash(Exception):
+    """The sink process dies here."""
+
+
+def _sink(app: Any, url: str, crash: str | None = None) -> Any:
+    from pydantic import SecretStr
+
+    from integrations.airflow.push import AirflowClient, AirflowPushSettings, AirflowPushSink
+
+    class CrashingClient(AirflowClient):
+        def post_event(self, asset_id: int, partition_key: str, extra: dict[str, object]) -> Any:
+            if crash == "before-post":
+                raise Crash
+            out = super().post_event(asset_id, partition_key, extra)
+            if crash == "after-post":
+                raise Crash
+            return out
+
+    cfg = AirflowPushSettings(url=url, username=USER, password=SecretStr(PASSWORD),
+                              assets={"sales.orders": "sales_orders"})
+    return AirflowPushSink(app.store, cfg, CrashingClient(url, USER, PASSWORD, 10.0))
+
+
+def _events_for(sink: Any, msg: Any) -> list[dict[str, Any]]:
+    """Airflow's events for ``msg`` (by messageId: tests share one Airflow, not one store)."""
+    seen = sink.client.sent_since(sink._asset("sales.orders"), 0.0)
+    return [e for e in seen if (e.get("extra") or {}).get("messageId") == msg.message_id]
+
+
+def _queued_partitions() -> set[str]:
+    from airflow.models.asset import AssetPartitionDagRun
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        return set(session.scalars(
+            select(AssetPartitionDagRun.partition_key)
+            .where(AssetPartitionDagRun.target_dag_id == "pn_orders_by_partition")))
+
+
+@pytest.fixture
+def pn_app(airflow_api: str, tmp_path: Path) -> Iterator[Any]:
+    from partition_notify.app import build_app
+
+    app = build_app(store_url=f"sqlite:///{tmp_path}/pn.db", transport_url="embedded://")
+    app.publisher.register_table("sales", "orders", ["datestamp", "region"])
+    yield app
+    app.close()
+
+
+def test_set_done_becomes_a_partitioned_asset_event_and_run(pn_app: Any, airflow_api: str) -> None:
+    sink = _sink(pn_app, airflow_api)
+    assert sink.run_once() == 0  # cursor created at the end of the log
+    exact = pn_app.publisher.send_mark_set_done("sales", "orders", "datestamp=20110228/region=us")
+    coarse = pn_app.publisher.send_mark_set_done("sales", "orders", "datestamp=20110301")
+    pn_app.publisher.announce_partitions("sales", "orders", ["datestamp=20110302/region=us"])
+    assert sink.run_once() == 2
+    assert sink.run_once() == 0
+    (ev,) = _events_for(sink, exact)
+    assert ev["partition_key"] == "20110228|us"
+    assert ev["extra"]["eventId"] == exact.event_id
+    assert ev["extra"]["spec"] == "datestamp=20110228/region=us"
+    assert [e["partition_key"] for e in _events_for(sink, coarse)] == ["20110301"]
+    assert {"20110228|us", "20110301"} <= _queued_partitions()
+
+
+@pytest.mark.parametrize("where", ["after-post", "before-post"])
+def test_crash_and_restart_sends_each_set_done_once(
+    pn_app: Any, airflow_api: str, where: str
+) -> None:
+    _sink(pn_app, airflow_api).run_once()
+    day = "20110310" if where == "after-post" else "20110311"
+    msg = pn_app.publisher.send_mark_set_done("sales", "orders", f"datestamp={day}/region=eu")
+    with pytest.raises(Crash):
+        _sink(pn_app, airflow_api, crash=where).run_once()
+    expected_before = 1 if where == "after-post" else 0
+    restarted = _sink(pn_app, airflow_api)
+    assert len(_events_for(restarted, msg)) == expected_before
+    restarted.run_once()
+    assert len(_events_for(restarted, msg)) == 1
+    assert restarted.recovered == expected_before
+    assert restarted.run_once() == 0
+
+
+def test_wrong_password_is_a_push_error_naming_the_call(pn_app: Any, airflow_api: str) -> None:
+    from pydantic import SecretStr
+
+    from integrations.airflow.push import AirflowPushSettings, AirflowPushSink, PushError
+
+    cfg = AirflowPushSettings(url=airflow_api, username=USER, password=SecretStr("wrong"),
+                              assets={"sales.orders": "sales_orders"})
+    sink = AirflowPushSink(pn_app.store, cfg)
+    sink.run_once()
+    pn_app.publisher.send_mark_set_done("sales", "orders", "datestamp=20110312")
+    with pytest.raises(PushError, match="/auth/token: HTTP 401"):
+        sink.run_once()
+
+
+def test_serve_runs_the_sink_when_configured(
+    pn_app: Any, airflow_api: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`partition-notify serve`'s Service schedules the sink from PN_AIRFLOW_* alone."""
+    from partition_notify.service import Service
+
+    monkeypatch.setenv("PN_AIRFLOW_URL", airflow_api)
+    monkeypatch.setenv("PN_AIRFLOW_USERNAME", USER)
+    monkeypatch.setenv("PN_AIRFLOW_PASSWORD", PASSWORD)
+    monkeypatch.setenv("PN_AIRFLOW_ASSETS", '{"sales.orders": "sales_orders"}')
+    monkeypatch.setenv("PN_AIRFLOW_INTERVAL_SECONDS", "0.2")
+    service = Service(pn_app)
+    service.start()
+    try:
+        assert service.scheduler.get_job("airflow-push") is not None
+        probe = _sink(pn_app, airflow_api)
+        deadline = time.monotonic() + 30
+        while probe.cursors.get(service_cursor := probe.cursor) is None:  # first run made it
+            assert time.monotonic() < deadline, "the push job never ran"
+            time.sleep(0.05)
+        msg = pn_app.publisher.send_mark_set_done("sales", "orders", "datestamp=20110320")
+        while not _events_for(probe, msg):  # Airflow's API is the only way to see it
+            assert time.monotonic() < deadline, f"{service_cursor}: nothing reached Airflow"
+            time.sleep(0.1)
+    finally:
+        service.stop()
+    assert [e["partition_key"] for e in _events_for(probe, msg)] == ["20110320"]
+
+
+def test_two_sinks_never_push_the_same_events(pn_app: Any, airflow_api: str) -> None:
+    """Two `serve` processes: while one holds the cursor's lease the other sends nothing."""
+    first, second = _sink(pn_app, airflow_api), _sink(pn_app, airflow_api)
+    first.run_once()
+    msg = pn_app.publisher.send_mark_set_done("sales", "orders", "datestamp=20110325")
+    assert first.cursors.claim(first.cursor, first.owner, 60)  # `first` is mid-batch
+    assert second.run_once() == 0
+    assert _events_for(second, msg) == []
+    first.cursors.release(first.cursor, first.owner)
+    assert second.run_once() == 1
+    assert first.run_once() == 0
+    assert len(_events_for(first, msg)) == 1

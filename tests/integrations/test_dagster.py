@@ -1,0 +1,93 @@
+"""Dagster: the sensor reports set-dones; AutomationCondition requests exactly those partitions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+REGIONS = ["eu", "us"]
+
+
+@pytest.fixture
+def pn_app(dagster_available: None, tmp_path: Any) -> Any:
+    from partition_notify.app import build_app
+
+    app = build_app(store_url=f"sqlite:///{tmp_path}/pn.db", transport_url="embedded://")
+    app.publisher.register_table("sales", "orders", ["datestamp", "region"])
+    yield app
+    app.close()
+
+
+def _defs(app: Any) -> tuple[Any, Any, Any, Any]:
+    import dagster as dg
+
+    from integrations.dagster.sensors import partition_set_done_sensor
+
+    pdef = dg.MultiPartitionsDefinition({
+        "datestamp": dg.DailyPartitionsDefinition(start_date="20110201", end_date="20110310",
+                                                  fmt="%Y%m%d"),
+        "region": dg.StaticPartitionsDefinition(REGIONS),
+    })
+    orders = dg.AssetSpec("sales_orders", partitions_def=pdef)
+    # eager() minus its latest-time-window clause: late and backfilled days run too.
+    condition = dg.AutomationCondition.eager().without(
+        dg.AutomationCondition.in_latest_time_window())
+
+    @dg.asset(deps=[orders], partitions_def=pdef, automation_condition=condition)
+    def orders_report() -> None: ...
+
+    sensor = partition_set_done_sensor(orders.key, "sales.orders", partitions_def=pdef,
+                                       settings=app.settings)
+    return orders, orders_report, sensor, dg.Definitions(assets=[orders, orders_report],
+                                                          sensors=[sensor])
+
+
+def _tick(sensor: Any, instance: Any, cursor: str | None) -> tuple[list[Any], str]:
+    """One sensor tick; its materializations recorded as the sensor daemon would."""
+    import dagster as dg
+
+    result = sensor(dg.build_sensor_context(instance=instance, cursor=cursor))
+    for event in result.asset_events:
+        instance.report_runless_asset_event(event)
+    return list(result.asset_events), result.cursor
+
+
+def test_exactly_the_done_partitions_are_requested(pn_app: Any) -> None:
+    import dagster as dg
+
+    _, report, sensor, defs = _defs(pn_app)
+    instance = dg.DagsterInstance.ephemeral()
+    first = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+    assert first.total_requested == 0  # nothing upstream yet
+
+    pub = pn_app.publisher
+    pub.send_mark_set_done("sales", "orders", "datestamp=20110301/region=us")
+    pub.send_mark_set_done("sales", "orders", "datestamp=20110302")          # coarser: both regions
+    pub.send_mark_set_done("sales", "orders", "datestamp=20110214/region=eu")  # late, older day
+    pub.announce_partitions("sales", "orders", ["datestamp=20110303/region=us"])  # not done
+    events, cursor = _tick(sensor, instance, None)
+    keys = sorted(str(e.partition) for e in events)
+    assert keys == ["20110214|eu", "20110301|us", "20110302|eu", "20110302|us"]
+    assert all(e.metadata["eventId"].value >= 1 for e in events)
+
+    second = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=first.cursor)
+    assert second.get_requested_partitions(report.key) == set(keys)
+
+    again, cursor2 = _tick(sensor, instance, cursor)  # nothing new: nothing reported
+    assert again == [] and cursor2 == cursor
+    pub.send_mark_set_done("sales", "orders", "datestamp=20110305/region=eu")
+    newer, _ = _tick(sensor, instance, cursor)
+    assert [str(e.partition) for e in newer] == ["20110305|eu"]
+    third = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=second.cursor)
+    assert third.get_requested_partitions(report.key) == {"20110305|eu"}
+
+
+def test_bad_cursor_is_named(pn_app: Any) -> None:
+    import dagster as dg
+
+    from partition_notify.errors import ConfigurationError
+
+    _, _, sensor, _ = _defs(pn_app)
+    with pytest.raises(ConfigurationError, match="'abc'"):
+        sensor(dg.build_sensor_context(instance=dg.DagsterInstance.ephemeral(), cursor="abc"))
