@@ -55,7 +55,7 @@ def _reject(store: Store, event_id: int, max_attempts: int = 3) -> list[int]:
 
 def test_refused_event_holds_back_its_topic_only(
         logged: tuple[App, Store, Clock, list[int]]) -> None:
-    _, store, clock, (a1, a2, b1, a3, b2) = logged
+    _, store, clock, (a1, _a2, b1, _a3, b2) = logged
     assert _reject(store, a1) == []
     # Not due: a1 waits, and its topic's later events wait behind it; table b flows.
     assert _lease(store) == [b1, b2]
@@ -83,7 +83,7 @@ def test_quarantine_after_max_attempts_then_topic_flows(
 
 
 def test_redrive_and_discard(logged: tuple[App, Store, Clock, list[int]]) -> None:
-    _, store, clock, (a1, a2, b1, a3, b2) = logged
+    _, store, _clock, (a1, a2, b1, _a3, _b2) = logged
     letters = DeadLetters(store)
     for eid in (a1, b1):
         assert _reject(store, eid, max_attempts=1) == [eid]
@@ -108,7 +108,7 @@ def _cli(store_url: str, *argv: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_cli(store_url: str, logged: tuple[App, Store, Clock, list[int]]) -> None:
-    _, store, _, (a1, a2, b1, a3, b2) = logged
+    _, store, _, (a1, a2, b1, _a3, _b2) = logged
     for eid in (a1, b1):
         _reject(store, eid, max_attempts=1)
     out = _cli(store_url, "list", "--table", "dl.a")
