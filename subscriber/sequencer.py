@@ -92,6 +92,12 @@ class Sequencer:
                 self._windows[t] = SeqWindow(last[t])
         return Followed(fresh, since)
 
+    def unfollow(self, topics: Iterable[str]) -> None:
+        """Forget windows :meth:`follow` just started (their subscription failed)."""
+        with self._lock:
+            for t in topics:
+                self._windows.pop(t, None)
+
     def seen(self, topic: str, seq: int) -> bool | None:
         """None: the topic has no window (repeats are then caught by message id)."""
         w = self._windows.get(topic)
