@@ -52,6 +52,8 @@ class SubscriberStats:
     #: Messages read from the event log to fill a jump or a reconnect.
     filled: int = 0
     fill_errors: int = 0
+    #: Messages whose topicSeq the log does not hold (delivered by message id).
+    foreign: int = 0
 
 
 @dataclass(frozen=True, slots=True)
