@@ -27,6 +27,7 @@ class _Stats(Protocol):
     duplicates: int
     filled: int
     fill_errors: int
+    foreign: int
 
 
 class Metrics:
@@ -112,6 +113,7 @@ class _SubscriberCollector(Collector):
         ("duplicates", "Repeats dropped by topic sequence number"),
         ("filled", "Messages read from the event log to fill a jump or a reconnect"),
         ("fill_errors", "Failed reads of the event log while filling (retried)"),
+        ("foreign", "Messages whose topic sequence number the event log does not hold"),
     )
 
     def __init__(self, stats: _Stats, name: str) -> None:

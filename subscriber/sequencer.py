@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 
 #: Events per catch-up read from the log.
 FILL_BATCH = 1000
+#: Larger sequence numbers are foreign: no log gets there (SQL BIGINT is 2**63-1).
+MAX_SEQ = 2**62
 #: After a failed catch-up read, seconds before a jump on that topic tries again.
 FILL_RETRY_SECONDS = 1.0
 
@@ -44,6 +46,7 @@ class Stats(Protocol):
     duplicates: int
     filled: int
     fill_errors: int
+    foreign: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +95,12 @@ class Sequencer:
                 self._windows[t] = SeqWindow(last[t])
         return Followed(fresh, since)
 
+    def unfollow(self, topics: Iterable[str]) -> None:
+        """Forget windows :meth:`follow` just started (their subscription failed)."""
+        with self._lock:
+            for t in topics:
+                self._windows.pop(t, None)
+
     def seen(self, topic: str, seq: int) -> bool | None:
         """None: the topic has no window (repeats are then caught by message id)."""
         w = self._windows.get(topic)
@@ -108,13 +117,27 @@ class Sequencer:
         if w.seen(seq):
             self._stats.duplicates += 1
             return False
+        if seq > MAX_SEQ:  # no log holds it (and SQL integers would overflow)
+            self._foreign(msg)
+            return None
         if seq > w.high + 1 and any(w.holes(seq)):
-            self._fill(msg.topic, w, upto=seq - 1)
-            if w.seen(seq):  # the read found it too
-                self._stats.duplicates += 1
-                return False
+            # Read through ``seq`` itself: a genuine message is in the log before it
+            # is sent. One that is not (a foreign or forged number) must not move
+            # the mark, or every genuine message below it would be dropped.
+            read, at_seq = self._fill(msg.topic, w, upto=seq)
+            if read:
+                if at_seq is not None and at_seq.message_id == msg.message_id:
+                    return False  # handed on from the log, in order
+                self._foreign(msg)
+                return None
         self._accept(w, msg)
         return True
+
+    def _foreign(self, msg: AnyMessage) -> None:
+        self._stats.foreign += 1
+        log.warning("message %s claims topic %s seq %d, which the event log does not hold; "
+                    "delivered by message id, the sequence is not moved",
+                    msg.message_id, msg.topic, msg.topic_seq)
 
     def catch_up(self) -> None:
         """After a reconnect: read every followed topic from its mark to the log's end."""
@@ -148,16 +171,24 @@ class Sequencer:
             w.give_up_through(last)
         self._hand(msg)
 
-    def _fill(self, topic: str, w: SeqWindow, *, upto: int | None, retry: bool = False) -> None:
+    def _fill(self, topic: str, w: SeqWindow, *, upto: int | None,
+              retry: bool = False) -> tuple[bool, AnyMessage | None]:
+        """Hand on what the log holds after the mark (through ``upto``).
+
+        Returns whether the log could be read, and the message logged at ``upto``.
+        """
         if not retry and time.monotonic() < self._retry_at.get(topic, 0.0):
-            return
+            return False, None
         after = w.high
+        at_upto: AnyMessage | None = None
         try:
             while True:
                 batch = self._store.topic_events_after(topic, after, FILL_BATCH, upto_seq=upto)
                 for ev in batch:
                     after = ev.topic_seq  # not w.high: numbers seen above it do not move it
-                    self._take(topic, w, ev)
+                    msg = self._take(topic, w, ev)
+                    if ev.topic_seq == upto:
+                        at_upto = msg
                 if len(batch) < FILL_BATCH:
                     break
         except PartitionNotifyError as exc:
@@ -165,16 +196,13 @@ class Sequencer:
             self._retry_at[topic] = time.monotonic() + FILL_RETRY_SECONDS
             log.warning("cannot read topic %s from the event log after seq %d, will retry on "
                         "the next jump or reconnect: %s", topic, w.high, exc)
-            return
-        if upto is not None:
-            for first, last in list(w.holes(upto + 1)):
-                self._gap(topic, first, last)
-            w.give_up_through(upto)
+            return False, None
+        return True, at_upto
 
-    def _take(self, topic: str, w: SeqWindow, ev: LoggedEvent) -> None:
+    def _take(self, topic: str, w: SeqWindow, ev: LoggedEvent) -> AnyMessage | None:
         """One event read from the log, in topicSeq order for its topic."""
         if w.seen(ev.topic_seq):
-            return
+            return None
         for first, last in list(w.holes(ev.topic_seq)):
             self._gap(topic, first, last)  # read in order, so not in the log: gone
         w.give_up_through(ev.topic_seq - 1)
@@ -184,6 +212,7 @@ class Sequencer:
             w.add(ev.topic_seq)
         else:
             self._accept(w, msg)
+        return msg
 
     def _gap(self, topic: str, first: int, last: int) -> None:
         self._stats.gaps += 1

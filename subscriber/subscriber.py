@@ -52,6 +52,8 @@ class SubscriberStats:
     #: Messages read from the event log to fill a jump or a reconnect.
     filled: int = 0
     fill_errors: int = 0
+    #: Messages whose topicSeq the log does not hold (delivered by message id).
+    foreign: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,12 +266,15 @@ class Subscriber:
                 self._consumer.on_reconnect = self._on_reconnect
             consumer = self._consumer
         topics = sorted({t.topic for t in infos})
+        new = Followed((), 0)
         try:
             new = self._seq.follow(topics)  # 0. the log's last number, before the bus
             consumer.subscribe(topics, timeout=limit)  # 1. subscribe
             # 2. history; 3. the log since step 0, then de-dup (dispatcher thread)
             self._inbox.put(_History(sub, load(), new))
         except BaseException:
+            # A mark for a topic the bus never confirmed would skip what follows it.
+            self._seq.unfollow(new.topics)
             sub.close()
             raise
         sub.wait_ready(limit)

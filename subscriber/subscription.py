@@ -14,9 +14,10 @@ from partition_notify.contract import AnyMessage
 log = logging.getLogger(__name__)
 
 Callback = Callable[[AnyMessage], None]
-#: Message ids remembered for de-duplication where the sequence number cannot
-#: be tracked (a topic the subscriber does not follow); also the bound on
-#: early-arrived sequence numbers a topic's window keeps (seq_window.py).
+#: Recent message ids remembered per subscription: the de-duplication where the
+#: sequence number cannot be trusted (a topic not followed, a number the log
+#: does not hold); also the bound on early-arrived numbers a topic's window
+#: keeps (seq_window.py). Exactness comes from the numbers, not from this.
 DEDUP_WINDOW = 200_000
 #: Is (topic, seq) tracked by the subscriber's window, and if so already handled?
 Seen = Callable[[str, int], bool | None]
@@ -73,13 +74,11 @@ class Subscription:
             if not self.wants(msg):
                 continue
             key = (msg.topic, msg.topic_seq)
-            handled = seen(*key)
-            if key in keys or (handled is None and msg.message_id in self._seen):
+            if key in keys or msg.message_id in self._seen:
                 self.duplicates += 1
                 continue
             keys.add(key)
-            if handled is None:
-                self._remember(msg.message_id)
+            self._remember(msg.message_id)
             self._emit(msg)
         pending, self._pending = self._pending or [], None
         for msg, tracked in pending:
@@ -103,11 +102,12 @@ class Subscription:
                 skip.discard(msg.topic_seq)
                 self.duplicates += 1
                 return
-        elif msg.message_id in self._seen:
+        # Sequence numbers are exact for the log's own messages; the bounded id
+        # window still catches a foreign copy of one under another number.
+        if msg.message_id in self._seen:
             self.duplicates += 1
             return
-        else:
-            self._remember(msg.message_id)
+        self._remember(msg.message_id)
         self._emit(msg)
 
     def _remember(self, message_id: str) -> None:

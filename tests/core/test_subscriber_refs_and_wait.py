@@ -113,3 +113,32 @@ def test_repeats_past_the_window_are_dropped_by_number(app, monkeypatch):
         assert got.wait_for(lambda ms: ms[-1].message_id == marker.message_id, 10)
         assert [m.message_id for m in got.messages] == [m.message_id for m in sent + [marker]]
         assert s.duplicates == 30 and sub.stats.duplicates == 30
+
+
+def test_a_number_the_log_does_not_hold_does_not_move_the_mark(app):
+    """A forged (or foreign) message far ahead in the sequence must not make the
+    subscriber drop the genuine messages below it as repeats."""
+    import uuid
+
+    from partition_notify.contract import SetDoneMessage, to_envelope
+    from transports import RawMessage
+
+    app.publisher.register_table("w", "t", ["ds"])
+    topic = app.store.get_table("w", "t").topic
+    gaps: list[tuple[str, int, int]] = []
+    got = Collector()
+    with app.subscriber(on_gap=lambda *g: gaps.append(g)) as sub:
+        sub.subscribe("w.t", got, history=False)
+        forged = SetDoneMessage.model_validate({
+            "server": "s", "db": "w", "table": "t", "timestamp": 1,
+            "messageId": uuid.uuid4().hex, "eventId": 10**6, "topic": topic,
+            "topicSeq": 10**6, "partitionSpec": {"ds": "x"}, "partitionSpecString": "ds=x"})
+        env = to_envelope(forged)
+        sub._on_raw(RawMessage(topic, env.headers, env.body))
+        genuine = [app.publisher.send_mark_set_done("w", "t", f"ds={i}") for i in range(2)]
+        assert got.wait_for(lambda ms: len(ms) == 3, 10)
+        # The jump reads the log: a genuine one already committed may come first.
+        ids = [m.message_id for m in got.messages]
+        assert sorted(ids) == sorted([forged.message_id, *(m.message_id for m in genuine)])
+        assert [m.topic_seq for m in got.messages if m.message_id != forged.message_id] == [1, 2]
+        assert sub.stats.foreign == 1 and gaps == []
