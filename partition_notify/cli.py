@@ -2,7 +2,7 @@
 
 Exit codes: 0 success; 1 an error (bad input, store or broker failure) — one
 line on stderr, no traceback; 2 bad command-line usage; 3 ``wait`` timed out;
-130 interrupted.
+4 ``wait --fail-on-late``: the spec was declared late; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from partition_notify import cli_http, cli_revisions
+from partition_notify import cli_deadlines, cli_http, cli_revisions
 from partition_notify.errors import PartitionNotifyError, WaitTimeout
 
 EXIT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 1, 2, 3
@@ -102,6 +102,8 @@ def cmd_mark_done(args: argparse.Namespace) -> int:
 
 
 def cmd_wait(args: argparse.Namespace) -> int:
+    if args.fail_on_late:
+        return cli_deadlines.wait_failing_on_late(args)
     started = time.monotonic()
     with _app(args) as app, app.subscriber() as sub:
         msg = sub.wait_for_set_done(*args.table, args.spec, timeout=args.timeout)
@@ -232,6 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("table", type=_table, help="db.table")
     sp.add_argument("spec", help="partial or full spec")
     sp.add_argument("--timeout", type=_seconds, default=3600.0, help="seconds (default 3600)")
+    sp.add_argument("--fail-on-late", action="store_true",
+                    help=f"exit {cli_deadlines.EXIT_LATE} if the spec is declared late first")
 
     sp = add("history", cmd_history, "print retained set-done messages of a table")
     sp.add_argument("table", type=_table, help="db.table")
@@ -259,6 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cli_revisions.add_parsers(sub, _Parser)
     cli_http.add_parsers(sub, _Parser)
+    cli_deadlines.add_parsers(sub, _Parser, _table)
     return p
 
 

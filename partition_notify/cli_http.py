@@ -8,7 +8,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from store.http_store import ROLES
+from partition_notify.api_roles import ROLES
 
 
 def _when(ts: float | None) -> str | None:

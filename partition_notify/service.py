@@ -186,6 +186,9 @@ def run(app: App, *, stop: threading.Event | None = None) -> None:
         port = service.metrics.serve(app.settings.metrics_port)
         log.info("metrics on http://127.0.0.1:%d/metrics (health: /healthz)", port)
     service.start()
+    from partition_notify.deadlines.jobs import schedule_deadline_checks
+
+    schedule_deadline_checks(service)
     http = _start_http(app, service)
     log.info(
         "serving: store=%s transport=%s relay=%s",

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
+from partition_notify.api_roles import ROLES
 from partition_notify.errors import ConflictError, NotFoundError, ValidationError
 from store.http_repositories import ApiTokenRepository, IdempotencyRepository
 from store.http_schema import MAX_IDEMPOTENCY_KEY_CHARS, ApiTokenRow, IdempotencyRow
@@ -25,8 +26,6 @@ from store.uow import UnitOfWork
 if TYPE_CHECKING:
     from store.provider import Store
 
-#: Roles in increasing power: each includes the ones before it.
-ROLES = ("read", "write", "admin")
 TOKEN_PREFIX = "pn_"
 _NAME = re.compile(r"[A-Za-z0-9._@-]{1,128}")
 _KEY = re.compile(rf"[\x21-\x7e]{{1,{MAX_IDEMPOTENCY_KEY_CHARS}}}")

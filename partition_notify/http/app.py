@@ -8,7 +8,14 @@ from contextlib import asynccontextmanager
 from fastapi import APIRouter, FastAPI
 
 from partition_notify.app import App
-from partition_notify.http import problems, routes_live, routes_ops, routes_read, routes_write
+from partition_notify.http import (
+    problems,
+    routes_deadlines,
+    routes_live,
+    routes_ops,
+    routes_read,
+    routes_write,
+)
 from partition_notify.http.context import HttpContext
 from partition_notify.http.hub import EventHub
 from partition_notify.metrics import Metrics
@@ -64,6 +71,7 @@ def create_http_app(
         routes_read.router,
         routes_live.router,
         routes_write.router,
+        routes_deadlines.router,
         *extra_routers,
     ):
         api.include_router(router)

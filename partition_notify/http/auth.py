@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from partition_notify.api_roles import ROLES
 from partition_notify.http.context import HttpContext, context
 from partition_notify.http.problems import ApiProblem
-from store.http_store import ROLES
 
 REALM = 'Bearer realm="partition-notify"'
 #: Declares the scheme in OpenAPI; the checks below are ours (auto_error off).

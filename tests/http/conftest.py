@@ -28,7 +28,8 @@ class Server:
 
     def client(self, role: str | None = "admin", **kw: object) -> httpx.Client:
         headers = {} if role is None else {"Authorization": f"Bearer {self.tokens[role]}"}
-        return httpx.Client(base_url=self.base, headers=headers, timeout=30, **kw)  # type: ignore[arg-type]
+        kw.setdefault("timeout", 30)
+        return httpx.Client(base_url=self.base, headers=headers, **kw)  # type: ignore[arg-type]
 
     def table(self, keys: tuple[str, ...] = ("datestamp", "region")) -> str:
         """A fresh table registered through the Python API."""
