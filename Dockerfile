@@ -10,7 +10,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /src
 COPY . /src
-RUN pip install . \
+RUN pip install '.[http]' \
     && useradd --system --home-dir /var/lib/partition-notify --create-home partition-notify \
     && rm -rf /src
 
