@@ -65,6 +65,11 @@ def start_serve(url: str, port: int, log: Path) -> subprocess.Popen[bytes]:
     raise SystemExit("serve did not become ready in 60 s")
 
 
+def _cpu(p: psutil.Process) -> float:
+    t = p.cpu_times()
+    return float(t.user + t.system)
+
+
 def gauge(base: str, name: str) -> float:
     m = re.search(rf"^{name} (\S+)$", httpx.get(base + "/metrics", timeout=30).text, re.M)
     return float(m.group(1)) if m else 0.0
@@ -112,11 +117,14 @@ async def http_side(base: str, token: str, n: int, rounds: int, rss: psutil.Proc
             tasks = [asyncio.create_task(poll()) for _ in range(n)]
             await until(lambda: gauge(base, "pn_http_waits") >= n, 300, f"{n} long-polls")
             out.setdefault("rss_all_mb", []).append(rss.memory_info().rss / 2**20)
+            cpu0, me0 = _cpu(rss), _cpu(psutil.Process())
             t0 = time.time()
             done = await polls.post(f"/v1/tables/{TABLE}/set-done", json={"spec": spec})
             event_id = done.json()["setDone"]["eventId"]
             await asyncio.gather(*tasks)
-            await until(lambda: len(received.get(event_id, [])) >= n, 120, "every stream")
+            await until(lambda e=event_id: len(received.get(e, [])) >= n, 120, "every stream")
+            out.setdefault("server_cpu_s", []).append(_cpu(rss) - cpu0)
+            out.setdefault("client_cpu_s", []).append(_cpu(psutil.Process()) - me0)
             lat_p = [t - t0 for t in times]
             lat_s = [t - t0 for t in received[event_id]]
             out["poll_p50"].append(pct(lat_p, 50))
@@ -125,7 +133,8 @@ async def http_side(base: str, token: str, n: int, rounds: int, rss: psutil.Proc
             out["sse_p99"].append(pct(lat_s, 99))
             print(f"  round {r}: long-poll p50 {pct(lat_p, 50) * 1000:.1f} ms p99 "
                   f"{pct(lat_p, 99) * 1000:.1f} ms; SSE p50 {pct(lat_s, 50) * 1000:.1f} ms "
-                  f"p99 {pct(lat_s, 99) * 1000:.1f} ms", flush=True)
+                  f"p99 {pct(lat_s, 99) * 1000:.1f} ms; CPU serve {out['server_cpu_s'][-1]:.2f} s, "
+                  f"clients {out['client_cpu_s'][-1]:.2f} s", flush=True)
         for t in streams:
             t.cancel()
         await asyncio.gather(*streams, return_exceptions=True)
@@ -144,7 +153,8 @@ def python_side(url: str, n: int, rounds: int) -> dict[str, list[float]]:
             lock = threading.Lock()
             ready = threading.Barrier(n + 1)
 
-            def wait(spec: str = spec, times: list[float] = times) -> None:
+            def wait(spec: str = spec, times: list[float] = times,
+                     ready: threading.Barrier = ready, lock: threading.Lock = lock) -> None:
                 ready.wait(300)
                 sub.wait_for_set_done(db, name, spec, timeout=600)
                 with lock:
@@ -159,15 +169,17 @@ def python_side(url: str, n: int, rounds: int) -> dict[str, list[float]]:
             while len(sub._subs) < n and time.monotonic() < end:
                 time.sleep(0.05)
             out["rss_mb"].append((me.memory_info().rss - idle) / 2**20)
+            cpu0 = _cpu(me)
             t0 = time.time()
             app.publisher.send_mark_set_done(db, name, spec)
             for t in threads:
                 t.join(300)
+            out.setdefault("cpu_s", []).append(_cpu(me) - cpu0)
             lat = [t - t0 for t in times]
             out["p50"].append(pct(lat, 50))
             out["p99"].append(pct(lat, 99))
             print(f"  round {r}: Python wait p50 {pct(lat, 50) * 1000:.1f} ms p99 "
-                  f"{pct(lat, 99) * 1000:.1f} ms", flush=True)
+                  f"{pct(lat, 99) * 1000:.1f} ms; CPU {out['cpu_s'][-1]:.2f} s", flush=True)
     return out
 
 
@@ -210,6 +222,9 @@ def main() -> None:
     print(f"RSS: serve idle {idle_mb:.0f} MB; with {args.clients} streams "
           f"{h['rss_streams_mb'][0]:.0f} MB; with streams + long-polls "
           f"{med(h['rss_all_mb']):.0f} MB. Python waits: +{med(p['rss_mb']):.0f} MB over idle")
+    print(f"CPU per round (one set-done to every client): serve {med(h['server_cpu_s']):.2f} s, "
+          f"HTTP clients {med(h['client_cpu_s']):.2f} s; Python subscriber process "
+          f"{med(p['cpu_s']):.2f} s")
 
 
 if __name__ == "__main__":

@@ -136,6 +136,7 @@ def _start_http(app: App, service: Service) -> HttpServer | None:
 
     http = HttpServer(app, metrics=service.metrics, healthy=service.healthy.is_set)
     port = http.start()
+    http.schedule_purge(service.scheduler, app.settings.purge_interval_seconds)
     log.info("HTTP API on http://%s:%d (docs: /docs)", http.server.config.host, port)
     return http
 

@@ -156,8 +156,24 @@ def install(app: FastAPI) -> None:
             instance=request.url.path,
         )
 
+    @app.exception_handler(Exception)
+    async def _bug(request: Request, exc: Exception) -> JSONResponse:
+        # Not the client's fault: logged with its traceback, answered without it.
+        log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+        return problem_response(
+            500, "internal", "Internal error",
+            f"the server failed on this request ({type(exc).__name__}); it is logged",
+            instance=request.url.path,
+        )
+
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
+            return problem_response(
+                400, "malformed-json", "Malformed request body",
+                "request body could not be parsed: it must be UTF-8 JSON, nested at most "
+                "a few hundred levels deep", field="body", instance=request.url.path,
+            )
         if exc.status_code == 413:
             return problem_response(
                 413, "too-large", "Request body too large", str(exc.detail), field="body",

@@ -56,6 +56,8 @@ SpecIn = Annotated[
     ),
 ]
 MAX_PARTITIONS_PER_REQUEST = 10_000
+#: Revisions and retention are BIGINT columns.
+MAX_INT64 = 2**63 - 1
 
 
 class _Body(BaseModel):
@@ -65,7 +67,9 @@ class _Body(BaseModel):
 class RegisterBody(_Body):
     table: str = Field(description="db.table")
     partitionKeys: list[str] = Field(min_length=1, description="ordered partition keys")
-    retentionSeconds: StrictInt | None = Field(None, description="set-done retention")
+    retentionSeconds: StrictInt | None = Field(
+        None, gt=0, le=MAX_INT64 // 2, description="set-done retention"
+    )
     topic: str | None = Field(None, description="explicit topic instead of the policy")
     location: str | None = None
 
@@ -73,13 +77,13 @@ class RegisterBody(_Body):
 class AnnounceBody(_Body):
     partitions: list[SpecIn] = Field(min_length=1, max_length=MAX_PARTITIONS_PER_REQUEST)
     locations: list[str | None] | None = Field(None, description="one per partition")
-    revision: StrictInt | None = Field(None, ge=0)
+    revision: StrictInt | None = Field(None, ge=0, le=MAX_INT64)
     replace: StrictBool = Field(False, description="announce again (an overwrite)")
 
 
 class SetDoneBody(_Body):
     spec: SpecIn = Field(description="partial spec: datestamp=20110228")
-    revision: StrictInt | None = Field(None, ge=0)
+    revision: StrictInt | None = Field(None, ge=0, le=MAX_INT64)
 
 
 @router.post("/tables", status_code=201, summary="Register a table (admin)")
