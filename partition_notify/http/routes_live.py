@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
-from fastapi.responses import JSONResponse
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.concurrency import run_in_threadpool
 
@@ -56,7 +54,7 @@ async def wait(
         )
     info, wanted = await run_in_threadpool(_resolve, ctx, table, spec_)
     loop = asyncio.get_running_loop()
-    found: asyncio.Future[dict[str, Any] | None] = loop.create_future()
+    found: asyncio.Future[str | None] = loop.create_future()
 
     def on_event(event: HubEvent | None) -> None:
         if found.done():
@@ -66,7 +64,7 @@ async def wait(
             return
         msg = event.message() if event.event_type == "PARTITION_DONE" else None
         if isinstance(msg, SetDoneMessage) and spec.covers(msg.partition_spec, wanted):
-            found.set_result(json.loads(event.body))
+            found.set_result(event.body)
 
     close = ctx.hub.listen(info.qualified, on_event)  # 1. listen, 2. then read the store
     ctx.waits.inc()
@@ -75,17 +73,22 @@ async def wait(
             ctx.app.store.set_done_covering, info, spec.covering_specs(wanted)
         )
         if bodies:
-            return JSONResponse(json.loads(bodies[0]))
+            return _json(bodies[0])
         try:
             body = await asyncio.wait_for(asyncio.shield(found), timeout)
         except TimeoutError:
             return Response(status_code=204)
         if body is None:
             raise ApiProblem(503, "shutting-down", "Shutting down", "the server is stopping")
-        return JSONResponse(body)
+        return _json(body)
     finally:
         close()
         ctx.waits.dec()
+
+
+def _json(body: str) -> Response:
+    # The stored body is the message's JSON already: no parse and re-encode per waiter.
+    return Response(body, media_type="application/json")
 
 
 def _resolve(ctx: HttpContext, table: str, raw: str) -> tuple[TableInfo, spec.Spec]:
@@ -124,6 +127,12 @@ async def stream(
             )
         cursor = int(raw)
     info = await run_in_threadpool(table_info, ctx, table)
+    return EventSourceResponse(_events(ctx, info, cursor), ping=PING_SECONDS)
+
+
+async def _events(ctx: HttpContext, info: TableInfo, cursor: int | None
+                  ) -> AsyncIterator[ServerSentEvent]:
+    """Listen first, then replay from the log after ``cursor``, then live; dedupe by id."""
     queue: asyncio.Queue[HubEvent | None] = asyncio.Queue(STREAM_BUFFER)
 
     def on_event(event: HubEvent | None) -> None:
@@ -135,23 +144,9 @@ async def stream(
             queue.put_nowait(None)
 
     close = ctx.hub.listen(info.qualified, on_event)
-    start = ctx.hub.cursor if cursor is None else cursor
+    last = ctx.hub.cursor if cursor is None else cursor
+    replay = cursor is not None
     ctx.streams.inc()
-    return EventSourceResponse(
-        _events(ctx, info, start, replay=cursor is not None, queue=queue, close=close),
-        ping=PING_SECONDS,
-    )
-
-
-async def _events(
-    ctx: HttpContext,
-    info: TableInfo,
-    last: int,
-    *,
-    replay: bool,
-    queue: asyncio.Queue[HubEvent | None],
-    close: Any,
-) -> AsyncIterator[ServerSentEvent]:
     try:
         while replay:
             page = await run_in_threadpool(
