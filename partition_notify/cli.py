@@ -251,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("purge", cmd_purge, "delete expired set-done rows now (in batches)")
     sp = add("serve", cmd_serve, "run the relay, retention purge and health jobs")
     sp.add_argument("--once", action="store_true", help="run each job once and exit")
-    sp = add("schema", cmd_schema, "print the JSON Schema of both messages")
+    sp = add("schema", cmd_schema, "print the JSON Schema of every message")
     sp.add_argument("--out", help="write one file per message into this directory")
     sp = add("demo", cmd_demo, "end-to-end demo on the embedded defaults (SQLite, no broker)")
     sp.add_argument("--workdir", default="demo-run", help="where the demo keeps its files")
