@@ -195,9 +195,10 @@ def test_stream_resumes_from_last_event_id_without_loss_or_duplicates(server: Se
 def table_event_ids(server: Server, table: str) -> list[int]:
     from sqlalchemy import text
     with server.app.store.engine.connect() as conn:
+        db, name = table.split(".")
         rows = conn.execute(text(
-            "SELECT event_id FROM pn_events WHERE headers LIKE :t ORDER BY event_id"),
-            {"t": f'%"PN_TABLE": "{table}"%'})
+            "SELECT e.event_id FROM pn_events e JOIN pn_tables t ON e.table_id = t.id "
+            "WHERE t.db = :db AND t.name = :name ORDER BY e.event_id"), {"db": db, "name": name})
         return [int(r[0]) for r in rows]
 
 
