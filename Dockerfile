@@ -22,7 +22,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 COPY --from=build /wheels /wheels
-RUN pip install /wheels/*.whl \
+RUN pip install "$(ls /wheels/*.whl)[http]" \
     && rm -rf /wheels \
     && useradd --system --home-dir /var/lib/partition-notify --create-home partition-notify
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from partition_notify.settings import Settings, load_settings
 from publisher import Publisher, PublisherConfig
@@ -10,6 +11,9 @@ from store import Store
 from subscriber import Subscriber
 from subscriber.subscriber import OnGap
 from transports import Transport, create_transport
+
+if TYPE_CHECKING:
+    from partition_notify.deadlines.api import Deadlines
 
 
 @dataclass
@@ -26,6 +30,13 @@ class App:
             timeout_seconds=self.settings.connect_timeout_seconds,
             on_gap=on_gap,
         )
+
+    @property
+    def deadlines(self) -> Deadlines:
+        """Expectations and deadline checks (partition_notify.deadlines)."""
+        from partition_notify.deadlines.api import Deadlines
+
+        return Deadlines(self)
 
     def close(self) -> None:
         self.transport.close(self.settings.close_timeout_seconds)

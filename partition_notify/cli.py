@@ -2,7 +2,7 @@
 
 Exit codes: 0 success; 1 an error (bad input, store or broker failure) — one
 line on stderr, no traceback; 2 bad command-line usage; 3 ``wait`` timed out;
-130 interrupted.
+4 ``wait --fail-on-late``: the spec was declared late; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from partition_notify import cli_deadletters, cli_revisions
+from partition_notify import cli_deadletters, cli_deadlines, cli_http, cli_revisions
 from partition_notify.cli_types import integer, undecodable
 from partition_notify.errors import PartitionNotifyError, WaitTimeout
 
@@ -104,6 +104,8 @@ def cmd_mark_done(args: argparse.Namespace) -> int:
 
 
 def cmd_wait(args: argparse.Namespace) -> int:
+    if args.fail_on_late:
+        return cli_deadlines.wait_failing_on_late(args)
     started = time.monotonic()
     with _app(args) as app, app.subscriber() as sub:
         msg = sub.wait_for_set_done(*args.table, args.spec, timeout=args.timeout)
@@ -236,6 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument(
         "--timeout", type=_seconds, default=3600.0, help="seconds (default %(default)g)"
     )
+    sp.add_argument("--fail-on-late", action="store_true",
+                    help=f"exit {cli_deadlines.EXIT_LATE} if the spec is declared late first")
 
     sp = add("history", cmd_history, "print retained set-done messages of a table")
     sp.add_argument("table", type=_table, help="db.table")
@@ -251,7 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("purge", cmd_purge, "delete expired set-done rows now (in batches)")
     sp = add("serve", cmd_serve, "run the relay, retention purge and health jobs")
     sp.add_argument("--once", action="store_true", help="run each job once and exit")
-    sp = add("schema", cmd_schema, "print the JSON Schema of both messages")
+    sp = add("schema", cmd_schema, "print the JSON Schema of every message")
     sp.add_argument("--out", help="write one file per message into this directory")
     sp = add("demo", cmd_demo, "end-to-end demo on the embedded defaults (SQLite, no broker)")
     sp.add_argument("--workdir", default="demo-run", help="where the demo keeps its files")
@@ -263,6 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cli_revisions.add_parsers(sub, _Parser)
     cli_deadletters.add_parsers(sub, _Parser, _table)
+    cli_http.add_parsers(sub, _Parser)
+    cli_deadlines.add_parsers(sub, _Parser, _table)
     return p
 
 

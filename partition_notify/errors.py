@@ -22,7 +22,8 @@ boundary with ``raise ... from exc`` so callers never need to import a driver::
     │   │   └── MessageRejected     refused for good (too large, not authorized,
     │   │                           invalid destination); names the event(s)
     │   └── SubscribeError          could not subscribe / confirm subscription
-    └── WaitTimeout                 wait_for_set_done ran out of time
+    ├── WaitTimeout                 wait_for_set_done ran out of time
+    └── PartitionLateError          a wait with fail-on-late saw PARTITION_LATE
 """
 
 from __future__ import annotations
@@ -110,3 +111,11 @@ class SubscribeError(TransportError):
 
 class WaitTimeout(PartitionNotifyError, TimeoutError):
     """The awaited set-done message did not arrive before the deadline."""
+
+
+class PartitionLateError(PartitionNotifyError):
+    """The awaited spec was declared late (``PARTITION_LATE``) before it was done."""
+
+    def __init__(self, message: str, late: object = None) -> None:
+        super().__init__(message)
+        self.late = late

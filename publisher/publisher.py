@@ -23,6 +23,7 @@ from partition_notify.contract import (
 from partition_notify.contract.messages import DEFAULT_MAX_MESSAGE_BYTES, encode_body
 from partition_notify.errors import InvalidSpecError, PublishError, TransportError, ValidationError
 from store import EventDraft, Store, TableInfo
+from store.provider import InTxn
 from store.schema import MAX_SPEC_CHARS
 from transports import Transport
 
@@ -116,12 +117,14 @@ class Publisher:
         locations: Sequence[str | None] | None = None,
         revision: int | None = None,
         replace: bool = False,
+        in_txn: InTxn | None = None,
     ) -> list[AddPartitionMessage]:
         """Announce new partitions, one add-partition message each.
 
         Partitions already announced are skipped, unless ``replace`` (an
         overwrite: announced again with the new revision). Returns the
-        messages sent.
+        messages sent. ``in_txn`` runs inside the logging transaction (the
+        HTTP API stores its idempotency key there).
         """
         info = self.table(db, table)
         specs = self.validate_partitions(info, partitions)
@@ -133,14 +136,17 @@ class Publisher:
         ]
         for i, d in enumerate(drafts):
             self._check_size(d, f"partition #{i} ({d.partition_spec})", f"locations[{i}]")
-        logged = self.store.append(
-            drafts, replace_partitions=replace, published=self.transport.uses_store_log
-        )
-        self._deliver(logged)
+        logged = self.append_and_deliver(drafts, replace=replace, in_txn=in_txn)
         return [m for m in logged if isinstance(m, AddPartitionMessage)]
 
     def send_mark_set_done(
-        self, db: str, table: str, partial_spec: SpecLike, *, revision: int | None = None
+        self,
+        db: str,
+        table: str,
+        partial_spec: SpecLike,
+        *,
+        revision: int | None = None,
+        in_txn: InTxn | None = None,
     ) -> SetDoneMessage:
         """Tell consumers that every partition matching ``partial_spec`` is complete."""
         info = self.table(db, table)
@@ -148,8 +154,7 @@ class Publisher:
         revision = limits.revision(revision)
         draft = self._set_done_draft(info, done, revision)
         self._check_size(draft, f"set-done {spec.canonical(done)!r}", None)
-        logged = self.store.append([draft], published=self.transport.uses_store_log)
-        self._deliver(logged)
+        logged = self.append_and_deliver([draft], in_txn=in_txn)
         msg = logged[0]
         assert isinstance(msg, SetDoneMessage)
         return msg
@@ -184,6 +189,29 @@ class Publisher:
         spec.check_against(s, info.partition_keys, full=False, table=info.qualified)
         _bounded(spec.canonical(s))
         return s
+
+    def append_and_deliver(
+        self,
+        drafts: Sequence[EventDraft],
+        *,
+        replace: bool = False,
+        in_txn: InTxn | None = None,
+    ) -> list[AnyMessage]:
+        """Log ``drafts`` in one transaction, then hand them to the transport."""
+        logged = self.store.append(
+            drafts,
+            replace_partitions=replace,
+            published=self.transport.uses_store_log,
+            in_txn=in_txn,
+        )
+        self._deliver(logged)
+        return logged
+
+    def common_fields(
+        self, info: TableInfo, event_id: int, seq: int, now: float, revision: int | None = None
+    ) -> dict[str, object]:
+        """The envelope fields every message of ``info`` carries."""
+        return self._common(info, event_id, seq, now, revision)
 
     # -- internals ------------------------------------------------------------
     def _common(

@@ -24,6 +24,9 @@ from store.schema import TableRow
 from store.uow import UnitOfWork, map_db_error
 
 Clock = Callable[[], float]
+#: Runs inside :meth:`Store.append`'s transaction with the messages logged
+#: (idempotency keys, late-message rows); raising rolls everything back.
+InTxn = Callable[[UnitOfWork, list[AnyMessage]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,6 +243,7 @@ class Store:
         *,
         replace_partitions: bool = False,
         published: bool = False,
+        in_txn: InTxn | None = None,
     ) -> list[AnyMessage]:
         """Append events, their partitions and set-done rows in one transaction.
 
@@ -247,8 +251,9 @@ class Store:
         ``replace_partitions`` (an overwrite announces the partition again).
         Returns the messages actually logged, in event-id order. ``published``
         marks them delivered at once: when the log itself is the bus.
+        ``in_txn`` runs last inside the transaction (even when nothing is logged).
         """
-        if not drafts:
+        if not drafts and in_txn is None:
             return []
         with self._uow(write=True) as uow:
             existing: dict[int, set[str]] = defaultdict(set)
@@ -256,6 +261,10 @@ class Store:
             for d in drafts:
                 if d.partition_spec is not None:
                     by_table[d.table.id].append(d.partition_spec)
+            if not drafts and in_txn is not None:
+                uow.sequences.lock("event")  # serialise the hook with every writer
+                in_txn(uow, [])
+                return []
             if not by_table:
                 # Nothing to de-duplicate (set-done only): lock and reserve at once.
                 first = uow.sequences.take("event", len(drafts))
@@ -272,6 +281,8 @@ class Store:
                         or d.partition_spec not in existing[d.table.id]
                     ]
                 if not drafts:
+                    if in_txn is not None:
+                        in_txn(uow, [])
                     return []
                 uow.sequences.advance("event", first + len(drafts))
             seqs = {
@@ -286,6 +297,8 @@ class Store:
             uow.events.add_many(events)
             uow.partitions.add_many(parts)
             uow.set_done.add_many(dones)
+            if in_txn is not None:
+                in_txn(uow, messages)
         with self.appended:
             self.append_generation += 1
             self.appended.notify_all()

@@ -1,7 +1,7 @@
 """Durable consumer cursors: scheduler event triggers and the Airflow push sink.
 
 Revision ID: 0006
-Revises: 0003
+Revises: 0005
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0006"
-down_revision = "0003"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 

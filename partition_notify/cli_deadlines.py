@@ -1,0 +1,109 @@
+"""``partition-notify expect add|list|remove|status|check`` and ``wait --fail-on-late``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from partition_notify.deadlines.schedule import VARIABLES
+
+EXIT_LATE = 4
+
+
+def _app(args: argparse.Namespace) -> Any:
+    from partition_notify.cli import _app as build
+
+    return build(args)
+
+
+def cmd_expect_add(args: argparse.Namespace) -> int:
+    with _app(args) as app:
+        view = app.deadlines.add(*args.table, name=args.name, spec_template=args.spec_template,
+                                 cron=args.cron, timezone=args.timezone, deadline=args.deadline)
+        print(json.dumps(view.to_json()))
+    return 0
+
+
+def cmd_expect_list(args: argparse.Namespace) -> int:
+    with _app(args) as app:
+        views = app.deadlines.expectations(*(args.table or (None, None)))
+        for v in views:
+            print(json.dumps(v.to_json()))
+    return 0
+
+
+def cmd_expect_remove(args: argparse.Namespace) -> int:
+    with _app(args) as app:
+        view = app.deadlines.remove(*args.table, args.name)
+        print(f"expectation {view.name!r} of {view.table} removed")
+    return 0
+
+
+def cmd_expect_status(args: argparse.Namespace) -> int:
+    with _app(args) as app:
+        for row in app.deadlines.status(*args.table, args.name, args.limit):
+            print(json.dumps(row))
+    return 0
+
+
+def cmd_expect_check(args: argparse.Namespace) -> int:
+    with _app(args) as app:
+        report = app.deadlines.checker().check()
+        print(json.dumps({"late": len(report.late), "recovered": len(report.recovered),
+                          "onTime": report.on_time, "doneLate": report.done_late}))
+    return 0
+
+
+def wait_failing_on_late(args: argparse.Namespace) -> int:
+    """``wait --fail-on-late``: exit 4 when the spec is declared late first."""
+    from partition_notify.cli import _dump
+    from partition_notify.errors import PartitionLateError
+
+    started = time.monotonic()
+    with _app(args) as app:
+        try:
+            msg = app.deadlines.wait_for_set_done(*args.table, args.spec, timeout=args.timeout)
+        except PartitionLateError as exc:
+            print(f"partition-notify wait: late: {exc}", file=sys.stderr)
+            return EXIT_LATE
+        print(_dump(msg))
+        print(f"waited {time.monotonic() - started:.3f} s", file=sys.stderr)
+    return 0
+
+
+def add_parsers(sub: Any, parser_class: type[argparse.ArgumentParser], table: Any) -> None:
+    """Add ``expect`` to the subcommands ``sub`` of the main parser."""
+    grp = sub.add_parser(
+        "expect", help="partition deadlines: expected set-done per schedule",
+        description="partition deadlines: expected set-done per schedule (docs/http-api.md)",
+    ).add_subparsers(dest="expect_command", metavar="COMMAND", required=True,
+                     parser_class=parser_class)
+
+    def add(name: str, fn: Any, help_: str) -> Any:
+        sp = grp.add_parser(name, help=help_, description=help_)
+        sp.set_defaults(fn=fn, command=f"expect {name}")
+        return sp
+
+    sp = add("add", cmd_expect_add, "declare an expectation of a table")
+    sp.add_argument("table", type=table, help="db.table")
+    sp.add_argument("--name", required=True, help="unique per table: daily")
+    sp.add_argument("--spec-template", required=True,
+                    help="partial spec with {{ variables }}: datestamp={{ ds_nodash }}; "
+                    f"variables: {', '.join(VARIABLES)}")
+    sp.add_argument("--cron", required=True, help="5-field crontab of logical dates: '0 0 * * *'")
+    sp.add_argument("--timezone", default="UTC", help="IANA zone of the cron (default UTC)")
+    sp.add_argument("--deadline", required=True,
+                    help="local HH:MM after the interval end (06:00), or an offset (+6h)")
+    sp = add("list", cmd_expect_list, "list expectations (JSON lines)")
+    sp.add_argument("table", type=table, nargs="?", help="only this db.table")
+    sp = add("remove", cmd_expect_remove, "remove an expectation and its verdicts")
+    sp.add_argument("table", type=table, help="db.table")
+    sp.add_argument("name")
+    sp = add("status", cmd_expect_status, "latest verdicts of an expectation (JSON lines)")
+    sp.add_argument("table", type=table, help="db.table")
+    sp.add_argument("name")
+    sp.add_argument("--limit", type=int, default=20, help="how many (default 20)")
+    add("check", cmd_expect_check, "run the deadline check once now (serve does it itself)")

@@ -1,0 +1,192 @@
+"""The Python API of expectations: ``app.deadlines.add(...)`` (CLI and HTTP call it too)."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from partition_notify.app import App
+from partition_notify.contract import (
+    PartitionLateMessage,
+    SetDoneMessage,
+    decode,
+    names,
+    spec,
+)
+from partition_notify.deadlines.checker import DeadlineChecker, DeadlineMetrics
+from partition_notify.deadlines.schedule import Deadline, Schedule, check_template, render
+from partition_notify.errors import (
+    InvalidSpecError,
+    PartitionLateError,
+    ValidationError,
+    WaitTimeout,
+)
+from store import TableInfo
+from store.deadline_store import CheckInfo, DeadlineStore, ExpectationInfo
+
+_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,127}")
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectationView:
+    table: str
+    name: str
+    spec_template: str
+    cron: str
+    timezone: str
+    deadline: str
+    next_deadline: str | None
+    next_spec: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "table": self.table, "name": self.name, "specTemplate": self.spec_template,
+            "cron": self.cron, "timezone": self.timezone, "deadline": self.deadline,
+            "nextDeadline": self.next_deadline, "nextSpec": self.next_spec,
+        }
+
+
+def check_json(c: CheckInfo) -> dict[str, Any]:
+    return {
+        "logicalDate": c.logical_date, "spec": c.spec,
+        "deadline": datetime.fromtimestamp(c.deadline_at, UTC).isoformat(),
+        "outcome": c.outcome, "lateEventId": c.late_event_id,
+        "recoveredEventId": c.recovered_event_id,
+    }
+
+
+class Deadlines:
+    """Declare, list and remove expectations; run a check."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.store = DeadlineStore(app.store)
+
+    def _table(self, db: str, table: str) -> TableInfo:
+        return self.app.publisher.table(db, table)
+
+    def add(self, db: str, table: str, *, name: str, spec_template: str, cron: str,
+            timezone: str = "UTC", deadline: str) -> ExpectationView:
+        """Validate everything (nothing is stored on bad input), then store."""
+        info = self._table(db, table)
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise ValidationError(
+                f"expectation name {name!r}: expected 1 to 128 of lower-case letters, digits "
+                "and '_.-', starting with a letter or digit"
+            )
+        check_template(spec_template)
+        schedule = Schedule(cron, timezone, Deadline.parse(deadline))
+        # Render the next instance: the template must give a spec of this table.
+        inst = next(schedule.instances(_now(self.app), _now(self.app, days=400)), None)
+        if inst is None:
+            raise ValidationError(f"schedule {cron!r} has no deadline in the next 400 days")
+        rendered = render(spec_template, inst.logical_date, inst.interval_end)
+        try:
+            s = spec.parse(rendered)
+            spec.check_against(s, info.partition_keys, full=False, table=info.qualified)
+        except InvalidSpecError as exc:
+            raise InvalidSpecError(
+                f"spec template {spec_template!r} renders to {rendered!r}: {exc}"
+            ) from exc
+        exp = self.store.add(info, name, spec_template, cron, timezone,
+                             schedule.deadline.to_json())
+        return self._view(info, exp)
+
+    def expectations(
+        self, db: str | None = None, table: str | None = None
+    ) -> list[ExpectationView]:
+        tables = {t.id: t for t in self.app.store.tables()}
+        ids = None if db is None or table is None else [self._table(db, table).id]
+        return [self._view(tables[e.table_id], e) for e in self.store.expectations(ids)]
+
+    def remove(self, db: str, table: str, name: str) -> ExpectationView:
+        info = self._table(db, table)
+        return self._view(info, self.store.remove(info, name))
+
+    def status(self, db: str, table: str, name: str, limit: int = 20) -> list[dict[str, Any]]:
+        """The latest verdicts of one expectation, newest first."""
+        exp = self.store.get(self._table(db, table), name)
+        return [check_json(c) for c in self.store.recent([exp.id], limit)]
+
+    def open_late(self, db: str, table: str) -> list[CheckInfo]:
+        """Instances of ``table`` that are late and not yet covered."""
+        info = self._table(db, table)
+        ids = {e.id for e in self.store.expectations([info.id])}
+        return [c for c in self.store.open_late() if c.expectation_id in ids]
+
+    def wait_for_set_done(self, db: str, table: str, partial_spec: str,
+                          timeout: float) -> SetDoneMessage:
+        """Like ``Subscriber.wait_for_set_done``, but a late spec ends the wait.
+
+        Raises :class:`PartitionLateError` when an open ``PARTITION_LATE``
+        covers or is covered by the spec (already, or arriving while waiting),
+        :class:`WaitTimeout` at the deadline. Subscribes first, then reads
+        the store, then follows live (the late-subscriber protocol).
+        """
+        deadline = time.monotonic() + timeout
+        info = self._table(db, table)
+        wanted = spec.coerce(partial_spec)
+        spec.check_against(wanted, info.partition_keys, full=False, table=info.qualified)
+        canon = spec.canonical(wanted)
+        with self.app.subscriber() as sub:
+            live = sub.subscribe((info.db, info.name), history=False)
+            bodies = self.app.store.set_done_covering(info, spec.covering_specs(wanted))
+            if bodies:
+                done = decode(bodies[0].encode())
+                assert isinstance(done, SetDoneMessage)
+                return done
+            for c in self.open_late(info.db, info.name):
+                if _related(spec.parse(c.spec), wanted):
+                    raise PartitionLateError(
+                        f"{info.qualified} {c.spec} is late (deadline "
+                        f"{datetime.fromtimestamp(c.deadline_at, UTC).isoformat()}, logical date "
+                        f"{c.logical_date}); waiting for {canon!r}", c)
+            while (left := deadline - time.monotonic()) > 0:
+                msg = live.get(timeout=left)
+                if isinstance(msg, SetDoneMessage) and spec.covers(msg.partition_spec, wanted):
+                    return msg
+                if isinstance(msg, PartitionLateMessage) and _related(msg.partition_spec, wanted):
+                    raise PartitionLateError(
+                        f"{info.qualified} {msg.spec} is late (deadline "
+                        f"{datetime.fromtimestamp(msg.deadline, UTC).isoformat()}, logical date "
+                        f"{msg.logical_date}); waiting for {canon!r}", msg)
+        raise WaitTimeout(f"no set-done covering {canon!r} for {info.qualified} "
+                          f"within {timeout:g} s")
+
+    def checker(self, *, clock: Callable[[], float] | None = None,
+                metrics: DeadlineMetrics | None = None,
+                lookback_seconds: float | None = None) -> DeadlineChecker:
+        """A checker (``serve`` runs one); ``clock`` lets tests move time."""
+        return DeadlineChecker(self.app, clock=clock, metrics=metrics,
+                               lookback_seconds=lookback_seconds)
+
+    def _view(self, info: TableInfo, e: ExpectationInfo) -> ExpectationView:
+        schedule = Schedule(e.cron, e.timezone, Deadline.from_json(e.deadline))
+        inst = next(schedule.instances(_now(self.app), _now(self.app, days=400)), None)
+        return ExpectationView(
+            info.qualified, e.name, e.spec_template, e.cron, e.timezone,
+            schedule.deadline.text() if schedule.deadline.at is None else
+            schedule.deadline.at.strftime("%H:%M"),
+            inst.deadline.isoformat() if inst else None,
+            render(e.spec_template, inst.logical_date, inst.interval_end) if inst else None,
+        )
+
+
+def _now(app: App, days: int = 0) -> datetime:
+    return datetime.fromtimestamp(app.store.clock() + days * 86400, UTC)
+
+
+def _related(late: dict[str, str], wanted: dict[str, str]) -> bool:
+    """A late spec concerns a wait when either covers the other."""
+    return spec.covers(late, wanted) or spec.covers(wanted, late)
+
+
+def table_ref(ref: str) -> tuple[str, str]:
+    db, sep, name = ref.partition(".")
+    if not sep:
+        raise ValidationError(f"table {ref!r} must be written db.table")
+    return names.db_name(db), names.table_name(name)
