@@ -114,3 +114,52 @@ def test_never_committed_staging_is_deleted_and_nothing_announced(spark, spark_a
     assert not staging.exists()
     assert logged(spark_app) == []
     assert not list(Path(location(tmp_path)).glob("datestamp=*"))
+
+
+def _snapshot_rows(spark: Any, app: Any, snap: Any) -> int:
+    from writers.snapshot_read import read_snapshot
+
+    return int(read_snapshot(spark, app.store, "sales", "orders", snapshot=snap).frame.count())
+
+
+def test_recovery_commits_the_live_revision_it_announced_under(spark, spark_app, tmp_path):
+    from store.revisions import RevisionManager
+
+    rm = RevisionManager(spark_app.store)
+    broken = writer_for(StoreDownPublisher(spark_app, fail={"announce"}), tmp_path, revisions=rm)
+    with pytest.raises(CommitIncompleteError):
+        broken.write(frame(spark, rows_for(["20110228"], ["us", "eu"])))
+    (running,) = rm.running_transactions("sales.orders")
+
+    done = writer_for(spark_app, tmp_path, revisions=rm).recover(spark, stale_after_seconds=0.0)
+    assert [m.revision for m in done[0].announced] == [running.revision] * 2
+    assert rm.running_transactions("sales.orders") == []
+    snap = rm.create_snapshot("sales.orders")
+    assert snap.includes(running.revision, "data"), "the original transaction committed"
+    assert _snapshot_rows(spark, spark_app, snap) == 6
+
+
+def test_recovery_after_the_revision_expired_commits_a_new_one(spark, spark_app, tmp_path):
+    from store.revisions import RevisionManager, snapshot_partitions
+    from tests.revisions.conftest import FakeClock
+
+    clock = FakeClock(time.time())
+    rm = RevisionManager(spark_app.store, clock=clock)
+    broken = writer_for(StoreDownPublisher(spark_app, fail={"set_done"}), tmp_path, revisions=rm)
+    with pytest.raises(CommitIncompleteError):
+        broken.write(frame(spark, rows_for(["20110228"], ["us", "eu"])),
+                     mark_set_done="datestamp=20110228")
+    (old,) = rm.running_transactions("sales.orders")
+    clock.advance(old.keep_alive + 1)  # the driver is gone: nobody keeps it alive
+
+    done = writer_for(spark_app, tmp_path, revisions=rm).recover(spark, stale_after_seconds=0.0)
+    assert len(done) == 1 and done[0].set_done is not None
+    new = done[0].set_done.revision
+    assert new is not None and new > old.revision
+    snap = rm.create_snapshot("sales.orders")
+    assert old.revision in snap.aborted and snap.includes(new, "data")
+    info = spark_app.publisher.table("sales", "orders")
+    # Partitions logged under the expired revision before the failure moved to the new one.
+    assert {p.revision for p in snapshot_partitions(spark_app.store, info, snap)} == {new}
+    assert len(snapshot_partitions(spark_app.store, info, snap)) == 2
+    assert _snapshot_rows(spark, spark_app, snap) == 6
