@@ -105,3 +105,37 @@ def test_a_failed_or_interrupted_write_stops_its_heartbeat_and_aborts(spark, spa
     assert keep_alive_threads() == []
     assert revisions.running_transactions("sales.orders") == []
     assert len(revisions.aborted_revisions("sales.orders")) == 2
+
+
+def test_a_write_whose_revision_expired_while_publishing_still_succeeds(spark, spark_app,
+                                                                        tmp_path):
+    """The heartbeat could not help (say the database was away longer than the
+    keep-alive): the write published, so it succeeds at a new committed revision."""
+    from publisher import Publisher
+    from store.revisions import snapshot_partitions
+    from tests.revisions.conftest import FakeClock
+
+    clock = FakeClock(time.time())
+    revisions = RevisionManager(spark_app.store, clock=clock, default_keep_alive=KEEP_ALIVE)
+
+    class SlowStorePublisher(Publisher):
+        def announce_partitions(self, *a: Any, **kw: Any) -> Any:
+            out = super().announce_partitions(*a, **kw)
+            clock.advance(KEEP_ALIVE + 1)  # the keep-alive runs out after the log step
+            return out
+
+    publisher = SlowStorePublisher(spark_app.store, spark_app.transport,
+                                   spark_app.publisher.config)
+    writer = path_writer(publisher, tmp_path, revisions=revisions)
+    result = writer.write(frame(spark, rows_for(["20110228"], ["us", "eu"])))
+    old = result.announced[0].revision
+    assert old is not None and result.revision is not None and result.revision > old
+    snap = revisions.create_snapshot("sales.orders")
+    assert old in snap.aborted and snap.includes(result.revision, "data")
+    info = spark_app.publisher.table("sales", "orders")
+    assert {p.revision for p in snapshot_partitions(spark_app.store, info, snap)} == {
+        result.revision}
+    covered = read_snapshot(spark, spark_app.store, "sales", "orders", snapshot=snap,
+                            revisions=revisions)
+    assert covered.frame.count() == 6
+    assert keep_alive_threads() == []
