@@ -163,3 +163,32 @@ def test_recovery_after_the_revision_expired_commits_a_new_one(spark, spark_app,
     assert {p.revision for p in snapshot_partitions(spark_app.store, info, snap)} == {new}
     assert len(snapshot_partitions(spark_app.store, info, snap)) == 2
     assert _snapshot_rows(spark, spark_app, snap) == 6
+
+
+def test_a_recovery_that_fails_is_continued_under_the_revision_it_adopted(spark, spark_app,
+                                                                          tmp_path):
+    from store.revisions import RevisionManager
+    from tests.revisions.conftest import FakeClock
+
+    clock = FakeClock(time.time())
+    rm = RevisionManager(spark_app.store, clock=clock)
+    broken = writer_for(StoreDownPublisher(spark_app, fail={"announce"}), tmp_path, revisions=rm)
+    with pytest.raises(CommitIncompleteError):
+        broken.write(frame(spark, rows_for(["20110228"], ["us", "eu"])))
+    (first,) = rm.running_transactions("sales.orders")
+    clock.advance(first.keep_alive + 1)
+    with pytest.raises(StoreError):  # recovery adopts a new revision, then fails too
+        broken.recover(spark, stale_after_seconds=0.0)
+    (second,) = rm.running_transactions("sales.orders")
+    assert second.revision > first.revision
+    staging = next((Path(location(tmp_path)) / "_pn_staging").iterdir())
+    assert (staging / f"_pn_adopted.{second.revision}").exists()
+    clock.advance(second.keep_alive + 1)
+
+    done = writer_for(spark_app, tmp_path, revisions=rm).recover(spark, stale_after_seconds=0.0)
+    final = done[0].revision
+    assert final is not None and final > second.revision
+    assert {m.revision for m in done[0].announced} == {final}
+    snap = rm.create_snapshot("sales.orders")
+    assert {first.revision, second.revision} <= snap.aborted and snap.includes(final, "data")
+    assert _snapshot_rows(spark, spark_app, snap) == 6
