@@ -15,7 +15,9 @@ over a dead writer's manifest (:mod:`writers.recovery`) runs the same code:
 4. log and publish one add-partition message per partition (after the data
    is readable); on a resumed write, skip what the log already holds;
 5. the set-done, if the write asked for one;
-6. delete the staging directory, manifest included.
+6. settle the revision (``finish``: commit it, or adopt an expired one), so
+   a failure here leaves the manifest for recovery;
+7. delete the staging directory, manifest included.
 """
 
 from __future__ import annotations
