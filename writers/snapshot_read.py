@@ -12,6 +12,8 @@ same rows, whatever writers append or overwrite in between.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -77,9 +79,32 @@ def read_snapshot(spark: SparkSession, store: Store, db: str, table: str, *,
     schema = StructType([f for f in data.fields if f.name not in info.partition_keys] + keys)
     # Partition columns come from the directory names below the table root
     # (for files an overwrite moved aside, below their retired directory).
-    frame = (spark.read.format(format).options(**options).schema(schema)
-             .option("basePath", root).load(list(files)))
+    reader = (spark.read.format(format).options(**options).schema(schema)
+              .option("basePath", root))
+    with _listing_tasks(spark, spark.sparkContext.defaultParallelism):
+        frame = reader.load(list(files))
     return SnapshotRead(frame, snapshot, files)
+
+
+@contextmanager
+def _listing_tasks(spark: SparkSession, tasks: int) -> Iterator[None]:
+    """Let Spark list the named files with at most ``tasks`` tasks while a read is resolved.
+
+    Spark lists more than a few root paths with a job of one task per path
+    (up to 10,000): for a snapshot's files, one task per *file*, which cost
+    100 s for 2,000 files on a local[2] session. The file index is built
+    eagerly by ``load``, so the setting is restored as soon as it returns.
+    """
+    key = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, str(max(1, tasks)))
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
 
 
 __all__ = ["SnapshotRead", "read_snapshot"]
