@@ -158,6 +158,15 @@ class PartitionRepository:
         )
         return self.session.scalars(stmt).one_or_none()
 
+    def retag(self, table_id: int, old: int, new: int) -> int:
+        """Move the table's partitions announced under revision ``old`` to ``new``."""
+        stmt = (
+            update(PartitionRow)
+            .where(PartitionRow.table_id == table_id, PartitionRow.revision == old)
+            .values(revision=new)
+        )
+        return int(self.session.execute(stmt).rowcount)  # type: ignore[attr-defined]
+
     def list(self, table_id: int, max_revision: int | None = None) -> list[PartitionRow]:
         stmt = select(PartitionRow).where(PartitionRow.table_id == table_id)
         if max_revision is not None:

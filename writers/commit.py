@@ -4,21 +4,27 @@ Runs after Spark's own job commit put the data in the staging directory and
 the manifest was written. Every step is idempotent, so a process that takes
 over a dead writer's manifest (:mod:`writers.recovery`) runs the same code:
 
-1. overwrite only: delete the partitions being replaced, then mark that done
-   (never again after the merge began: it would delete the new data);
+0. transactional writes: record the staged data files under the revision
+   (once per write, before anything moves);
+1. overwrite only: move the files of the partitions being replaced aside
+   (transactional writes: into ``<partition>/_pn_retired/<write_id>/``, where
+   older snapshots still read them) or delete the partitions, then mark that
+   done (never again after the merge began: it would remove the new data);
 2. move the staged tree into the table (one FileOutputCommitter merge);
 3. catalog tables: ``ALTER TABLE ADD IF NOT EXISTS PARTITION``; refresh;
 4. log and publish one add-partition message per partition (after the data
    is readable); on a resumed write, skip what the log already holds;
 5. the set-done, if the write asked for one;
-6. delete the staging directory, manifest included.
+6. settle the revision (``finish``: commit it, or adopt an expired one), so
+   a failure here leaves the manifest for recovery;
+7. delete the staging directory, manifest included.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -27,12 +33,14 @@ from partition_notify.errors import PublishError
 from publisher import Publisher
 from store import TableInfo
 from writers.hadoop import HadoopFs
-from writers.layout import DATA, REPLACED, Manifest
+from writers.layout import DATA, REPLACED, Manifest, partition_pattern
 from writers.lease import Lease
 from writers.target import add_catalog_partitions
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from store.revision_files import RevisionFiles
 
 log = logging.getLogger(__name__)
 
@@ -57,13 +65,20 @@ class WriteResult:
     #: The commit step (list and manifest are in ``steps["list"]``).
     commit_seconds: float = 0.0
     resumed: bool = False
-    #: Seconds per step after the Spark job: list (+ manifest), replace, move, catalog, log.
+    #: Seconds per step after the Spark job: list (+ manifest), record, replace, move,
+    #: catalog, log.
     steps: dict[str, float] = field(default_factory=dict)
+    #: The committed revision the write's data belongs to (None without a revision).
+    revision: int | None = None
 
 
 def complete(publisher: Publisher, fs: HadoopFs, spark: SparkSession, manifest: Manifest, *,
              lease: Lease, resumed: bool, spark_seconds: float = 0.0,
-             list_seconds: float = 0.0) -> WriteResult:
+             list_seconds: float = 0.0, files: RevisionFiles | None = None,
+             finish: Callable[[], int | None] | None = None) -> WriteResult:
+    """Run the commit step of ``manifest``; ``finish`` (commit the write's revision,
+    returning the committed one) runs after the log step, before the staging
+    directory is deleted, so a failure there leaves the write to recovery."""
     started = time.monotonic()
     steps: dict[str, float] = {}
 
@@ -73,9 +88,12 @@ def complete(publisher: Publisher, fs: HadoopFs, spark: SparkSession, manifest: 
     specs = manifest.specs()
     locations = manifest.locations()
     staging = manifest.staging
+    if files is not None and manifest.revision is not None:
+        files.record(manifest.revision_table, manifest.revision, manifest.write_id,
+                     lambda: staged_files(fs, manifest))
+    step("record")
     if manifest.mode == "overwrite" and not fs.exists(f"{staging}/{REPLACED}"):
-        fs.delete_many(locations)
-        fs.create(f"{staging}/{REPLACED}", b"", exclusive=False)
+        _replace(fs, manifest, files)
     step("replace")
     fs.merge_into(f"{staging}/{DATA}", manifest.location, manifest.attempt)
     step("move")
@@ -112,6 +130,8 @@ def complete(publisher: Publisher, fs: HadoopFs, spark: SparkSession, manifest: 
             delivery_error = delivery_error or str(exc)
             log.warning("write %s: %s", manifest.write_id, exc)
     step("log")
+    revision = finish() if finish is not None else manifest.revision
+    step("revision")
     lease.stop()
     fs.delete(staging)
     return WriteResult(
@@ -119,7 +139,30 @@ def complete(publisher: Publisher, fs: HadoopFs, spark: SparkSession, manifest: 
         partitions=specs, announced=announced, set_done=done, delivery_error=delivery_error,
         spark_seconds=spark_seconds, commit_seconds=time.monotonic() - started, resumed=resumed,
         steps={"list": list_seconds, **steps},
+        revision=revision,
     )
+
+
+def _replace(fs: HadoopFs, manifest: Manifest, files: RevisionFiles | None) -> None:
+    """Overwrite: take the old data out of the partitions about to receive the new."""
+    if files is not None and manifest.revision is not None:
+        # Older snapshots still read these files where they go.
+        files.retire(manifest.revision_table, manifest.revision, manifest.write_id,
+                     manifest.partitions, manifest.retired)
+        fs.retire_files(manifest.location, manifest.partitions, manifest.retired)
+    else:
+        fs.delete_many(manifest.locations())
+    fs.create(f"{manifest.staging}/{REPLACED}", b"", exclusive=False)
+
+
+def staged_files(fs: HadoopFs, manifest: Manifest) -> list[str]:
+    """Data files Spark wrote to the staging directory, as ``<partition dir>/<name>``.
+
+    One JVM listing; Spark's and Hadoop's own files (``_SUCCESS``, ``.crc``) are skipped.
+    """
+    pattern = f"{partition_pattern(manifest.keys)}/*"
+    return [p for p in fs.glob(f"{manifest.staging}/{DATA}", pattern)
+            if not p.rsplit("/", 1)[-1].startswith(("_", "."))]
 
 
 def _logged_since(publisher: Publisher, info: TableInfo, mark: int,

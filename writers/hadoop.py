@@ -146,6 +146,34 @@ class HadoopFs:
                                 thread_name_prefix="pn-delete") as pool:
             return sum(pool.map(self.delete, todo))
 
+    def retire_files(self, base: str, partitions: Iterable[str], sub: str, *,
+                     threads: int = 8) -> int:
+        """Move the data files of each partition directory into its subdirectory ``sub``.
+
+        Names starting with ``_`` or ``.`` (earlier retired files, checksums)
+        stay. Spark and Hive readers skip ``sub`` (it starts with ``_``), while
+        a reader naming a retired file still gets its partition values from
+        the directories above it. A second call finishes what a first left.
+        Returns the number of files moved.
+        """
+        todo = list(partitions)
+        if not todo:
+            return 0
+
+        def retire(partition: str) -> int:
+            directory = f"{base}/{partition}"
+            names = [n for n in self.glob(directory, "*") if not n.startswith(("_", "."))]
+            if names:
+                self.mkdirs(f"{directory}/{sub}")
+            for name in names:
+                if not self.rename(f"{directory}/{name}", f"{directory}/{sub}/{name}"):
+                    raise OSError(f"could not move {directory}/{name} into {sub}")
+            return len(names)
+
+        with ThreadPoolExecutor(max_workers=min(threads, len(todo)),
+                                thread_name_prefix="pn-retire") as pool:
+            return sum(pool.map(retire, todo))
+
     def merge_into(self, source: str, dest: str, attempt: int) -> None:
         """Move the tree ``source`` into ``dest``, merging directories that exist.
 

@@ -5,7 +5,13 @@ A write lives in ``<table>/_pn_staging/<write_id>/`` until it is complete::
     _pn_commit.lock    lease: created first, touched while the writer lives
     data/              Spark's output (k1=v1/k2=v2/part-*), invisible to readers
     _pn_commit.json    the manifest: written once Spark's job committed
-    _pn_replaced       overwrite only: the old partitions have been deleted
+    _pn_replaced       overwrite only: the old partitions have been moved aside
+    _pn_adopted.<rev>  recovery moved the write to revision <rev> (its own had expired)
+
+An overwrite moves the data files of each partition it replaces into
+``<partition>/_pn_retired/<write_id>/`` (transactional writes: older
+snapshots still read those files) or deletes the partitions (writes
+without a revision).
 
 Readers (Spark, Hive) skip names starting with ``_``, and the directory is on
 the table's own filesystem, so moving data into place is a rename.
@@ -28,6 +34,8 @@ DATA = "data"
 MANIFEST = "_pn_commit.json"
 LOCK = "_pn_commit.lock"
 REPLACED = "_pn_replaced"
+ADOPTED = "_pn_adopted."
+RETIRED = "_pn_retired"
 MANIFEST_VERSION = 1
 
 Mode = Literal["append", "overwrite"]
@@ -89,12 +97,25 @@ class Manifest:
     revision: int | None
     store_mark: int
     catalog_table: str | None
+    #: The writer began (and so settles) the revision's transaction; False when
+    #: the caller passed ``revision=`` and commits its own transaction.
+    owns_revision: bool = False
     created_at: float = field(default_factory=time.time)
     version: int = MANIFEST_VERSION
 
     @property
     def attempt(self) -> int:
         return attempt_for(self.write_id)
+
+    @property
+    def revision_table(self) -> str:
+        """The table name of the write's revisions (``db.table``)."""
+        return f"{self.db}.{self.table}"
+
+    @property
+    def retired(self) -> str:
+        """Where an overwrite moves the files it replaces, relative to their partition."""
+        return f"{RETIRED}/{self.write_id}"
 
     @property
     def staging(self) -> str:

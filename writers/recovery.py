@@ -5,27 +5,44 @@ is taken over. With a manifest, Spark's job had committed: the write is
 completed exactly as its own driver would have (data moved, partitions
 announced from the log position the manifest recorded). Without one, the job
 never finished: its staged files are deleted and nothing is announced.
+
+A transactional write ends readable at a committed revision: its own, if
+its transaction still runs (kept alive while recovery works, then
+committed), or else a new one begun by recovery, which then owns everything
+the expired revision had tagged (files, replaced partitions, announced
+partitions). The new revision is recorded in the staging directory
+(``_pn_adopted.<rev>``) before it is used, so a recovery that dies is
+continued under the same bookkeeping. A revision aborted on request stays
+aborted: the data is announced but snapshots skip it (logged as an error).
+A write whose caller passed ``revision=`` is completed under that revision
+and left for the caller to commit.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from partition_notify.errors import ConflictError
 from publisher import Publisher
+from store.revisions import DEFAULT_FAMILY
 from writers.commit import WriteResult, complete
 from writers.hadoop import HadoopFs
-from writers.layout import LOCK, MANIFEST, STAGING, Manifest, staging_dir
+from writers.layout import ADOPTED, LOCK, MANIFEST, STAGING, Manifest, staging_dir
 from writers.lease import Lease
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from store.revision_files import RevisionFiles
+
 log = logging.getLogger(__name__)
 
 
 def recover(publisher: Publisher, fs: HadoopFs, spark: SparkSession, location: str, *,
-            stale_after_seconds: float, lease_seconds: float) -> list[WriteResult]:
+            stale_after_seconds: float, lease_seconds: float,
+            files: RevisionFiles | None = None) -> list[WriteResult]:
     """Complete or discard the writes under ``location`` whose lease was not renewed for
     ``stale_after_seconds``; returns the completed ones."""
     done: list[WriteResult] = []
@@ -51,8 +68,48 @@ def recover(publisher: Publisher, fs: HadoopFs, spark: SparkSession, location: s
                 continue
             log.warning("write %s under %s committed but did not finish; completing it",
                         write_id, location)
-            done.append(complete(publisher, fs, spark, manifest, lease=lease,
-                                 resumed=True))
+            if files is None or manifest.revision is None or not manifest.owns_revision:
+                done.append(complete(publisher, fs, spark, manifest, lease=lease, resumed=True))
+            else:
+                done.append(_complete_at_committed_revision(publisher, fs, spark, manifest,
+                                                            lease, files))
         finally:
             lease.stop()
     return done
+
+
+def _complete_at_committed_revision(publisher: Publisher, fs: HadoopFs, spark: SparkSession,
+                                    manifest: Manifest, lease: Lease,
+                                    files: RevisionFiles) -> WriteResult:
+    assert manifest.revision is not None
+    table = manifest.revision_table
+    adopted = sorted(int(name[len(ADOPTED):])
+                     for name in fs.glob(manifest.staging, f"{ADOPTED}*"))
+    revisions = [manifest.revision, *adopted]
+    state, tx = files.transaction(table, revisions[-1])
+    if state in ("committed", "aborted"):
+        if state == "aborted":
+            log.error("write %s: revision %d of %s was aborted on request; its data is "
+                      "announced but snapshots skip it", manifest.write_id, revisions[-1], table)
+        return complete(publisher, fs, spark, replace(manifest, revision=revisions[-1]),
+                        lease=lease, resumed=True, files=files)
+    if tx is None:  # expired: a new transaction takes the write over
+        tx = files.manager.begin_write_transaction(table, [DEFAULT_FAMILY])
+        fs.create(f"{manifest.staging}/{ADOPTED}{tx.revision}", b"", exclusive=True)
+        log.warning("write %s: revision %d of %s expired; recovering it as revision %d",
+                    manifest.write_id, revisions[-1], table, tx.revision)
+        revisions.append(tx.revision)
+    live = tx
+    table_id = publisher.table(manifest.db, manifest.table).id
+
+    def finish() -> int:
+        try:
+            return files.adopt(table, revisions[:-1], table_id=table_id, into=live)
+        except ConflictError:
+            if files.transaction(table, live.revision)[0] != "expired":
+                raise
+            return files.adopt(table, revisions, table_id=table_id)
+
+    with files.manager.kept_alive(live):
+        return complete(publisher, fs, spark, replace(manifest, revision=live.revision),
+                        lease=lease, resumed=True, files=files, finish=finish)

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from partition_notify.errors import (
@@ -28,8 +29,9 @@ from partition_notify.errors import (
 )
 from publisher import Publisher
 from store import TableInfo
+from store.revision_files import RevisionFiles
 from store.revisions import DEFAULT_FAMILY as DATA_FAMILY
-from store.revisions import RevisionManager
+from store.revisions import RevisionManager, WriteTransaction
 from writers.commit import WriteResult, canonical_set_done, complete
 from writers.hadoop import HadoopFs
 from writers.layout import (
@@ -89,7 +91,7 @@ class NotifyingWriter:
                  options: Mapping[str, str] | None = None, progress: bool = False,
                  lease_seconds: float = 300.0, spark: SparkSession | None = None,
                  revisions: RevisionManager | None = None, transactional: bool = True,
-                 ) -> None:
+                 keep_alive_seconds: float | None = None) -> None:
         publisher = getattr(target, "publisher", target)
         if not isinstance(publisher, Publisher):
             raise ConfigurationError(
@@ -111,6 +113,10 @@ class NotifyingWriter:
         self.revisions = revisions
         if revisions is None and transactional:
             self.revisions = RevisionManager(publisher.store)
+        #: Keep-alive of each write transaction (default: the manager's); a heartbeat
+        #: renews it every third of that from begin to commit, however long Spark runs.
+        self.keep_alive_seconds = keep_alive_seconds
+        self.files = RevisionFiles(self.revisions) if self.revisions is not None else None
         self._target: Target | None = None
         # Registering now lets subscribers follow the table before the first write.
         self.info: TableInfo
@@ -133,24 +139,25 @@ class NotifyingWriter:
         writer has a revision manager and no explicit ``revision`` is given."""
         if self.revisions is None or revision is not None:
             return self._write(df, mode=mode, mark_set_done=mark_set_done, revision=revision)
-        tx = self.revisions.begin_write_transaction(f"{self.db}.{self.table}".lower(),
-                                                    [DATA_FAMILY])
+        tx = self.revisions.begin_write_transaction(self.info.qualified, [DATA_FAMILY],
+                                                    self.keep_alive_seconds)
+        attempt = _Attempt(tx)
         try:
-            result = self._write(df, mode=mode, mark_set_done=mark_set_done,
-                                 revision=tx.revision)
-        except CommitIncompleteError:
-            # The data is in and recover() will announce it with this revision:
-            # leave the transaction to finish or expire, never abort it here.
-            raise
+            # The heartbeat runs from begin until the commit step committed the
+            # revision (or the write failed), and stops on every way out.
+            with self.revisions.kept_alive(tx):
+                return self._write(df, mode=mode, mark_set_done=mark_set_done,
+                                   revision=tx.revision, attempt=attempt)
         except BaseException:
-            self.revisions.abort_write_transaction(tx)
+            if not attempt.committing:
+                self._abort(tx)
+            # Otherwise the data may be in: recover() finishes the write and settles
+            # the revision (commits it, or adopts it into a new one if it expired).
             raise
-        self.revisions.commit_write_transaction(tx)
-        return result
 
     def _write(self, df: DataFrame, *, mode: Mode = "append",
                mark_set_done: SpecLike | None = None, revision: int | None = None,
-               ) -> WriteResult:
+               attempt: _Attempt | None = None) -> WriteResult:
         """Write ``df``; announce each partition it wrote; then the optional set-done.
 
         ``mode="append"`` adds files (a partition already announced is not
@@ -166,7 +173,7 @@ class NotifyingWriter:
         done_spec = canonical_set_done(target.info, mark_set_done)
         frame = target.prepare(df)
         fs = HadoopFs(spark, target.location)
-        recover(self.publisher, fs, spark, target.location,
+        recover(self.publisher, fs, spark, target.location, files=self.files,
                 stale_after_seconds=self.lease_seconds, lease_seconds=self.lease_seconds)
 
         write_id = new_write_id()
@@ -189,7 +196,7 @@ class NotifyingWriter:
                 location=target.location, keys=list(target.keys), mode=mode,
                 partitions=sorted(partitions), set_done=done_spec, revision=revision,
                 store_mark=self.publisher.store.max_event_id(),
-                catalog_table=target.catalog_table,
+                catalog_table=target.catalog_table, owns_revision=attempt is not None,
             )
             # Anything the publisher would refuse fails here, before data is visible.
             Publisher.validate_partitions(target.info, manifest.specs())
@@ -199,9 +206,14 @@ class NotifyingWriter:
             _discard(fs, staging, write_id)
             raise
         list_seconds = time.monotonic() - started - spark_seconds
+        finish = None
+        if attempt is not None:
+            attempt.committing = True
+            finish = self._settler(attempt.tx, target.info.id)
         try:
             return complete(self.publisher, fs, spark, manifest, lease=lease, resumed=False,
-                            spark_seconds=spark_seconds, list_seconds=list_seconds)
+                            spark_seconds=spark_seconds, list_seconds=list_seconds,
+                            files=self.files, finish=finish)
         except Exception as exc:
             raise CommitIncompleteError(
                 f"write {write_id} to {target.info.qualified}: Spark committed the data but "
@@ -230,10 +242,27 @@ class NotifyingWriter:
         target = self._resolve(session)
         fs = HadoopFs(session, target.location)
         stale = self.lease_seconds if stale_after_seconds is None else stale_after_seconds
-        return recover(self.publisher, fs, session, target.location,
+        return recover(self.publisher, fs, session, target.location, files=self.files,
                        stale_after_seconds=stale, lease_seconds=self.lease_seconds)
 
     # -- internals ------------------------------------------------------------
+    def _settler(self, tx: WriteTransaction, table_id: int) -> Callable[[], int]:
+        files = self.files
+        assert files is not None
+
+        def settle() -> int:
+            return files.settle(tx, table_id=table_id)
+
+        return settle
+
+    def _abort(self, tx: WriteTransaction) -> None:
+        assert self.revisions is not None
+        try:
+            self.revisions.abort_write_transaction(tx)
+        except Exception as exc:  # the write's own error matters more
+            log.error("could not abort transaction %d on %s (%s); it expires after its "
+                      "keep-alive", tx.revision, tx.table, exc)
+
     def _resolve(self, spark: SparkSession) -> Target:
         if self._target is None:
             self._target = self._catalog_target(spark) if self.catalog_table \
@@ -273,6 +302,14 @@ class NotifyingWriter:
         info = self._registered(keys, location)
         return Target(info=info, location=location, keys=keys, format=provider,
                       catalog_table=self.catalog_table, columns=columns)
+
+
+@dataclass
+class _Attempt:
+    """One transactional write: ``committing`` once the commit step began (data may be in)."""
+
+    tx: WriteTransaction
+    committing: bool = False
 
 
 def _discard(fs: HadoopFs, staging: str, write_id: str) -> None:

@@ -114,3 +114,81 @@ def test_never_committed_staging_is_deleted_and_nothing_announced(spark, spark_a
     assert not staging.exists()
     assert logged(spark_app) == []
     assert not list(Path(location(tmp_path)).glob("datestamp=*"))
+
+
+def _snapshot_rows(spark: Any, app: Any, snap: Any) -> int:
+    from writers.snapshot_read import read_snapshot
+
+    return int(read_snapshot(spark, app.store, "sales", "orders", snapshot=snap).frame.count())
+
+
+def test_recovery_commits_the_live_revision_it_announced_under(spark, spark_app, tmp_path):
+    from store.revisions import RevisionManager
+
+    rm = RevisionManager(spark_app.store)
+    broken = writer_for(StoreDownPublisher(spark_app, fail={"announce"}), tmp_path, revisions=rm)
+    with pytest.raises(CommitIncompleteError):
+        broken.write(frame(spark, rows_for(["20110228"], ["us", "eu"])))
+    (running,) = rm.running_transactions("sales.orders")
+
+    done = writer_for(spark_app, tmp_path, revisions=rm).recover(spark, stale_after_seconds=0.0)
+    assert [m.revision for m in done[0].announced] == [running.revision] * 2
+    assert rm.running_transactions("sales.orders") == []
+    snap = rm.create_snapshot("sales.orders")
+    assert snap.includes(running.revision, "data"), "the original transaction committed"
+    assert _snapshot_rows(spark, spark_app, snap) == 6
+
+
+def test_recovery_after_the_revision_expired_commits_a_new_one(spark, spark_app, tmp_path):
+    from store.revisions import RevisionManager, snapshot_partitions
+    from tests.revisions.conftest import FakeClock
+
+    clock = FakeClock(time.time())
+    rm = RevisionManager(spark_app.store, clock=clock)
+    broken = writer_for(StoreDownPublisher(spark_app, fail={"set_done"}), tmp_path, revisions=rm)
+    with pytest.raises(CommitIncompleteError):
+        broken.write(frame(spark, rows_for(["20110228"], ["us", "eu"])),
+                     mark_set_done="datestamp=20110228")
+    (old,) = rm.running_transactions("sales.orders")
+    clock.advance(old.keep_alive + 1)  # the driver is gone: nobody keeps it alive
+
+    done = writer_for(spark_app, tmp_path, revisions=rm).recover(spark, stale_after_seconds=0.0)
+    assert len(done) == 1 and done[0].set_done is not None
+    new = done[0].set_done.revision
+    assert new is not None and new > old.revision
+    snap = rm.create_snapshot("sales.orders")
+    assert old.revision in snap.aborted and snap.includes(new, "data")
+    info = spark_app.publisher.table("sales", "orders")
+    # Partitions logged under the expired revision before the failure moved to the new one.
+    assert {p.revision for p in snapshot_partitions(spark_app.store, info, snap)} == {new}
+    assert len(snapshot_partitions(spark_app.store, info, snap)) == 2
+    assert _snapshot_rows(spark, spark_app, snap) == 6
+
+
+def test_a_recovery_that_fails_is_continued_under_the_revision_it_adopted(spark, spark_app,
+                                                                          tmp_path):
+    from store.revisions import RevisionManager
+    from tests.revisions.conftest import FakeClock
+
+    clock = FakeClock(time.time())
+    rm = RevisionManager(spark_app.store, clock=clock)
+    broken = writer_for(StoreDownPublisher(spark_app, fail={"announce"}), tmp_path, revisions=rm)
+    with pytest.raises(CommitIncompleteError):
+        broken.write(frame(spark, rows_for(["20110228"], ["us", "eu"])))
+    (first,) = rm.running_transactions("sales.orders")
+    clock.advance(first.keep_alive + 1)
+    with pytest.raises(StoreError):  # recovery adopts a new revision, then fails too
+        broken.recover(spark, stale_after_seconds=0.0)
+    (second,) = rm.running_transactions("sales.orders")
+    assert second.revision > first.revision
+    staging = next((Path(location(tmp_path)) / "_pn_staging").iterdir())
+    assert (staging / f"_pn_adopted.{second.revision}").exists()
+    clock.advance(second.keep_alive + 1)
+
+    done = writer_for(spark_app, tmp_path, revisions=rm).recover(spark, stale_after_seconds=0.0)
+    final = done[0].revision
+    assert final is not None and final > second.revision
+    assert {m.revision for m in done[0].announced} == {final}
+    snap = rm.create_snapshot("sales.orders")
+    assert {first.revision, second.revision} <= snap.aborted and snap.includes(final, "data")
+    assert _snapshot_rows(spark, spark_app, snap) == 6

@@ -56,3 +56,42 @@ def test_a_failed_write_aborts_its_revision(spark, spark_app, tmp_path):
     assert snap.aborted, "the failed write's revision is recorded as aborted"
     assert {r[1:] for r in _rows(read_snapshot(spark, spark_app.store, "sales", "orders",
                                                snapshot=snap))} == {("20110228", "us")}
+
+
+def _count(read) -> int:
+    return read.frame.count()
+
+
+def test_a_snapshot_returns_the_same_rows_after_an_append_into_its_partition(
+        spark, spark_app, tmp_path):
+    revisions = RevisionManager(spark_app.store)
+    writer = path_writer(spark_app, tmp_path, revisions=revisions)
+    writer.write(frame(spark, rows_for(["20110228"], ["us"])))
+    snap = revisions.create_snapshot("sales.orders")
+    assert _count(read_snapshot(spark, spark_app.store, "sales", "orders", snapshot=snap)) == 3
+
+    again = writer.write(frame(spark, rows_for(["20110228"], ["us"])))
+    assert again.announced == [], "an append into a known partition is not announced"
+    assert _count(read_snapshot(spark, spark_app.store, "sales", "orders", snapshot=snap)) == 3
+    assert _count(read_snapshot(spark, spark_app.store, "sales", "orders")) == 6
+
+
+def test_a_snapshot_returns_the_same_rows_after_an_overwrite_of_its_partition(
+        spark, spark_app, tmp_path):
+    revisions = RevisionManager(spark_app.store)
+    writer = path_writer(spark_app, tmp_path, revisions=revisions)
+    writer.write(frame(spark, rows_for(["20110228"], ["us", "eu"])))
+    snap = revisions.create_snapshot("sales.orders")
+    before = _rows(read_snapshot(spark, spark_app.store, "sales", "orders",
+                                 snapshot=snap).frame)
+    assert len(before) == 6
+
+    writer.write(frame(spark, rows_for(["20110228"], ["us"], per=1)), mode="overwrite")
+    again = read_snapshot(spark, spark_app.store, "sales", "orders", snapshot=snap)
+    assert _rows(again.frame) == before, "3 rows of us stay 3 rows"
+    assert again.snapshot == snap and any("/_pn_retired/" in f for f in again.files)
+    latest = read_snapshot(spark, spark_app.store, "sales", "orders")
+    assert _count(latest) == 1 + 3
+    # Plain readers of the table directory see only the new data.
+    table = str(tmp_path / "warehouse" / "orders")
+    assert spark.read.parquet(table).where("region = 'us'").count() == 1

@@ -1,0 +1,152 @@
+"""The files of each revision, and settling a writer's revision so its data stays readable.
+
+A write transaction records every data file it adds (``record``) and, for an
+overwrite, the partitions it replaces and where their old files went
+(``retire``). A snapshot then reads exactly the files of the committed
+revisions it covers, minus those hidden by a covered overwrite of their
+partition (``visible``): later appends add files the snapshot does not list,
+later overwrites move old files aside instead of deleting them, so the same
+snapshot returns the same rows.
+
+``settle`` ends a write: it commits the transaction, or, if its keep-alive
+ran out while the data was being published, moves everything tagged with
+the expired revision (files, replacements, announced partitions) to a new
+revision and commits that, in one database transaction. A write that
+published is thereby always readable at a committed revision.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from typing import Literal
+
+from partition_notify.errors import ConflictError, NotFoundError
+from store.revision_file_repositories import RevisionFileUnitOfWork
+from store.revision_file_schema import RevisionFileRow, RevisionReplacementRow
+from store.revision_schema import ABORTED
+from store.revisions import DEFAULT_FAMILY, RevisionManager, Snapshot, WriteTransaction
+
+log = logging.getLogger(__name__)
+
+State = Literal["running", "committed", "expired", "aborted"]
+
+
+class RevisionFiles:
+    """File bookkeeping and revision settling for writers, over a revision manager's store."""
+
+    def __init__(self, manager: RevisionManager) -> None:
+        self.manager = manager
+
+    def _uow(self, *, write: bool) -> RevisionFileUnitOfWork:
+        return RevisionFileUnitOfWork(self.manager.engine, write=write)
+
+    # -- files ------------------------------------------------------------------
+    def record(self, table: str, revision: int, write_id: str,
+               listing: Callable[[], Iterable[str]]) -> int:
+        """Record the files ``listing`` gives (``<partition dir>/<file name>``) once per write.
+
+        ``listing`` is only called when the write has recorded nothing yet, so
+        a resumed write (whose staged files may have moved) records nothing twice.
+        """
+        with self._uow(write=False) as uow:
+            if uow.files.has_write(table, write_id):
+                return 0
+        rows = []
+        for path in listing():
+            partition, _, name = path.rpartition("/")
+            rows.append({"table_name": table, "revision": revision, "write_id": write_id,
+                         "partition": partition, "name": name, "retired_to": None})
+        with self._uow(write=True) as uow:
+            if uow.files.has_write(table, write_id):
+                return 0
+            uow.files.add_many(rows)
+        return len(rows)
+
+    def retire(self, table: str, revision: int, write_id: str, partitions: Sequence[str],
+               retired_to: str) -> None:
+        """``revision`` replaces ``partitions``; their older files move under ``retired_to``."""
+        with self._uow(write=True) as uow:
+            if not uow.replacements.has_write(table, write_id):
+                uow.replacements.add_many([
+                    {"table_name": table, "revision": revision, "write_id": write_id,
+                     "partition": p, "retired_to": retired_to} for p in partitions])
+            uow.files.retire(table, partitions, write_id, retired_to)
+
+    def visible(self, table: str, snapshot: Snapshot, family: str = DEFAULT_FAMILY) -> list[str]:
+        """Paths (relative to the table location) of the files ``snapshot`` covers."""
+        limit = snapshot.revision(family)
+        with self._uow(write=False) as uow:  # rows expire when it ends: use them inside
+            return visible_paths(uow.files.up_to(table, limit),
+                                 uow.replacements.up_to(table, limit), snapshot, family)
+
+    # -- revisions ----------------------------------------------------------------
+    def transaction(self, table: str, revision: int) -> tuple[State, WriteTransaction | None]:
+        """The state of a revision, with its transaction while it runs."""
+        now = self.manager.clock()
+        with self._uow(write=False) as uow:
+            last = uow.revisions.last_revision(table)
+            if last is None or not 1 <= revision <= last:
+                raise NotFoundError(f"table {table} has no transaction {revision}")
+            row = uow.revisions.get_txn(table, revision)
+            if row is None:
+                return "committed", None
+            if row.state == ABORTED:
+                return ("expired" if row.reason == "expired" else "aborted"), None
+            if row.expires_at <= now:
+                return "expired", None
+            return "running", WriteTransaction._of(row)
+
+    def settle(self, tx: WriteTransaction, *, table_id: int | None) -> int:
+        """Commit ``tx``; if it expired, adopt its revision into a new committed one.
+
+        Returns the committed revision. A transaction aborted on request stays
+        aborted: :class:`ConflictError`.
+        """
+        try:
+            self.manager.commit_write_transaction(tx)
+            return tx.revision
+        except ConflictError:
+            state, _ = self.transaction(tx.table, tx.revision)
+            if state != "expired":
+                raise
+        new = self.adopt(tx.table, [tx.revision], table_id=table_id)
+        log.warning("transaction %d on %s expired before it could commit; its data and "
+                    "partitions now belong to committed revision %d", tx.revision, tx.table, new)
+        return new
+
+    def adopt(self, table: str, old: Sequence[int], *, table_id: int | None,
+              into: WriteTransaction | None = None) -> int:
+        """Re-tag everything of the revisions ``old`` with ``into`` (default: a new
+        transaction) and commit it, all in one database transaction."""
+        with self._uow(write=True) as uow:
+            tx = into or self.manager.begin_in(uow, table, [DEFAULT_FAMILY])
+            for revision in old:
+                uow.files.retag(table, revision, tx.revision)
+                uow.replacements.retag(table, revision, tx.revision)
+                if table_id is not None:
+                    uow.partitions.retag(table_id, revision, tx.revision)
+            refusal = self.manager.commit_in(uow, tx)
+        if refusal is not None:
+            raise refusal
+        return tx.revision
+
+
+def visible_paths(files: Iterable[RevisionFileRow], replaced: Iterable[RevisionReplacementRow],
+                  snapshot: Snapshot, family: str = DEFAULT_FAMILY) -> list[str]:
+    """Files of covered revisions not hidden by a covered overwrite of their partition.
+
+    Visibility follows revision order, the order snapshots are defined in: a
+    file of revision ``r`` in partition ``p`` is hidden exactly when a covered
+    revision above ``r`` replaced ``p``.
+    """
+    latest: dict[str, int] = {}
+    for r in replaced:
+        if snapshot.includes(r.revision, family):
+            latest[r.partition] = max(latest.get(r.partition, 0), r.revision)
+    return sorted(f.path for f in files
+                  if snapshot.includes(f.revision, family)
+                  and f.revision >= latest.get(f.partition, 0))
+
+
+__all__ = ["RevisionFiles", "State", "visible_paths"]
