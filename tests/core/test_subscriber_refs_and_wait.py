@@ -111,7 +111,7 @@ def test_repeats_past_the_window_are_dropped_by_number(app, monkeypatch):
                                    ev.body.encode()))
         marker = app.publisher.send_mark_set_done("w", "t", "ds=last")
         assert got.wait_for(lambda ms: ms[-1].message_id == marker.message_id, 10)
-        assert [m.message_id for m in got.messages] == [m.message_id for m in sent + [marker]]
+        assert [m.message_id for m in got.messages] == [m.message_id for m in [*sent, marker]]
         assert s.duplicates == 30 and sub.stats.duplicates == 30
 
 
