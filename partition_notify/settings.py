@@ -55,6 +55,12 @@ class Settings(BaseSettings):
         None, ge=0, description="leave entries this young to their writer (default timeout + 5 s)"
     )
     relay_max_backoff_seconds: float = Field(8.0, gt=0)
+    spark_spool_interval_seconds: float = Field(
+        5.0, gt=0, description="serve: how often it looks for Spark commit manifests"
+    )
+    spark_spool_dirs: str = Field(
+        "", description="serve: extra comma-separated dirs holding Spark commit manifests"
+    )
     log_format: Literal["text", "json"] = "text"
     metrics_port: int | None = Field(None, description="serve: Prometheus endpoint port")
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
 
 from partition_notify.contract import (
     AddPartitionMessage,
@@ -146,6 +148,42 @@ class Publisher:
         msg = logged[0]
         assert isinstance(msg, SetDoneMessage)
         return msg
+
+    def announce_commit(
+        self,
+        db: str,
+        table: str,
+        partitions: Sequence[SpecLike],
+        *,
+        locations: Sequence[str | None],
+        replace: bool = False,
+        set_done: SpecLike | None = None,
+        revision: int | None = None,
+        also: Callable[[Session], None] | None = None,
+    ) -> list[AnyMessage]:
+        """A committed write in one transaction: its add-partitions, then its set-done.
+
+        ``also`` runs inside that transaction (the Spark commit protocol records
+        the job there, so a job is announced once). Returns the messages logged.
+        """
+        info = self.table(db, table)
+        specs = self.validate_partitions(info, partitions)
+        if len(locations) != len(specs):
+            raise ValidationError(
+                f"{len(specs)} partitions but {len(locations)} locations for {info.qualified}"
+            )
+        done = None if set_done is None else self.validate_set_done(info, set_done)
+        drafts = [
+            self._partition_draft(info, s, loc, revision)
+            for s, loc in zip(specs, locations, strict=True)
+        ]
+        if done is not None:
+            drafts.append(self._set_done_draft(info, done, revision))
+        logged = self.store.append(
+            drafts, replace_partitions=replace, published=self.transport.uses_store_log, also=also
+        )
+        self._deliver(logged)
+        return logged
 
     # -- validation (also used by writers before any data is written) ---------
     @staticmethod

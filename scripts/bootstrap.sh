@@ -22,3 +22,5 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/python -m pip install -q -e '.[spark,dev]'
   echo "$want" > "$stamp"
 fi
+# The Spark commit protocol jar (package data of writers): rebuilt only when its sources change.
+PYTHON=.venv/bin/python bash scripts/build_jvm.sh

@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import Engine, Executable, Row
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
 
 from partition_notify.contract import AnyMessage, SetDoneMessage, to_envelope
 from partition_notify.errors import ConflictError, UnknownTableError
@@ -226,6 +227,7 @@ class Store:
         *,
         replace_partitions: bool = False,
         published: bool = False,
+        also: Callable[[Session], None] | None = None,
     ) -> list[AnyMessage]:
         """Append events, their partitions and set-done rows in one transaction.
 
@@ -233,10 +235,16 @@ class Store:
         ``replace_partitions`` (an overwrite announces the partition again).
         Returns the messages actually logged, in event-id order. ``published``
         marks them delivered at once: when the log itself is the bus.
+        ``also`` runs in the same transaction (an idempotency record), even
+        when nothing is left to log.
         """
-        if not drafts:
+        if not drafts and also is None:
             return []
         with self._uow(write=True) as uow:
+            if also is not None:
+                also(uow.session)
+            if not drafts:
+                return []
             existing: dict[int, set[str]] = defaultdict(set)
             by_table: dict[int, list[str]] = defaultdict(list)
             for d in drafts:
