@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from partition_notify import cli_revisions, cli_spark
+from partition_notify import cli_http, cli_revisions, cli_spark
 from partition_notify.errors import PartitionNotifyError, WaitTimeout
 
 EXIT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 1, 2, 3
@@ -258,6 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="write the table with a local PySpark job (default on)",
     )
     cli_revisions.add_parsers(sub, _Parser)
+    cli_http.add_parsers(sub, _Parser)
     cli_spark.add_parsers(sub, _Parser)
     return p
 

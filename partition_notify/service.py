@@ -9,6 +9,7 @@ import threading
 import time
 from datetime import UTC, datetime
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
@@ -16,6 +17,9 @@ from partition_notify.app import App
 from partition_notify.errors import PartitionNotifyError
 from partition_notify.metrics import Metrics
 from publisher.relay import Relay
+
+if TYPE_CHECKING:
+    from partition_notify.http.server import HttpServer
 
 log = logging.getLogger(__name__)
 #: SQLite purge: batches short enough that a writer queued behind one waits
@@ -144,6 +148,18 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _start_http(app: App, service: Service) -> HttpServer | None:
+    """The HTTP API (``PN_HTTP_BIND``), imported only when configured."""
+    if not app.settings.http_bind:
+        return None
+    from partition_notify.http.server import HttpServer
+
+    http = HttpServer(app, metrics=service.metrics, healthy=service.healthy.is_set)
+    port = http.start()
+    log.info("HTTP API on http://%s:%d (docs: /docs)", http.server.config.host, port)
+    return http
+
+
 _STD_ATTRS = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
 
 
@@ -190,6 +206,7 @@ def run(app: App, *, stop: threading.Event | None = None) -> None:
         port = service.metrics.serve(app.settings.metrics_port)
         log.info("metrics on http://127.0.0.1:%d/metrics (health: /healthz)", port)
     service.start()
+    http = _start_http(app, service)
     log.info(
         "serving: store=%s transport=%s relay=%s",
         app.store.dialect,
@@ -197,6 +214,8 @@ def run(app: App, *, stop: threading.Event | None = None) -> None:
         service.relay.owner,
     )
     stop.wait()
+    if http is not None:
+        http.stop()
     log.info("stopping: waiting for the relay batch in flight")
     service.stop()
     log.info("stopped", extra={"pn_event": "service.stopped"})

@@ -63,6 +63,17 @@ class Settings(BaseSettings):
     )
     log_format: Literal["text", "json"] = "text"
     metrics_port: int | None = Field(None, description="serve: Prometheus endpoint port")
+    # HTTP API and deadlines (docs/http-api.md)
+    http_bind: str | None = Field(None, description="serve: host:port of the HTTP API (off unset)")
+    http_anonymous_read: bool = Field(False, description="HTTP reads without a token")
+    http_max_body_bytes: int = Field(1 << 20, gt=0, description="larger request bodies get 413")
+    http_wait_max_seconds: float = Field(300.0, gt=0, description="longest HTTP long-poll")
+    http_idempotency_ttl_seconds: int = Field(86400, gt=0, description="Idempotency-Key lifetime")
+    http_shutdown_timeout_seconds: float = Field(10.0, gt=0, description="HTTP drain on stop")
+    deadline_check_interval_seconds: float = Field(30.0, gt=0, description="lateness re-check")
+    deadline_lookback_seconds: int = Field(
+        86400, gt=0, description="deadlines older than this are not checked (first start)"
+    )
 
 
 def load_settings(**overrides: object) -> Settings:

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-
-from sqlalchemy.orm import Session
 
 from partition_notify.contract import (
     AddPartitionMessage,
@@ -21,6 +19,7 @@ from partition_notify.contract import (
 )
 from partition_notify.errors import InvalidSpecError, PublishError, TransportError, ValidationError
 from store import EventDraft, Store, TableInfo
+from store.provider import InTxn
 from store.schema import MAX_SPEC_CHARS
 from transports import Transport
 
@@ -111,12 +110,14 @@ class Publisher:
         locations: Sequence[str | None] | None = None,
         revision: int | None = None,
         replace: bool = False,
+        in_txn: InTxn | None = None,
     ) -> list[AddPartitionMessage]:
         """Announce new partitions, one add-partition message each.
 
         Partitions already announced are skipped, unless ``replace`` (an
         overwrite: announced again with the new revision). Returns the
-        messages sent.
+        messages sent. ``in_txn`` runs inside the logging transaction (the
+        HTTP API stores its idempotency key there).
         """
         info = self.table(db, table)
         specs = self.validate_partitions(info, partitions)
@@ -129,22 +130,23 @@ class Publisher:
             self._partition_draft(info, s, loc, revision)
             for s, loc in zip(specs, locs, strict=True)
         ]
-        logged = self.store.append(
-            drafts, replace_partitions=replace, published=self.transport.uses_store_log
-        )
-        self._deliver(logged)
+        logged = self.append_and_deliver(drafts, replace=replace, in_txn=in_txn)
         return [m for m in logged if isinstance(m, AddPartitionMessage)]
 
     def send_mark_set_done(
-        self, db: str, table: str, partial_spec: SpecLike, *, revision: int | None = None
+        self,
+        db: str,
+        table: str,
+        partial_spec: SpecLike,
+        *,
+        revision: int | None = None,
+        in_txn: InTxn | None = None,
     ) -> SetDoneMessage:
         """Tell consumers that every partition matching ``partial_spec`` is complete."""
         info = self.table(db, table)
         done = self.validate_set_done(info, partial_spec)
-        logged = self.store.append(
-            [self._set_done_draft(info, done, revision)], published=self.transport.uses_store_log
-        )
-        self._deliver(logged)
+        draft = self._set_done_draft(info, done, revision)
+        logged = self.append_and_deliver([draft], in_txn=in_txn)
         msg = logged[0]
         assert isinstance(msg, SetDoneMessage)
         return msg
@@ -159,12 +161,13 @@ class Publisher:
         replace: bool = False,
         set_done: SpecLike | None = None,
         revision: int | None = None,
-        also: Callable[[Session], None] | None = None,
+        in_txn: InTxn | None = None,
     ) -> list[AnyMessage]:
         """A committed write in one transaction: its add-partitions, then its set-done.
 
-        ``also`` runs inside that transaction (the Spark commit protocol records
-        the job there, so a job is announced once). Returns the messages logged.
+        ``in_txn`` runs inside that transaction (the Spark commit protocol
+        records the job there, so a job is announced once). Returns the
+        messages logged.
         """
         info = self.table(db, table)
         specs = self.validate_partitions(info, partitions)
@@ -179,11 +182,7 @@ class Publisher:
         ]
         if done is not None:
             drafts.append(self._set_done_draft(info, done, revision))
-        logged = self.store.append(
-            drafts, replace_partitions=replace, published=self.transport.uses_store_log, also=also
-        )
-        self._deliver(logged)
-        return logged
+        return self.append_and_deliver(drafts, replace=replace, in_txn=in_txn)
 
     # -- validation (also used by writers before any data is written) ---------
     @staticmethod
@@ -209,6 +208,29 @@ class Publisher:
         spec.check_against(s, info.partition_keys, full=False, table=info.qualified)
         _bounded(spec.canonical(s))
         return s
+
+    def append_and_deliver(
+        self,
+        drafts: Sequence[EventDraft],
+        *,
+        replace: bool = False,
+        in_txn: InTxn | None = None,
+    ) -> list[AnyMessage]:
+        """Log ``drafts`` in one transaction, then hand them to the transport."""
+        logged = self.store.append(
+            drafts,
+            replace_partitions=replace,
+            published=self.transport.uses_store_log,
+            in_txn=in_txn,
+        )
+        self._deliver(logged)
+        return logged
+
+    def common_fields(
+        self, info: TableInfo, event_id: int, seq: int, now: float, revision: int | None = None
+    ) -> dict[str, object]:
+        """The envelope fields every message of ``info`` carries."""
+        return self._common(info, event_id, seq, now, revision)
 
     # -- internals ------------------------------------------------------------
     def _common(

@@ -14,7 +14,6 @@ from typing import Any
 
 from sqlalchemy import Engine, Executable, Row
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.orm import Session
 
 from partition_notify.contract import AnyMessage, SetDoneMessage, to_envelope
 from partition_notify.errors import ConflictError, UnknownTableError
@@ -25,6 +24,9 @@ from store.schema import TableRow
 from store.uow import UnitOfWork, map_db_error
 
 Clock = Callable[[], float]
+#: Runs inside :meth:`Store.append`'s transaction with the messages logged
+#: (idempotency keys, late-message rows); raising rolls everything back.
+InTxn = Callable[[UnitOfWork, list[AnyMessage]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +229,7 @@ class Store:
         *,
         replace_partitions: bool = False,
         published: bool = False,
-        also: Callable[[Session], None] | None = None,
+        in_txn: InTxn | None = None,
     ) -> list[AnyMessage]:
         """Append events, their partitions and set-done rows in one transaction.
 
@@ -235,21 +237,20 @@ class Store:
         ``replace_partitions`` (an overwrite announces the partition again).
         Returns the messages actually logged, in event-id order. ``published``
         marks them delivered at once: when the log itself is the bus.
-        ``also`` runs in the same transaction (an idempotency record), even
-        when nothing is left to log.
+        ``in_txn`` runs last inside the transaction (even when nothing is logged).
         """
-        if not drafts and also is None:
+        if not drafts and in_txn is None:
             return []
         with self._uow(write=True) as uow:
-            if also is not None:
-                also(uow.session)
-            if not drafts:
-                return []
             existing: dict[int, set[str]] = defaultdict(set)
             by_table: dict[int, list[str]] = defaultdict(list)
             for d in drafts:
                 if d.partition_spec is not None:
                     by_table[d.table.id].append(d.partition_spec)
+            if not drafts and in_txn is not None:
+                uow.sequences.lock("event")  # serialise the hook with every writer
+                in_txn(uow, [])
+                return []
             if not by_table:
                 # Nothing to de-duplicate (set-done only): lock and reserve at once.
                 first = uow.sequences.take("event", len(drafts))
@@ -266,6 +267,8 @@ class Store:
                         or d.partition_spec not in existing[d.table.id]
                     ]
                 if not drafts:
+                    if in_txn is not None:
+                        in_txn(uow, [])
                     return []
                 uow.sequences.advance("event", first + len(drafts))
             seqs = {
@@ -280,6 +283,8 @@ class Store:
             uow.events.add_many(events)
             uow.partitions.add_many(parts)
             uow.set_done.add_many(dones)
+            if in_txn is not None:
+                in_txn(uow, messages)
         with self.appended:
             self.append_generation += 1
             self.appended.notify_all()

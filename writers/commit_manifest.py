@@ -28,8 +28,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticError
-from sqlalchemy.orm import Session
 
+from partition_notify.contract import AnyMessage
 from partition_notify.errors import (
     ConflictError,
     InvalidManifestError,
@@ -41,6 +41,7 @@ from publisher import Publisher
 from store import TableInfo, UnitOfWork
 from store.commit_repository import SparkCommitRepository
 from store.commit_schema import MAX_JOB_ID_CHARS
+from store.provider import InTxn
 from writers.layout import parse_partition_path
 
 log = logging.getLogger(__name__)
@@ -188,44 +189,68 @@ def already_processed(publisher: Publisher, job_id: str) -> bool:
         return SparkCommitRepository(uow.session).get(job_id) is not None
 
 
-def apply_manifest(publisher: Publisher, manifest: CommitManifest) -> Outcome:
-    """Announce a committed Spark job once: add-partitions, then its set-done.
-
-    Idempotent by job id: the job is recorded in the transaction that logs its
-    messages. A job whose table is not registered is ignored (logged once).
-    """
+def plan(publisher: Publisher, manifest: CommitManifest) -> Outcome | TableInfo:
+    """The table to announce into, or the outcome when there is nothing to do."""
     if already_processed(publisher, manifest.job_id):
         return Outcome("duplicate", manifest.job_id, manifest.table)
     info = resolve_table(publisher.store.tables(), manifest)
     if info is None:
         _log_unmatched_once(manifest)
         return Outcome("ignored", manifest.job_id, manifest.table)
+    return info
+
+
+def announce(
+    publisher: Publisher, manifest: CommitManifest, info: TableInfo,
+    in_txn: InTxn | None = None,
+) -> list[AnyMessage]:
+    """Log the job's messages and its idempotency record in one transaction.
+
+    Raises :class:`ConflictError` when another processor recorded the job first
+    (nothing of ours was logged then).
+    """
     specs = partition_specs(info, manifest)
     locations: list[str | None] = [p.location for p in manifest.partitions]
     clock = publisher.store.clock
 
-    def record(session: Session) -> None:
-        SparkCommitRepository(session).add(manifest.job_id, info.id, len(specs), clock())
+    def record(uow: UnitOfWork, messages: list[AnyMessage]) -> None:
+        SparkCommitRepository(uow.session).add(manifest.job_id, info.id, len(specs), clock())
+        if in_txn is not None:
+            in_txn(uow, messages)
 
     try:
         logged = publisher.announce_commit(
             info.db, info.name, specs, locations=locations, replace=manifest.overwrite,
-            set_done=manifest.mark_set_done, also=record,
+            set_done=manifest.mark_set_done, in_txn=record,
         )
-    except PublishError as exc:
-        # Logged and recorded; the relay (serve) delivers it. Nothing to retry here.
-        log.warning("spark job %s: %s", manifest.job_id, exc)
-        return Outcome("announced", manifest.job_id, info.qualified, 0, len(specs))
-    except ConflictError:
-        # Another processor recorded this job first; its transaction logged the messages.
-        if already_processed(publisher, manifest.job_id):
-            return Outcome("duplicate", manifest.job_id, info.qualified)
-        raise
     except (InvalidSpecError, InvalidNameError) as exc:
         raise InvalidManifestError(f"manifest of job {manifest.job_id}: {exc}") from None
     log.info(
         "spark job %s: %d message(s) for %s", manifest.job_id, len(logged), info.qualified,
         extra={"pn_event": "spark_commit.announced"},
     )
-    return Outcome("announced", manifest.job_id, info.qualified, len(logged), len(specs))
+    return logged
 
+
+def apply_manifest(publisher: Publisher, manifest: CommitManifest) -> Outcome:
+    """Announce a committed Spark job once: add-partitions, then its set-done.
+
+    Idempotent by job id: the job is recorded in the transaction that logs its
+    messages. A job whose table is not registered is ignored (logged once).
+    """
+    target = plan(publisher, manifest)
+    if isinstance(target, Outcome):
+        return target
+    n = len(manifest.partitions)
+    try:
+        logged = announce(publisher, manifest, target)
+    except PublishError as exc:
+        # Logged and recorded; the relay (serve) delivers it. Nothing to retry here.
+        log.warning("spark job %s: %s", manifest.job_id, exc)
+        return Outcome("announced", manifest.job_id, target.qualified, 0, n)
+    except ConflictError:
+        # Another processor recorded this job first; its transaction logged the messages.
+        if already_processed(publisher, manifest.job_id):
+            return Outcome("duplicate", manifest.job_id, target.qualified)
+        raise
+    return Outcome("announced", manifest.job_id, target.qualified, len(logged), n)

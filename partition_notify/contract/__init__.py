@@ -4,8 +4,12 @@ from partition_notify.contract import names, spec
 from partition_notify.contract.messages import (
     ADD_PARTITION,
     PARTITION_DONE,
+    PARTITION_LATE,
+    PARTITION_LATE_RECOVERED,
     AddPartitionMessage,
     Envelope,
+    PartitionLateMessage,
+    PartitionLateRecoveredMessage,
     SetDoneMessage,
     decode,
     json_schemas,
@@ -13,14 +17,20 @@ from partition_notify.contract.messages import (
 )
 from partition_notify.contract.topics import TopicPolicy, topic_for, validate_topic
 
-AnyMessage = AddPartitionMessage | SetDoneMessage
+AnyMessage = (
+    AddPartitionMessage | SetDoneMessage | PartitionLateMessage | PartitionLateRecoveredMessage
+)
 
 __all__ = [
     "ADD_PARTITION",
     "PARTITION_DONE",
+    "PARTITION_LATE",
+    "PARTITION_LATE_RECOVERED",
     "AddPartitionMessage",
     "AnyMessage",
     "Envelope",
+    "PartitionLateMessage",
+    "PartitionLateRecoveredMessage",
     "SetDoneMessage",
     "TopicPolicy",
     "decode",

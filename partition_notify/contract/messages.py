@@ -1,4 +1,4 @@
-"""Wire format of the two messages, HCatalog-compatible.
+"""Wire format of the messages, HCatalog-compatible.
 
 Bodies are JSON objects whose HCatalog fields (``server``,
 ``servicePrincipal``, ``db``, ``table``, ``timestamp``, ``partitions``) keep
@@ -7,7 +7,8 @@ read them; the extra fields (``messageId``, ``eventId``, ``topicSeq`` ...)
 are ignored by those consumers and used by ours.
 
 Headers (JMS string properties on ActiveMQ, record headers on Kafka):
-``HCAT_EVENT`` (``ADD_PARTITION`` or ``PARTITION_DONE``),
+``HCAT_EVENT`` (``ADD_PARTITION`` or ``PARTITION_DONE``; ours: ``PARTITION_LATE``
+and ``PARTITION_LATE_RECOVERED``, see :mod:`partition_notify.deadlines`),
 ``HCAT_MESSAGE_VERSION``, ``HCAT_MESSAGE_FORMAT=json``, and ours,
 ``PN_EVENT_ID``, ``PN_MESSAGE_ID`` and ``PN_TABLE`` (the routing key);
 JMS property names must be Java identifiers, hence no dashes.
@@ -33,6 +34,9 @@ PN_TABLE = "PN_TABLE"
 MESSAGE_VERSION = "0.1"
 ADD_PARTITION: Literal["ADD_PARTITION"] = "ADD_PARTITION"
 PARTITION_DONE: Literal["PARTITION_DONE"] = "PARTITION_DONE"
+PARTITION_LATE: Literal["PARTITION_LATE"] = "PARTITION_LATE"
+PARTITION_LATE_RECOVERED: Literal["PARTITION_LATE_RECOVERED"] = "PARTITION_LATE_RECOVERED"
+EVENT_TYPES = (ADD_PARTITION, PARTITION_DONE, PARTITION_LATE, PARTITION_LATE_RECOVERED)
 #: Anything larger on a topic is not ours: refuse before parsing.
 MAX_BODY_BYTES = 1 << 20
 
@@ -90,8 +94,44 @@ class SetDoneMessage(_Message):
     )
 
 
-Message = Annotated[AddPartitionMessage | SetDoneMessage, Field(discriminator="event_type")]
-_ADAPTER: pydantic.TypeAdapter[AddPartitionMessage | SetDoneMessage] = pydantic.TypeAdapter(Message)
+class _LateBase(_Message):
+    expectation: str = Field(description="Name of the expectation (unique per table).")
+    partition_spec: dict[str, str] = Field(
+        alias="partitionSpec", description="The expected (rendered) spec, keys sorted lexically."
+    )
+    spec: str = Field(alias="partitionSpecString", description="Canonical string of the spec.")
+    logical_date: str = Field(
+        alias="logicalDate",
+        description="The schedule instance, ISO 8601 in the schedule's time zone.",
+    )
+    deadline: int = Field(description="Epoch seconds by which a covering set-done was due.")
+
+
+class PartitionLateMessage(_LateBase):
+    """No set-done covered the expected spec by its deadline (``PARTITION_LATE``)."""
+
+    event_type: Literal["PARTITION_LATE"] = Field(PARTITION_LATE, alias="eventType")
+
+
+class PartitionLateRecoveredMessage(_LateBase):
+    """A late spec was covered after all (``PARTITION_LATE_RECOVERED``)."""
+
+    event_type: Literal["PARTITION_LATE_RECOVERED"] = Field(
+        PARTITION_LATE_RECOVERED, alias="eventType"
+    )
+    set_done_event_id: int = Field(
+        alias="setDoneEventId", ge=1, description="Event id of the covering set-done."
+    )
+    late_by_seconds: int = Field(
+        alias="lateBySeconds", description="Set-done commit time minus the deadline."
+    )
+
+
+AnyWire = (
+    AddPartitionMessage | SetDoneMessage | PartitionLateMessage | PartitionLateRecoveredMessage
+)
+Message = Annotated[AnyWire, Field(discriminator="event_type")]
+_ADAPTER: pydantic.TypeAdapter[AnyWire] = pydantic.TypeAdapter(Message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +147,7 @@ class Envelope:
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
-def headers_for(message: AddPartitionMessage | SetDoneMessage) -> dict[str, str]:
+def headers_for(message: AnyWire) -> dict[str, str]:
     return {
         HCAT_EVENT: message.event_type,
         HCAT_MESSAGE_VERSION: MESSAGE_VERSION,
@@ -118,11 +158,11 @@ def headers_for(message: AddPartitionMessage | SetDoneMessage) -> dict[str, str]
     }
 
 
-def encode_body(message: AddPartitionMessage | SetDoneMessage) -> bytes:
+def encode_body(message: AnyWire) -> bytes:
     return message.model_dump_json(by_alias=True, exclude_none=True).encode()
 
 
-def to_envelope(message: AddPartitionMessage | SetDoneMessage) -> Envelope:
+def to_envelope(message: AnyWire) -> Envelope:
     headers = headers_for(message)
     return Envelope(
         topic=message.topic,
@@ -134,9 +174,7 @@ def to_envelope(message: AddPartitionMessage | SetDoneMessage) -> Envelope:
     )
 
 
-def decode(
-    body: bytes | str, headers: dict[str, str] | None = None
-) -> AddPartitionMessage | SetDoneMessage:
+def decode(body: bytes | str, headers: dict[str, str] | None = None) -> AnyWire:
     """Decode a body (and check its headers when given); raise MalformedMessageError."""
     raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
     if len(raw) > MAX_BODY_BYTES:
@@ -171,9 +209,9 @@ def decode(
     if "eventType" not in obj and headers and HCAT_EVENT in headers:
         obj["eventType"] = headers[HCAT_EVENT]
     event = obj.get("eventType")
-    if event not in (ADD_PARTITION, PARTITION_DONE):
+    if event not in EVENT_TYPES:
         raise MalformedMessageError(
-            f"unknown event type {event!r}; expected {ADD_PARTITION!r} or {PARTITION_DONE!r}"
+            f"unknown event type {event!r}; expected one of {', '.join(EVENT_TYPES)}"
         )
     if headers and headers.get(HCAT_EVENT) not in (None, event):
         raise MalformedMessageError(
@@ -190,8 +228,10 @@ def decode(
 
 
 def json_schemas() -> dict[str, Any]:
-    """JSON Schemas of both messages, as published in docs/."""
+    """JSON Schemas of every message, as published in docs/."""
     return {
         "add_partition": AddPartitionMessage.model_json_schema(by_alias=True),
         "mark_set_done": SetDoneMessage.model_json_schema(by_alias=True),
+        "partition_late": PartitionLateMessage.model_json_schema(by_alias=True),
+        "partition_late_recovered": PartitionLateRecoveredMessage.model_json_schema(by_alias=True),
     }

@@ -1,7 +1,7 @@
 """Spark commits already announced (the commit protocol's idempotency record).
 
 Revision ID: 0007
-Revises: 0002
+Revises: 0005
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0007"
-down_revision = "0002"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,71 @@
+"""The FastAPI application factory: one ``App`` (composition root) behind HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
+
+from fastapi import APIRouter, FastAPI
+
+from partition_notify.app import App
+from partition_notify.http import problems, routes_live, routes_ops, routes_read, routes_write
+from partition_notify.http.context import HttpContext
+from partition_notify.http.hub import EventHub
+from partition_notify.metrics import Metrics
+from store.http_store import HttpStore
+
+DESCRIPTION = """\
+Partition-completion notifications over HTTP, for consumers and writers that
+are not Python. Authenticate with `Authorization: Bearer <token>` (tokens:
+`partition-notify token create`). Errors are `application/problem+json`.
+The message bodies are the JSON Schemas in docs/schemas/.
+"""
+
+
+def create_http_app(
+    app: App,
+    *,
+    metrics: Metrics | None = None,
+    healthy: Callable[[], bool] | None = None,
+    extra_routers: Iterable[APIRouter] = (),
+) -> FastAPI:
+    """The HTTP API of ``app``; ``extra_routers`` are mounted as they are.
+
+    Extra routers reuse :func:`partition_notify.http.auth.require_role` and
+    :func:`partition_notify.http.idempotency.idempotent_write`.
+    """
+    hub = EventHub(app.store, app.settings.poll_interval_seconds)
+    ctx = HttpContext(
+        app=app,
+        http_store=HttpStore(app.store),
+        hub=hub,
+        metrics=metrics or Metrics(),
+        healthy=healthy or (lambda: True),
+    )
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        await hub.start()
+        try:
+            yield
+        finally:
+            await hub.stop()
+
+    api = FastAPI(
+        title="partition-notify",
+        version="1",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+    )
+    api.state.pn = ctx
+    problems.install(api)
+    for router in (
+        routes_ops.router,
+        routes_read.router,
+        routes_live.router,
+        routes_write.router,
+        *extra_routers,
+    ):
+        api.include_router(router)
+    api.add_middleware(problems.BodyLimit, limit=app.settings.http_max_body_bytes)
+    return api

@@ -1,0 +1,52 @@
+"""Helpers the routers share: table references, message rendering."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from partition_notify.contract import AnyMessage, names, spec
+from partition_notify.errors import InvalidNameError
+from partition_notify.http.context import HttpContext
+from partition_notify.http.problems import about
+from store import TableInfo
+
+
+def table_ref(ref: str) -> tuple[str, str]:
+    """``db.table`` from the path, validated by the same name rules as the CLI."""
+    with about("path.table"):
+        db, sep, name = ref.partition(".")
+        if not sep or not db or not name:
+            raise InvalidNameError(f"table {ref!r} must be written db.table")
+        return names.db_name(db), names.table_name(name)
+
+
+def table_info(ctx: HttpContext, ref: str) -> TableInfo:
+    db, name = table_ref(ref)
+    with about("path.table"):
+        return ctx.app.publisher.table(db, name)
+
+
+def wanted_spec(info: TableInfo, raw: str, *, full: bool, field: str) -> spec.Spec:
+    """Parse and check a spec exactly as the subscriber does."""
+    with about(field):
+        s = spec.coerce(raw)
+        spec.check_against(s, info.partition_keys, full=full, table=info.qualified)
+        return s
+
+
+def message_json(msg: AnyMessage) -> dict[str, Any]:
+    out: dict[str, Any] = json.loads(msg.model_dump_json(by_alias=True, exclude_none=True))
+    return out
+
+
+def table_json(t: TableInfo) -> dict[str, Any]:
+    return {
+        "db": t.db,
+        "table": t.name,
+        "name": t.qualified,
+        "partitionKeys": list(t.partition_keys),
+        "topic": t.topic,
+        "retentionSeconds": t.retention_seconds,
+        "location": t.location,
+    }

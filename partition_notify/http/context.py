@@ -1,0 +1,40 @@
+"""What every route reaches through ``request.app.state.pn``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from fastapi import Request
+from prometheus_client import Gauge
+
+from partition_notify.app import App
+from partition_notify.http.hub import EventHub
+from partition_notify.metrics import Metrics
+from partition_notify.settings import Settings
+from store.http_store import HttpStore
+
+
+@dataclass
+class HttpContext:
+    app: App
+    http_store: HttpStore
+    hub: EventHub
+    metrics: Metrics
+    healthy: Callable[[], bool]
+    waits: Gauge = field(init=False)
+    streams: Gauge = field(init=False)
+
+    def __post_init__(self) -> None:
+        r = self.metrics.registry
+        self.waits = Gauge("pn_http_waits", "HTTP long-polls in progress", registry=r)
+        self.streams = Gauge("pn_http_streams", "HTTP SSE streams open", registry=r)
+
+    @property
+    def settings(self) -> Settings:
+        return self.app.settings
+
+
+def context(request: Request) -> HttpContext:
+    ctx: HttpContext = request.app.state.pn
+    return ctx

@@ -1,0 +1,174 @@
+"""Long-poll waits and Server-Sent Events streams, fed by the event hub."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
+from fastapi.responses import JSONResponse
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.concurrency import run_in_threadpool
+
+from partition_notify.contract import SetDoneMessage, spec
+from partition_notify.http.auth import Principal, require_role
+from partition_notify.http.common import table_info, wanted_spec
+from partition_notify.http.context import HttpContext, context
+from partition_notify.http.hub import HubEvent
+from partition_notify.http.problems import ApiProblem
+from store import TableInfo
+
+router = APIRouter(prefix="/v1", tags=["live"])
+Reader = Annotated[Principal, Depends(require_role("read"))]
+Ctx = Annotated[HttpContext, Depends(context)]
+#: Events a slow stream client may fall behind before it is cut off; it then
+#: reconnects with Last-Event-ID and catches up from the log.
+STREAM_BUFFER = 10_000
+REPLAY_PAGE = 500
+PING_SECONDS = 15
+
+
+@router.get(
+    "/tables/{table}/wait",
+    summary="Long-poll until a set-done covers the spec",
+    description="200 with the covering set-done (at once if one exists), or **204 No "
+    "Content** when `timeout` seconds pass without one. A coarser set-done covers a finer "
+    "spec. `timeout` is capped by PN_HTTP_WAIT_MAX_SECONDS.",
+    responses={204: {"description": "timed out, nothing covers the spec yet"}},
+)
+async def wait(
+    table: str,
+    request: Request,
+    _: Reader,
+    ctx: Ctx,
+    spec_: Annotated[str, Query(alias="spec", description="partial or full spec")],
+    timeout: Annotated[float, Query(ge=0, allow_inf_nan=False, description="seconds")] = 30.0,
+) -> Response:
+    limit = ctx.settings.http_wait_max_seconds
+    if timeout > limit:
+        raise ApiProblem(
+            422, "invalid-input", "Invalid input",
+            f"query.timeout: {timeout:g} s is more than the server's maximum {limit:g} s "
+            "(PN_HTTP_WAIT_MAX_SECONDS)",
+            field="query.timeout",
+        )
+    info, wanted = await run_in_threadpool(_resolve, ctx, table, spec_)
+    loop = asyncio.get_running_loop()
+    found: asyncio.Future[dict[str, Any] | None] = loop.create_future()
+
+    def on_event(event: HubEvent | None) -> None:
+        if found.done():
+            return
+        if event is None:
+            found.set_result(None)
+            return
+        msg = event.message() if event.event_type == "PARTITION_DONE" else None
+        if isinstance(msg, SetDoneMessage) and spec.covers(msg.partition_spec, wanted):
+            found.set_result(json.loads(event.body))
+
+    close = ctx.hub.listen(info.qualified, on_event)  # 1. listen, 2. then read the store
+    ctx.waits.inc()
+    try:
+        bodies = await run_in_threadpool(
+            ctx.app.store.set_done_covering, info, spec.covering_specs(wanted)
+        )
+        if bodies:
+            return JSONResponse(json.loads(bodies[0]))
+        try:
+            body = await asyncio.wait_for(asyncio.shield(found), timeout)
+        except TimeoutError:
+            return Response(status_code=204)
+        if body is None:
+            raise ApiProblem(503, "shutting-down", "Shutting down", "the server is stopping")
+        return JSONResponse(body)
+    finally:
+        close()
+        ctx.waits.dec()
+
+
+def _resolve(ctx: HttpContext, table: str, raw: str) -> tuple[TableInfo, spec.Spec]:
+    info = table_info(ctx, table)
+    return info, wanted_spec(info, raw, full=False, field="query.spec")
+
+
+@router.get(
+    "/tables/{table}/stream",
+    summary="Server-Sent Events: the table's messages, replayed then live",
+    description="Each SSE event has `id:` = the message's eventId, `event:` = its HCAT_EVENT "
+    "and `data:` = its JSON body. With `Last-Event-ID` (header, or `last_event_id` for the "
+    "first connection) the server first replays every message of the table after that id "
+    "from the event log, then follows live: each message once, in event-id order. Without "
+    "one, the stream starts live.",
+    response_class=EventSourceResponse,
+)
+async def stream(
+    table: str,
+    _: Reader,
+    ctx: Ctx,
+    last_event_id_header: Annotated[
+        str | None, Header(alias="Last-Event-ID", description="resume after this event id")
+    ] = None,
+    last_event_id: Annotated[int | None, Query(ge=0)] = None,
+) -> EventSourceResponse:
+    cursor = last_event_id
+    if last_event_id_header is not None and last_event_id_header.strip():
+        raw = last_event_id_header.strip()
+        if not raw.isdigit():
+            raise ApiProblem(
+                422, "invalid-input", "Invalid input",
+                f"header.Last-Event-ID: expected an event id (a non-negative integer), "
+                f"got {raw[:40]!r}",
+                field="header.Last-Event-ID",
+            )
+        cursor = int(raw)
+    info = await run_in_threadpool(table_info, ctx, table)
+    queue: asyncio.Queue[HubEvent | None] = asyncio.Queue(STREAM_BUFFER)
+
+    def on_event(event: HubEvent | None) -> None:
+        try:
+            queue.put_nowait(event)
+        except asyncio.QueueFull:
+            close()  # cut the slow client off; it resumes from the log
+            queue.get_nowait()
+            queue.put_nowait(None)
+
+    close = ctx.hub.listen(info.qualified, on_event)
+    start = ctx.hub.cursor if cursor is None else cursor
+    ctx.streams.inc()
+    return EventSourceResponse(
+        _events(ctx, info, start, replay=cursor is not None, queue=queue, close=close),
+        ping=PING_SECONDS,
+    )
+
+
+async def _events(
+    ctx: HttpContext,
+    info: TableInfo,
+    last: int,
+    *,
+    replay: bool,
+    queue: asyncio.Queue[HubEvent | None],
+    close: Any,
+) -> AsyncIterator[ServerSentEvent]:
+    try:
+        while replay:
+            page = await run_in_threadpool(
+                ctx.http_store.events_of_table_after, info.id, last, REPLAY_PAGE
+            )
+            for event_id, event_type, body in page:
+                yield ServerSentEvent(data=body, id=str(event_id), event=event_type)
+                last = event_id
+            replay = len(page) == REPLAY_PAGE
+        while True:
+            event = await queue.get()
+            if event is None:
+                return
+            if event.event_id <= last:
+                continue  # already replayed
+            yield ServerSentEvent(data=event.body, id=str(event.event_id), event=event.event_type)
+            last = event.event_id
+    finally:
+        close()
+        ctx.streams.dec()

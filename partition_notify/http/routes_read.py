@@ -1,0 +1,93 @@
+"""Reads: tables, partitions, set-done history and coverage."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query
+
+from partition_notify.contract import spec
+from partition_notify.http.auth import Principal, require_role
+from partition_notify.http.common import table_info, table_json, wanted_spec
+from partition_notify.http.context import HttpContext, context
+
+router = APIRouter(prefix="/v1", tags=["read"])
+Reader = Annotated[Principal, Depends(require_role("read"))]
+Ctx = Annotated[HttpContext, Depends(context)]
+
+
+@router.get("/tables", summary="Registered tables")
+def list_tables(_: Reader, ctx: Ctx) -> dict[str, Any]:
+    return {"tables": [table_json(t) for t in ctx.app.store.tables()]}
+
+
+@router.get("/tables/{table}", summary="One table")
+def get_table(table: str, _: Reader, ctx: Ctx) -> dict[str, Any]:
+    return table_json(table_info(ctx, table))
+
+
+@router.get(
+    "/tables/{table}/partitions/{partition:path}",
+    summary="Is a partition present (announced)?",
+    description="`partition` is a full spec, `k=v/k=v`; a value's own `/` or `%` is "
+    "Hive-escaped (`%2F`, `%25`) and that escape percent-encoded in the URL (`%252F`).",
+)
+def get_partition(table: str, partition: str, _: Reader, ctx: Ctx) -> dict[str, Any]:
+    info = table_info(ctx, table)
+    s = wanted_spec(info, partition, full=True, field="path.partition")
+    found = ctx.app.store.partition(info, spec.canonical(s))
+    out: dict[str, Any] = {"table": info.qualified, "spec": spec.canonical(s)}
+    if found is None:
+        return {**out, "present": False}
+    return {
+        **out,
+        "present": True,
+        "values": found.values,
+        "location": found.location,
+        "revision": found.revision,
+        "eventId": found.event_id,
+        "createdAt": found.created_at,
+    }
+
+
+@router.get(
+    "/tables/{table}/set-done",
+    summary="Retained set-done history",
+    description="Oldest first. `since` (epoch seconds) and `since_event_id` (exclusive) "
+    "filter it; without either, everything retained.",
+)
+def set_done_history(
+    table: str,
+    _: Reader,
+    ctx: Ctx,
+    since: Annotated[float | None, Query(ge=0, allow_inf_nan=False)] = None,
+    since_event_id: Annotated[int | None, Query(ge=0)] = None,
+) -> dict[str, Any]:
+    info = table_info(ctx, table)
+    bodies = ctx.app.store.set_done_history([info], since or 0.0)
+    out = [json.loads(b) for b in bodies]
+    if since_event_id is not None:
+        out = [m for m in out if int(m.get("eventId", 0)) > since_event_id]
+    return {"table": info.qualified, "setDone": out}
+
+
+@router.get(
+    "/tables/{table}/set-done/covering",
+    summary="Is this spec done?",
+    description="A set-done for any sub-spec covers it: `datestamp=X` done covers "
+    "`datestamp=X/region=us`. Answers the oldest covering set-done.",
+)
+def covering(
+    table: str,
+    _: Reader,
+    ctx: Ctx,
+    spec_: Annotated[str, Query(alias="spec", description="partial or full spec")],
+) -> dict[str, Any]:
+    info = table_info(ctx, table)
+    wanted = wanted_spec(info, spec_, full=False, field="query.spec")
+    bodies = ctx.app.store.set_done_covering(info, spec.covering_specs(wanted))
+    out: dict[str, Any] = {"table": info.qualified, "spec": spec.canonical(wanted)}
+    if not bodies:
+        return {**out, "done": False}
+    return {**out, "done": True, "setDone": json.loads(bodies[0])}

@@ -1,0 +1,151 @@
+"""Writes: register (admin), announce and mark-done (write), idempotent by key."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    StrictBool,
+    StrictInt,
+    WithJsonSchema,
+)
+
+from partition_notify.contract import AddPartitionMessage, AnyMessage, SetDoneMessage
+from partition_notify.http.auth import Principal, require_role
+from partition_notify.http.common import message_json, table_info, table_json, table_ref
+from partition_notify.http.context import HttpContext, context
+from partition_notify.http.idempotency import IdempotencyKey, fingerprint, idempotent_write
+from partition_notify.http.problems import about
+from store.provider import InTxn
+
+router = APIRouter(prefix="/v1", tags=["write"])
+Writer = Annotated[Principal, Depends(require_role("write"))]
+Admin = Annotated[Principal, Depends(require_role("admin"))]
+Ctx = Annotated[HttpContext, Depends(context)]
+
+
+def _spec_in(value: object) -> str | dict[str, Any]:
+    # One check with one message: a plain union would report one error per member.
+    if isinstance(value, str | dict):
+        return value
+    raise ValueError(
+        "a spec is a 'key=value/key=value' string or a JSON object of key to value, "
+        f"got {type(value).__name__}"
+    )
+
+
+#: A spec as the CLI takes it (``k=v/k=v``) or as a JSON object; values are
+#: checked by the same code as the CLI's (contract.spec).
+SpecIn = Annotated[
+    str | dict[str, Any],
+    PlainValidator(_spec_in),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "examples": ["datestamp=20110228/region=us"]},
+                {"type": "object", "additionalProperties": {"type": ["string", "integer"]}},
+            ]
+        }
+    ),
+]
+MAX_PARTITIONS_PER_REQUEST = 10_000
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RegisterBody(_Body):
+    table: str = Field(description="db.table")
+    partitionKeys: list[str] = Field(min_length=1, description="ordered partition keys")
+    retentionSeconds: StrictInt | None = Field(None, description="set-done retention")
+    topic: str | None = Field(None, description="explicit topic instead of the policy")
+    location: str | None = None
+
+
+class AnnounceBody(_Body):
+    partitions: list[SpecIn] = Field(min_length=1, max_length=MAX_PARTITIONS_PER_REQUEST)
+    locations: list[str | None] | None = Field(None, description="one per partition")
+    revision: StrictInt | None = Field(None, ge=0)
+    replace: StrictBool = Field(False, description="announce again (an overwrite)")
+
+
+class SetDoneBody(_Body):
+    spec: SpecIn = Field(description="partial spec: datestamp=20110228")
+    revision: StrictInt | None = Field(None, ge=0)
+
+
+@router.post("/tables", status_code=201, summary="Register a table (admin)")
+def register(body: RegisterBody, _: Admin, ctx: Ctx) -> JSONResponse:
+    db, name = table_ref(body.table)
+    with about("body"):
+        existed = _exists(ctx, db, name)
+        info = ctx.app.publisher.register_table(
+            db, name, body.partitionKeys, retention_seconds=body.retentionSeconds,
+            topic=body.topic, location=body.location,
+        )
+    return JSONResponse(table_json(info), status_code=200 if existed else 201)
+
+
+def _exists(ctx: HttpContext, db: str, name: str) -> bool:
+    return any(t.db == db and t.name == name for t in ctx.app.store.tables())
+
+
+@router.post(
+    "/tables/{table}/partitions",
+    status_code=201,
+    summary="Announce partitions",
+    description="One ADD_PARTITION message per new partition; ones already announced are "
+    "skipped (counted in `skipped`) unless `replace`.",
+)
+def announce(
+    table: str, body: AnnounceBody, request: Request, who: Writer, ctx: Ctx,
+    key: IdempotencyKey = None,
+) -> JSONResponse:
+    info = table_info(ctx, table)
+    fp = fingerprint(who, "POST", request.url.path, body.model_dump(mode="json"))
+
+    def write(in_txn: InTxn) -> object:
+        with about("body.partitions"):
+            return ctx.app.publisher.announce_partitions(
+                info.db, info.name, body.partitions, locations=body.locations,
+                revision=body.revision, replace=body.replace, in_txn=in_txn,
+            )
+
+    def render(messages: Sequence[AnyMessage]) -> dict[str, Any]:
+        sent = [m for m in messages if isinstance(m, AddPartitionMessage)]
+        return {
+            "table": info.qualified,
+            "announced": [message_json(m) for m in sent],
+            "skipped": len(body.partitions) - len(sent),
+        }
+
+    return idempotent_write(ctx, who, key, fp, write, render)
+
+
+@router.post("/tables/{table}/set-done", status_code=201, summary="Mark a partial spec done")
+def mark_done(
+    table: str, body: SetDoneBody, request: Request, who: Writer, ctx: Ctx,
+    key: IdempotencyKey = None,
+) -> JSONResponse:
+    info = table_info(ctx, table)
+    fp = fingerprint(who, "POST", request.url.path, body.model_dump(mode="json"))
+
+    def write(in_txn: InTxn) -> object:
+        with about("body.spec"):
+            return ctx.app.publisher.send_mark_set_done(
+                info.db, info.name, body.spec, revision=body.revision, in_txn=in_txn
+            )
+
+    def render(messages: Sequence[AnyMessage]) -> dict[str, Any]:
+        done = [m for m in messages if isinstance(m, SetDoneMessage)]
+        return {"table": info.qualified, "setDone": message_json(done[0])}
+
+    return idempotent_write(ctx, who, key, fp, write, render)

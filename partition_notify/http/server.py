@@ -1,0 +1,93 @@
+"""uvicorn in a thread of ``partition-notify serve``, stopped with a deadline."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+import uvicorn
+
+from partition_notify.app import App
+from partition_notify.errors import ConfigurationError
+from partition_notify.http.app import create_http_app
+from partition_notify.metrics import Metrics
+
+log = logging.getLogger(__name__)
+#: How long start() waits for the socket to be bound.
+START_TIMEOUT_SECONDS = 30.0
+
+
+def parse_bind(value: str) -> tuple[str, int]:
+    """``host:port`` (``[::1]:8080`` for IPv6); port 0 picks a free one."""
+    host, sep, port = value.strip().rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ConfigurationError(
+            f"PN_HTTP_BIND={value!r}: expected host:port, e.g. 127.0.0.1:8080"
+        )
+    return host, int(port)
+
+
+class HttpServer:
+    def __init__(
+        self, app: App, *, metrics: Metrics, healthy: Callable[[], bool]
+    ) -> None:
+        assert app.settings.http_bind is not None
+        host, port = parse_bind(app.settings.http_bind)
+        from partition_notify.http.routes_commits import router as commits
+
+        self.api = create_http_app(
+            app, metrics=metrics, healthy=healthy, extra_routers=[commits]
+        )
+        self.shutdown_timeout = app.settings.http_shutdown_timeout_seconds
+        config = uvicorn.Config(
+            self.api,
+            host=host,
+            port=port,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=max(1, int(self.shutdown_timeout)),
+            limit_concurrency=None,
+            backlog=4096,
+        )
+        self.server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self.server.run, name="pn-http", daemon=True)
+        self.port = 0
+
+    def start(self) -> int:
+        """Serve on a thread; returns the bound port once listening."""
+        self._thread.start()
+        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        while not self.server.started:
+            if not self._thread.is_alive():
+                raise ConfigurationError(
+                    f"the HTTP API could not start on {self.server.config.host}:"
+                    f"{self.server.config.port} (see the log above)"
+                )
+            if time.monotonic() > deadline:
+                raise ConfigurationError("the HTTP API did not start within "
+                                         f"{START_TIMEOUT_SECONDS:g} s")
+            time.sleep(0.01)
+        sockets = [s for srv in self.server.servers for s in srv.sockets]
+        self.port = int(sockets[0].getsockname()[1]) if sockets else self.server.config.port
+        return self.port
+
+    def stop(self) -> None:
+        """End streams and waits, stop accepting, drain requests; give up at the deadline."""
+        hub = self.api.state.pn.hub
+        loop = hub.loop
+        if loop is not None and not loop.is_closed():
+            try:
+                asyncio.run_coroutine_threadsafe(hub.stop(), loop).result(self.shutdown_timeout)
+            except (TimeoutError, RuntimeError) as exc:
+                log.warning("HTTP API: ending streams failed: %r", exc)
+        self.server.should_exit = True
+        self._thread.join(self.shutdown_timeout + 2)
+        if self._thread.is_alive():
+            log.warning("HTTP API did not stop within %.1f s; forcing", self.shutdown_timeout)
+            self.server.force_exit = True
+            self._thread.join(5)

@@ -1,0 +1,122 @@
+"""Repositories of the HTTP API and deadline tables; each takes a Session, none commits."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from store.http_schema import ApiTokenRow, ExpectationCheckRow, ExpectationRow, IdempotencyRow
+
+
+class ApiTokenRepository:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def by_name(self, name: str) -> ApiTokenRow | None:
+        return self.session.scalars(
+            select(ApiTokenRow).where(ApiTokenRow.name == name)
+        ).one_or_none()
+
+    def by_hash(self, digest: str) -> ApiTokenRow | None:
+        return self.session.scalars(
+            select(ApiTokenRow).where(ApiTokenRow.token_sha256 == digest)
+        ).one_or_none()
+
+    def all(self) -> list[ApiTokenRow]:
+        return list(self.session.scalars(select(ApiTokenRow).order_by(ApiTokenRow.name)))
+
+    def add(self, row: ApiTokenRow) -> None:
+        self.session.add(row)
+        self.session.flush()
+
+
+class IdempotencyRepository:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def get(self, principal: str, key: str) -> IdempotencyRow | None:
+        stmt = select(IdempotencyRow).where(
+            IdempotencyRow.principal == principal, IdempotencyRow.key == key
+        )
+        return self.session.scalars(stmt).one_or_none()
+
+    def add(self, row: IdempotencyRow) -> None:
+        self.session.add(row)
+        self.session.flush()
+
+    def remove(self, row: IdempotencyRow) -> None:
+        self.session.delete(row)
+        self.session.flush()
+
+    def purge(self, now: float) -> int:
+        result = self.session.execute(
+            delete(IdempotencyRow)
+            .where(IdempotencyRow.expires_at <= now)
+            .execution_options(synchronize_session=False)
+        )
+        return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+
+class ExpectationRepository:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def get(self, table_id: int, name: str) -> ExpectationRow | None:
+        stmt = select(ExpectationRow).where(
+            ExpectationRow.table_id == table_id, ExpectationRow.name == name
+        )
+        return self.session.scalars(stmt).one_or_none()
+
+    def all(self, table_ids: Sequence[int] | None = None) -> list[ExpectationRow]:
+        stmt = select(ExpectationRow)
+        if table_ids is not None:
+            stmt = stmt.where(ExpectationRow.table_id.in_(list(table_ids)))
+        return list(self.session.scalars(stmt.order_by(ExpectationRow.id)))
+
+    def add(self, row: ExpectationRow) -> None:
+        self.session.add(row)
+        self.session.flush()
+
+    def remove(self, row: ExpectationRow) -> None:
+        self.session.delete(row)
+        self.session.flush()
+
+
+class ExpectationCheckRepository:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def get(self, expectation_id: int, logical_date: str) -> ExpectationCheckRow | None:
+        stmt = select(ExpectationCheckRow).where(
+            ExpectationCheckRow.expectation_id == expectation_id,
+            ExpectationCheckRow.logical_date == logical_date,
+        )
+        return self.session.scalars(stmt).one_or_none()
+
+    def checked_dates(self, expectation_id: int, since_deadline: float) -> set[str]:
+        stmt = select(ExpectationCheckRow.logical_date).where(
+            ExpectationCheckRow.expectation_id == expectation_id,
+            ExpectationCheckRow.deadline_at >= since_deadline,
+        )
+        return set(self.session.scalars(stmt))
+
+    def open_late(self) -> list[ExpectationCheckRow]:
+        stmt = select(ExpectationCheckRow).where(
+            ExpectationCheckRow.outcome == "late", ExpectationCheckRow.recovered_at.is_(None)
+        )
+        return list(self.session.scalars(stmt.order_by(ExpectationCheckRow.id)))
+
+    def recent(self, expectation_ids: Sequence[int], limit: int) -> list[ExpectationCheckRow]:
+        stmt = (
+            select(ExpectationCheckRow)
+            .where(ExpectationCheckRow.expectation_id.in_(list(expectation_ids)))
+            .order_by(ExpectationCheckRow.deadline_at.desc())
+            .limit(limit)
+        )
+        return list(self.session.scalars(stmt))
+
+    def add(self, row: ExpectationCheckRow) -> None:
+        self.session.add(row)
+        self.session.flush()

@@ -1,0 +1,203 @@
+"""Bearer tokens and idempotency keys of the HTTP API, over the SQL store.
+
+Tokens are 256-bit random strings shown once; the store keeps their SHA-256
+(a fast hash is enough for a high-entropy secret: there is nothing to guess).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import secrets
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select
+
+from partition_notify.errors import ConflictError, NotFoundError, ValidationError
+from store.http_repositories import ApiTokenRepository, IdempotencyRepository
+from store.http_schema import MAX_IDEMPOTENCY_KEY_CHARS, ApiTokenRow, IdempotencyRow
+from store.schema import EventRow
+from store.uow import UnitOfWork
+
+if TYPE_CHECKING:
+    from store.provider import Store
+
+#: Roles in increasing power: each includes the ones before it.
+ROLES = ("read", "write", "admin")
+TOKEN_PREFIX = "pn_"
+_NAME = re.compile(r"[A-Za-z0-9._@-]{1,128}")
+_KEY = re.compile(rf"[\x21-\x7e]{{1,{MAX_IDEMPOTENCY_KEY_CHARS}}}")
+
+
+@dataclass(frozen=True, slots=True)
+class TokenInfo:
+    name: str
+    role: str
+    created_at: float
+    revoked_at: float | None = None
+
+    def allows(self, role: str) -> bool:
+        return ROLES.index(self.role) >= ROLES.index(role)
+
+    @classmethod
+    def of(cls, row: ApiTokenRow) -> TokenInfo:
+        return cls(row.name, row.role, row.created_at, row.revoked_at)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredResponse:
+    fingerprint: str
+    status: int
+    body: Any
+
+
+class IdempotentReplay(Exception):
+    """Raised inside a write's transaction: the key was used already; roll back."""
+
+    def __init__(self, stored: StoredResponse) -> None:
+        super().__init__("idempotency key already used")
+        self.stored = stored
+
+
+def digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def check_role(role: object) -> str:
+    if role not in ROLES:
+        raise ValidationError(f"role {role!r} is not one of {', '.join(ROLES)}")
+    return str(role)
+
+
+def check_token_name(name: object) -> str:
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValidationError(
+            f"token name {name!r}: expected 1 to 128 of letters, digits and '._@-'"
+        )
+    return name
+
+
+def check_idempotency_key(key: str) -> str:
+    if not _KEY.fullmatch(key):
+        raise ValidationError(
+            f"Idempotency-Key {key[:40]!r}: expected 1 to {MAX_IDEMPOTENCY_KEY_CHARS} "
+            "printable ASCII characters without spaces"
+        )
+    return key
+
+
+class HttpStore:
+    """Tokens and idempotency keys; each method is one unit of work."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def _uow(self, *, write: bool = False) -> UnitOfWork:
+        return UnitOfWork(self.store.engine, write=write)
+
+    # -- tokens ---------------------------------------------------------------
+    def create_token(self, name: str, role: str) -> tuple[TokenInfo, str]:
+        """A new token: (info, the token itself — shown once, never stored)."""
+        check_token_name(name)
+        check_role(role)
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        with self._uow(write=True) as uow:
+            repo = ApiTokenRepository(uow.session)
+            if repo.by_name(name) is not None:
+                raise ConflictError(f"a token named {name!r} exists already (revoke it first)")
+            row = ApiTokenRow(
+                name=name, role=role, token_sha256=digest(token), created_at=self.store.clock()
+            )
+            repo.add(row)
+            return TokenInfo.of(row), token
+
+    def tokens(self) -> list[TokenInfo]:
+        with self._uow() as uow:
+            return [TokenInfo.of(r) for r in ApiTokenRepository(uow.session).all()]
+
+    def revoke_token(self, name: str) -> TokenInfo:
+        """Revoke a token; its name becomes free for a new one."""
+        with self._uow(write=True) as uow:
+            repo = ApiTokenRepository(uow.session)
+            row = repo.by_name(check_token_name(name))
+            if row is None:
+                raise NotFoundError(f"no token named {name!r}")
+            info = TokenInfo(row.name, row.role, row.created_at, self.store.clock())
+            uow.session.delete(row)
+            return info
+
+    def authenticate(self, token: str) -> TokenInfo | None:
+        """The live token ``token`` is, or None."""
+        wanted = digest(token)
+        with self._uow() as uow:
+            row = ApiTokenRepository(uow.session).by_hash(wanted)
+            # The look-up is by hash; compare again in constant time anyway.
+            if row is None or not hmac.compare_digest(row.token_sha256, wanted):
+                return None
+            return None if row.revoked_at is not None else TokenInfo.of(row)
+
+    # -- idempotency ----------------------------------------------------------
+    def stored_response(self, principal: str, key: str) -> StoredResponse | None:
+        with self._uow() as uow:
+            row = IdempotencyRepository(uow.session).get(principal, key)
+            if row is None or row.expires_at <= self.store.clock():
+                return None
+            return StoredResponse(row.fingerprint, row.status, json.loads(row.response))
+
+    def record_in(
+        self,
+        uow: UnitOfWork,
+        *,
+        principal: str,
+        key: str,
+        fingerprint: str,
+        status: int,
+        body: Any,
+        ttl_seconds: float,
+    ) -> None:
+        """Store a response inside a write's own transaction (see ``Store.append``).
+
+        Every write holds the event counter's lock by now, so the check
+        cannot race another writer with the same key.
+        """
+        repo = IdempotencyRepository(uow.session)
+        now = self.store.clock()
+        row = repo.get(principal, key)
+        if row is not None:
+            if row.expires_at > now:
+                raise IdempotentReplay(
+                    StoredResponse(row.fingerprint, row.status, json.loads(row.response))
+                )
+            repo.remove(row)
+        repo.add(
+            IdempotencyRow(
+                principal=principal,
+                key=key,
+                fingerprint=fingerprint,
+                status=status,
+                response=json.dumps(body, separators=(",", ":")),
+                created_at=now,
+                expires_at=now + ttl_seconds,
+            )
+        )
+
+    # -- stream replay --------------------------------------------------------
+    def events_of_table_after(
+        self, table_id: int, after: int, limit: int
+    ) -> list[tuple[int, str, str]]:
+        """(event id, event type, body) of one table's events after ``after``, oldest first."""
+        stmt = (
+            select(EventRow.event_id, EventRow.event_type, EventRow.body)
+            .where(EventRow.table_id == table_id, EventRow.event_id > after)
+            .order_by(EventRow.event_id)
+            .limit(limit)
+        )
+        with self._uow() as uow:
+            return [(int(r[0]), str(r[1]), str(r[2])) for r in uow.session.execute(stmt)]
+
+    def purge_idempotency(self) -> int:
+        with self._uow(write=True) as uow:
+            return IdempotencyRepository(uow.session).purge(self.store.clock())
