@@ -7,7 +7,6 @@ session-wide setting), so run these files one at a time, not with tests/spark.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -19,9 +18,12 @@ from typing import Any
 import pytest
 
 from tests.conftest import require
+from tests.http.support import HttpServe
 
 ROOT = Path(__file__).resolve().parents[2]
 JAR = ROOT / "writers" / "jvm" / "partition-notify-spark.jar"
+#: Nothing listens on port 9 (discard) here: a POST fails at once.
+DEAD_URL = "http://127.0.0.1:9"
 
 
 def spark_flags(serve_url: str | None = None) -> dict[str, str]:
@@ -57,9 +59,8 @@ def pspark(jar: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
         .config("spark.sql.warehouse.dir", str(warehouse))
-        # a dead port: every POST fails, so delivery goes through the spool (the
-        # HTTP route is another branch's); the fallback is exercised on every test.
-        .config("spark.partitionnotify.serveUrl", "http://127.0.0.1:9")
+        # Until a test's serve is up, nothing listens: delivery would go to the spool.
+        .config("spark.partitionnotify.serveUrl", DEAD_URL)
         .config("spark.partitionnotify.timeoutMs", "2000")
     )
     for k, v in spark_flags().items():
@@ -71,35 +72,6 @@ def pspark(jar: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
-
-
-class Serve:
-    """``partition-notify serve`` as a child process on a SQLite store."""
-
-    def __init__(self, store_url: str) -> None:
-        self.store_url = store_url
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def env(self) -> dict[str, str]:
-        return {
-            **os.environ,
-            "PYTHONPATH": str(ROOT),
-            "PN_STORE_URL": self.store_url,
-            "PN_TRANSPORT_URL": "embedded://",
-            "PN_SPARK_SPOOL_INTERVAL_SECONDS": "0.2",
-        }
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "partition_notify.cli", "serve"], env=self.env(),
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(timeout=30)
-        self.proc = None
 
 
 @pytest.fixture
@@ -117,10 +89,25 @@ def app(store_file: str) -> Iterator[Any]:
 
 
 @pytest.fixture
-def serve(store_file: str, app: Any) -> Iterator[Serve]:
-    s = Serve(store_file)
-    s.start()
+def writer_token(app: Any) -> str:
+    from store.http_store import HttpStore
+
+    return str(HttpStore(app.store).create_token("spark-jobs", "write")[1])
+
+
+def start_serve(store_url: str, log: Path) -> HttpServe:
+    return HttpServe(store_url, log, env_extra={"PN_SPARK_SPOOL_INTERVAL_SECONDS": "0.2"}).start()
+
+
+@pytest.fixture
+def serve(pspark: Any, store_file: str, writer_token: str, tmp_path: Path) -> Iterator[HttpServe]:
+    """A real serve (HTTP API + manifest pick-up); the session posts to it."""
+    s = start_serve(store_file, tmp_path / "serve.log")
+    pspark.conf.set("spark.partitionnotify.serveUrl", s.base)
+    pspark.conf.set("spark.partitionnotify.token", writer_token)
     yield s
+    pspark.conf.set("spark.partitionnotify.serveUrl", DEAD_URL)
+    pspark.conf.unset("spark.partitionnotify.token")
     s.stop()
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.spark_protocol.conftest import Collector, events_of, spool_files, wait_until
+from tests.spark_protocol.conftest import Collector, events_of, spool_files
 
 KEYS = ["ds", "region"]
 
@@ -41,17 +41,27 @@ def test_path_write_with_set_done_option(pspark: Any, app: Any, serve: Any,
             ["ds=20110228"])
     # set-done comes after every add-partition of the job
     assert col.messages[-1].event_type == "PARTITION_DONE"
-    wait_until(lambda: not spool_files(loc), what="the manifest to be removed")
+    assert not spool_files(loc)  # delivered over HTTP: no manifest left behind
     sub.close()
 
 
-def test_unregistered_path_is_left_alone(pspark: Any, app: Any, serve: Any,
-                                         tmp_path: Path) -> None:
-    loc = tmp_path / "nobody"
-    _rows(pspark, [(1, "20110228", "us")]).write.partitionBy(*KEYS).parquet(str(loc))
-    # serve never looks there: the manifest stays, nothing is logged, the job succeeded.
-    wait_until(lambda: len(spool_files(loc)) == 1, what="the manifest (written after the query)")
-    assert app.store.max_event_id() == 0
+def test_unregistered_path_is_left_alone_and_logged_once(
+    pspark: Any, app: Any, serve: Any, tmp_path: Path
+) -> None:
+    nobody, loc = tmp_path / "nobody", tmp_path / "events"
+    app.publisher.register_table("lake", "events", KEYS, location=f"file:{loc}")
+    col = Collector()
+    sub = app.subscriber().subscribe(("lake", "events"), col)
+    for v in (1, 2):
+        _rows(pspark, [(v, "20110228", "us")]).write.mode("append").partitionBy(
+            *KEYS).parquet(str(nobody))
+    # The listener delivers in order: once this one is in, both above were answered.
+    _rows(pspark, [(3, "20110228", "us")]).write.partitionBy(*KEYS).parquet(str(loc))
+    _expect(app, col, "lake", "events", ["ds=20110228/region=us"])
+    assert serve.text().count("matches no registered table") == 1, serve.text()[-2000:]
+    assert not spool_files(nobody)   # answered "ignored" (200), not an error to spool
+    assert len(events_of(app, "lake", "events")) == 1
+    sub.close()
 
 
 def _catalog_partitions(spark: Any, table: str) -> set[str]:
