@@ -118,3 +118,42 @@ def test_http_route(mapp: Any, store_url: str, tmp_path: Path) -> None:
         assert mapp.store.max_event_id() == 2
     finally:
         serve.stop()
+
+
+def test_spark_conf_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    from partition_notify.cli import main
+    from partition_notify.cli_spark import LISTENER_CLASS, PROTOCOL_CLASS, jar_path
+
+    assert main(["spark-conf", "--for", "spark-sql", "--serve-url", "http://pn:8080/"]) == 0
+    out = capsys.readouterr().out
+    assert out.split() == ["--jars", str(jar_path()),
+                           "--conf", f"spark.sql.sources.commitProtocolClass={PROTOCOL_CLASS}",
+                           "--conf", f"spark.sql.queryExecutionListeners={LISTENER_CLASS}",
+                           "--conf", "spark.partitionnotify.serveUrl=http://pn:8080"]
+    assert main(["spark-conf", "--for", "properties"]) == 0
+    assert f"spark.jars {jar_path()}" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exc:
+        main(["spark-conf", "--serve-url", "pn:8080"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--serve-url 'pn:8080'" in err
+
+
+def test_commits_apply_cli(store_url: str, tmp_path: Path,
+                           capsys: pytest.CaptureFixture[str]) -> None:
+    from partition_notify.app import build_app
+    from partition_notify.cli import main
+
+    with build_app(store_url=store_url, transport_url="embedded://") as a:
+        a.publisher.register_table("lake", "events", KEYS, location=f"file:{tmp_path}/events")
+    doc = tmp_path / "m.json"
+    doc.write_text(json.dumps(manifest(f"file:{tmp_path}/events", ["ds=1/region=us"])))
+    argv = ["--store-url", store_url, "--transport-url", "embedded://", "commits", "apply"]
+    assert main([*argv, str(doc)]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "announced"
+    assert main([*argv, str(doc)]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "duplicate"
+    doc.write_text("{}")
+    assert main([*argv, str(doc)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("partition-notify commits apply: error: manifest field 'version'")

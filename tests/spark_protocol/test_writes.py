@@ -137,3 +137,16 @@ def test_insert_overwrite_static_and_dynamic_mode(pspark: Any, app: Any, serve: 
     # dynamic overwrite replaced only ds=1/region=eu: ds=1/region=us still has its row
     assert pspark.sql("SELECT v FROM ow WHERE region = 'us'").collect()[0][0] == 3
     sub.close()
+
+
+def test_catalog_table_is_resolved_by_name(pspark: Any, app: Any, serve: Any) -> None:
+    """Registered without a location: only the catalog name found in the command's
+    plan can identify it (CTAS runs as SaveAsV1TableCommand in Spark 4)."""
+    app.publisher.register_table("default", "by_name", KEYS)
+    col = Collector()
+    sub = app.subscriber().subscribe(("default", "by_name"), col)
+    _rows(pspark, [(1, "1", "us")]).write.partitionBy(*KEYS).saveAsTable("by_name")   # CTAS
+    _expect(app, col, "default", "by_name", ["ds=1/region=us"])
+    pspark.sql("INSERT INTO by_name PARTITION (ds='2', region='eu') SELECT 2")
+    _expect(app, col, "default", "by_name", ["ds=1/region=us", "ds=2/region=eu"])
+    sub.close()
