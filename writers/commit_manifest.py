@@ -131,11 +131,18 @@ def resolve_table(tables: Sequence[TableInfo], manifest: CommitManifest) -> Tabl
         if not t.location:
             continue
         loc = normalise_location(t.location)
-        if (out == loc or out.startswith(loc.rstrip("/") + "/")) and (
-            best is None or len(loc) > len(normalise_location(best.location or ""))
-        ):
+        if not (out == loc or out.startswith(loc.rstrip("/") + "/")):
+            continue
+        if _hidden(out[len(loc):]):
+            continue  # e.g. NotifyingWriter's _pn_staging/: readers skip it, so do we
+        if best is None or len(loc) > len(normalise_location(best.location or "")):
             best = t
     return best
+
+
+def _hidden(rel: str) -> bool:
+    """A directory Spark and Hive readers skip (``_x``, ``.x``) on the way down."""
+    return any(seg[:1] in ("_", ".") for seg in rel.split("/") if seg)
 
 
 def partition_specs(info: TableInfo, manifest: CommitManifest) -> list[dict[str, str]]:

@@ -157,3 +157,12 @@ def test_commits_apply_cli(store_url: str, tmp_path: Path,
     assert main([*argv, str(doc)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("partition-notify commits apply: error: manifest field 'version'")
+
+
+def test_write_into_hidden_staging_dir_is_ignored(mapp: Any, tmp_path: Path) -> None:
+    """NotifyingWriter stages under <table>/_pn_staging/: with the commit protocol on
+    too, that Spark write must not be announced (the Python writer announces it)."""
+    staged = f"file:{tmp_path}/events/_pn_staging/20110228T000000-abc/data"
+    m = manifest_from_obj(manifest(staged, ["ds=1/region=us"]))
+    assert apply_manifest(mapp.publisher, m).status == "ignored"
+    assert mapp.store.max_event_id() == 0
