@@ -161,6 +161,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if args.once:
             svc = service.Service(app)
             svc.health_job()
+            svc.spark_commits_job()
             svc.relay_job()
             svc.purge_job()
             count, age = app.store.relay_lag()
