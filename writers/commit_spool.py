@@ -99,3 +99,5 @@ def process_file(publisher: Publisher, path: Path, stats: SpoolStats) -> None:
         stats.ignored += 1
     stats.jobs.append(outcome.job_id)
     path.unlink(missing_ok=True)
+    # Hadoop's LocalFileSystem writes a checksum file next to it.
+    path.with_name(f".{path.name}.crc").unlink(missing_ok=True)

@@ -105,10 +105,15 @@ def serve(pspark: Any, store_file: str, writer_token: str, tmp_path: Path) -> It
     s = start_serve(store_file, tmp_path / "serve.log")
     pspark.conf.set("spark.partitionnotify.serveUrl", s.base)
     pspark.conf.set("spark.partitionnotify.token", writer_token)
+    # A spool serve does not scan: a failed POST cannot hide behind the fallback.
+    unscanned = tmp_path / "unscanned-spool"
+    pspark.conf.set("spark.partitionnotify.spoolDir", str(unscanned))
     yield s
     pspark.conf.set("spark.partitionnotify.serveUrl", DEAD_URL)
     pspark.conf.unset("spark.partitionnotify.token")
+    pspark.conf.unset("spark.partitionnotify.spoolDir")
     s.stop()
+    assert not unscanned.exists(), f"a POST failed: {sorted(unscanned.iterdir())}"
 
 
 class Collector:

@@ -59,7 +59,12 @@ final class Delivery {
   private static String post(PendingCommits.Pending p, String body) {
     Duration timeout = Duration.ofMillis(p.settings.timeoutMs);
     try {
-      HttpClient client = HttpClient.newBuilder().connectTimeout(timeout).build();
+      // HTTP/1.1: the default h2c upgrade offer on a POST makes HTTP/1.1 servers
+      // (uvicorn/h11) drop the body.
+      HttpClient client = HttpClient.newBuilder()
+          .version(HttpClient.Version.HTTP_1_1)
+          .connectTimeout(timeout)
+          .build();
       HttpRequest.Builder req = HttpRequest.newBuilder(URI.create(base(p.settings.serveUrl) + ROUTE))
           .timeout(timeout)
           .header("Content-Type", "application/json")
