@@ -56,6 +56,8 @@ def test_spark_sql_e_announces(jar: Path, app: Any, writer_token: str, http_serv
          "--conf", "spark.ui.enabled=false",
          "--conf", f"spark.sql.warehouse.dir={tmp_path / 'wh'}",
          "--conf", f"spark.driver.extraJavaOptions=-Dderby.system.home={tmp_path}",
+         # a spool serve does not scan: only a successful POST can announce
+         "--conf", f"spark.partitionnotify.spoolDir={tmp_path / 'unscanned-spool'}",
          "-e", sql],
         cwd=tmp_path, env={**env, "PN_WRITER_TOKEN": writer_token,
                            "SPARK_HOME": str(spark_sql.parent.parent)},
@@ -67,4 +69,5 @@ def test_spark_sql_e_announces(jar: Path, app: Any, writer_token: str, http_serv
     assert col.dones() == ["ds=20110301"]
     assert len(events_of(app, "default", "clicks")) == 3
     assert not spool_files(loc)      # delivered over HTTP with the env token
+    assert not (tmp_path / "unscanned-spool").exists()
     sub.close()
