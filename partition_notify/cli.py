@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from partition_notify import cli_deadletters, cli_deadlines, cli_http, cli_revisions
+from partition_notify import cli_deadletters, cli_deadlines, cli_http, cli_revisions, cli_spark
 from partition_notify.cli_types import integer, undecodable
 from partition_notify.errors import PartitionNotifyError, WaitTimeout
 
@@ -165,6 +165,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if args.once:
             svc = service.Service(app)
             svc.health_job()
+            svc.spark_commits_job()
             svc.relay_job()
             svc.purge_job()
             count, age = app.store.relay_lag()
@@ -269,6 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_deadletters.add_parsers(sub, _Parser, _table)
     cli_http.add_parsers(sub, _Parser)
     cli_deadlines.add_parsers(sub, _Parser, _table)
+    cli_spark.add_parsers(sub, _Parser)
     return p
 
 

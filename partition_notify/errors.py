@@ -9,7 +9,8 @@ boundary with ``raise ... from exc`` so callers never need to import a driver::
     ├── ValidationError             bad input; nothing was stored
     │   ├── InvalidNameError        db / table / key / topic name
     │   ├── InvalidSpecError        partition spec (unknown key, empty value, ...)
-    │   └── MalformedMessageError   a message on the wire or in the log
+    │   ├── MalformedMessageError   a message on the wire or in the log
+    │   └── InvalidManifestError    a Spark commit manifest (writers/commit_manifest.py)
     ├── NotFoundError
     │   └── UnknownTableError       table not registered
     ├── ConflictError               e.g. re-registering a table differently
@@ -51,6 +52,10 @@ class InvalidSpecError(ValidationError):
 
 class MalformedMessageError(ValidationError):
     """A message body or header set could not be decoded."""
+
+
+class InvalidManifestError(ValidationError):
+    """A Spark commit manifest is malformed or does not fit its table."""
 
 
 class NotFoundError(PartitionNotifyError, LookupError):

@@ -88,6 +88,19 @@ class Service:
         if n:
             log.info("purged %d expired set-done rows in %.2f s", n, time.monotonic() - started)
 
+    def spark_commits_job(self) -> None:
+        from writers.commit_spool import scan
+
+        extra = [d for d in self.app.settings.spark_spool_dirs.split(",") if d.strip()]
+        try:
+            stats = scan(self.app.publisher, extra)
+        except PartitionNotifyError as exc:
+            log.warning("spark commit pick-up failed: %s", exc)
+            return
+        if stats.jobs:
+            log.info("spark commits picked up: %s", stats,
+                     extra={"pn_event": "spark_commit.picked_up"})
+
     def health_job(self) -> None:
         try:
             self.app.store.max_event_id()
@@ -114,6 +127,13 @@ class Service:
             "interval",
             seconds=s.purge_interval_seconds,
             id="purge",
+            next_run_time=_now(),
+        )
+        self.scheduler.add_job(
+            self.spark_commits_job,
+            "interval",
+            seconds=s.spark_spool_interval_seconds,
+            id="spark-commits",
             next_run_time=_now(),
         )
         self.scheduler.add_job(self.health_job, "interval", seconds=15, id="health")

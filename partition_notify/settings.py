@@ -101,6 +101,12 @@ class Settings(BaseSettings):
         description="largest message body the publisher accepts (checked before logging); "
         "subscribers accept up to the ceiling, so nothing accepted is ever dropped",
     )
+    spark_spool_interval_seconds: float = Field(
+        5.0, gt=0, description="serve: how often it looks for Spark commit manifests"
+    )
+    spark_spool_dirs: str = Field(
+        "", description="serve: extra comma-separated dirs holding Spark commit manifests"
+    )
     log_format: Literal["text", "json"] = "text"
     metrics_port: int | None = Field(None, description="serve: Prometheus endpoint port")
     # HTTP API and deadlines (docs/http-api.md)

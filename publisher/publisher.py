@@ -159,6 +159,39 @@ class Publisher:
         assert isinstance(msg, SetDoneMessage)
         return msg
 
+    def announce_commit(
+        self,
+        db: str,
+        table: str,
+        partitions: Sequence[SpecLike],
+        *,
+        locations: Sequence[str | None],
+        replace: bool = False,
+        set_done: SpecLike | None = None,
+        revision: int | None = None,
+        in_txn: InTxn | None = None,
+    ) -> list[AnyMessage]:
+        """A committed write in one transaction: its add-partitions, then its set-done.
+
+        ``in_txn`` runs inside that transaction (the Spark commit protocol
+        records the job there, so a job is announced once). Returns the
+        messages logged.
+        """
+        info = self.table(db, table)
+        specs = self.validate_partitions(info, partitions)
+        if len(locations) != len(specs):
+            raise ValidationError(
+                f"{len(specs)} partitions but {len(locations)} locations for {info.qualified}"
+            )
+        done = None if set_done is None else self.validate_set_done(info, set_done)
+        drafts = [
+            self._partition_draft(info, s, loc, revision)
+            for s, loc in zip(specs, locations, strict=True)
+        ]
+        if done is not None:
+            drafts.append(self._set_done_draft(info, done, revision))
+        return self.append_and_deliver(drafts, replace=replace, in_txn=in_txn)
+
     # -- validation (also used by writers before any data is written) ---------
     @staticmethod
     def validate_partitions(info: TableInfo, partitions: Iterable[SpecLike]) -> list[spec.Spec]:

@@ -22,13 +22,5 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/python -m pip install -q -e '.[spark,dev]'
   echo "$want" > "$stamp"
 fi
-# Airflow and Dagster get their own venv: Airflow pins packages (FastAPI) that
-# the core venv has moved past. Reinstalled only when pyproject.toml changed.
-SCHED=${PN_SCHED_VENV:-.venv-sched}
-[ -x "$SCHED/bin/python" ] || "$PY" -m venv "$SCHED"
-if [ "$(cat "$SCHED/.pn-installed" 2>/dev/null)" != "$want" ]; then
-  echo "bootstrap: installing Airflow and Dagster into $SCHED (first run takes a few minutes)" >&2
-  "$SCHED/bin/python" -m pip install -q --upgrade pip >/dev/null
-  "$SCHED/bin/python" -m pip install -q -e '.[airflow,dagster]' pytest pytest-timeout
-  echo "$want" > "$SCHED/.pn-installed"
-fi
+# The Spark commit protocol jar (package data of writers): rebuilt only when its sources change.
+PYTHON=.venv/bin/python bash scripts/build_jvm.sh

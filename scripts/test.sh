@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
+bash scripts/bootstrap_sched.sh
 started=0
 cleanup() { [ "$started" = 1 ] && bash scripts/services.sh down || true; }
 trap cleanup EXIT

@@ -38,7 +38,11 @@ class HttpServer:
     ) -> None:
         assert app.settings.http_bind is not None
         host, port = parse_bind(app.settings.http_bind)
-        self.api = create_http_app(app, metrics=metrics, healthy=healthy)
+        from partition_notify.http.routes_commits import router as commits
+
+        self.api = create_http_app(
+            app, metrics=metrics, healthy=healthy, extra_routers=[commits]
+        )
         self.shutdown_timeout = app.settings.http_shutdown_timeout_seconds
         config = uvicorn.Config(
             self.api,

@@ -1,0 +1,132 @@
+"""``partition-notify spark-conf`` and ``partition-notify commits ...``.
+
+``spark-conf`` prints the flags that turn the Spark commit protocol on for a
+``spark-submit``, ``pyspark`` or ``spark-sql`` run (or the lines of a
+``spark-defaults.conf``). ``commits apply`` announces a commit manifest by
+hand (one the JVM logged because neither ``serve`` nor the filesystem took
+it); ``commits scan`` runs serve's manifest pick-up once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from dataclasses import asdict
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from partition_notify.errors import ConfigurationError
+
+PROTOCOL_CLASS = "io.partitionnotify.spark.NotifyingCommitProtocol"
+LISTENER_CLASS = "io.partitionnotify.spark.NotifyListener"
+JAR_NAME = "partition-notify-spark.jar"
+TARGETS = ("spark-submit", "pyspark", "spark-sql", "properties")
+
+
+def jar_path() -> Path:
+    """The commit-protocol jar shipped as package data of ``writers``."""
+    jar = Path(str(resources.files("writers") / "jvm" / JAR_NAME))
+    if not jar.is_file():
+        raise ConfigurationError(
+            f"{jar} is missing: build it with `bash scripts/build_jvm.sh` (needs a JDK)"
+        )
+    return jar
+
+
+def _url(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise argparse.ArgumentTypeError(
+            f"--serve-url {value!r}: expected http(s)://host:port of `partition-notify serve`"
+        )
+    return value.rstrip("/")
+
+
+def spark_settings(serve_url: str | None, spool_dir: str | None) -> dict[str, str]:
+    """The Spark settings, in the order they are printed."""
+    conf = {
+        "spark.sql.sources.commitProtocolClass": PROTOCOL_CLASS,
+        "spark.sql.queryExecutionListeners": LISTENER_CLASS,
+    }
+    if serve_url:
+        conf["spark.partitionnotify.serveUrl"] = serve_url
+    if spool_dir:
+        conf["spark.partitionnotify.spoolDir"] = spool_dir
+    return conf
+
+
+def cmd_spark_conf(args: argparse.Namespace) -> int:
+    jar = jar_path()
+    conf = spark_settings(args.serve_url, args.spool_dir)
+    if args.target == "properties":
+        print(f"spark.jars {jar}")
+        for k, v in conf.items():
+            print(f"{k} {v}")
+    else:
+        flags = ["--jars", str(jar)]
+        for k, v in conf.items():
+            flags += ["--conf", f"{k}={v}"]
+        print(shlex.join(flags))
+    # The writer token is a secret: the driver reads it from its environment.
+    print("# the driver reads the writer token from PN_WRITER_TOKEN", file=sys.stderr)
+    return 0
+
+
+def cmd_commits_apply(args: argparse.Namespace) -> int:
+    from partition_notify.cli import _app
+    from writers.commit_manifest import apply_manifest, parse_manifest
+
+    raw = sys.stdin.buffer.read() if args.file == "-" else _read(args.file)
+    manifest = parse_manifest(raw)
+    with _app(args) as app:
+        outcome = apply_manifest(app.publisher, manifest)
+    print(json.dumps(asdict(outcome)))
+    return 0
+
+
+def cmd_commits_scan(args: argparse.Namespace) -> int:
+    from partition_notify.cli import _app
+    from writers.commit_spool import scan
+
+    with _app(args) as app:
+        extra = [d for d in app.settings.spark_spool_dirs.split(",") if d.strip()]
+        stats = scan(app.publisher, extra + list(args.dirs))
+    print(json.dumps(asdict(stats)))
+    return 1 if stats.rejected or stats.failed else 0
+
+
+def _read(path: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read manifest {path!r}: {exc.strerror}") from None
+
+
+def add_parsers(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
+    sp = sub.add_parser(
+        "spark-conf",
+        help="print the flags that make every Spark write announce its partitions",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sp.set_defaults(fn=cmd_spark_conf)
+    sp.add_argument("--for", dest="target", choices=TARGETS, default="spark-submit",
+                    help="flags for this command, or spark-defaults.conf lines (properties)")
+    sp.add_argument("--serve-url", type=_url, help="http(s)://host:port of partition-notify serve")
+    sp.add_argument("--spool-dir", help="where manifests go when serve is unreachable "
+                    "(default: _partition_notify/ under each output path)")
+
+    grp = sub.add_parser(
+        "commits", help="Spark commit manifests", description="Spark commit manifests"
+    ).add_subparsers(dest="commits_command", metavar="COMMAND", required=True,
+                     parser_class=parser_class)
+    sp = grp.add_parser("apply", help="announce one manifest (idempotent by job id)")
+    sp.set_defaults(fn=cmd_commits_apply, command="commits apply")
+    sp.add_argument("file", help="manifest file, or - for stdin")
+    sp = grp.add_parser("scan", help="pick up spooled manifests once (what serve does)")
+    sp.set_defaults(fn=cmd_commits_scan, command="commits scan")
+    sp.add_argument("dirs", nargs="*", help="extra spool directories")

@@ -1,0 +1,76 @@
+"""``POST /v1/commits``: what a Spark job committed (the JVM commit protocol posts it).
+
+The body is a commit manifest (writers/commit_manifest.py). The table is
+resolved by catalog name, else by output-path prefix; a job whose table is
+not registered is answered 200 ``ignored`` (logged once), not an error.
+Idempotent twice over: by ``Idempotency-Key`` (the JVM sends the job id)
+like every write route, and by job id across the HTTP route and serve's
+manifest pick-up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Depends, Request
+from fastapi.responses import JSONResponse
+
+from partition_notify.contract import AddPartitionMessage, AnyMessage, SetDoneMessage
+from partition_notify.errors import ConflictError
+from partition_notify.http.auth import Principal, require_role
+from partition_notify.http.context import HttpContext, context
+from partition_notify.http.idempotency import IdempotencyKey, fingerprint, idempotent_write
+from partition_notify.http.problems import about
+from store.provider import InTxn
+from writers.commit_manifest import Outcome, already_processed, announce, manifest_from_obj, plan
+
+router = APIRouter(prefix="/v1", tags=["spark"])
+Writer = Annotated[Principal, Depends(require_role("write"))]
+Ctx = Annotated[HttpContext, Depends(context)]
+
+
+def _outcome(o: Outcome) -> JSONResponse:
+    return JSONResponse({"status": o.status, "jobId": o.job_id, "table": o.table})
+
+
+@router.post(
+    "/commits",
+    status_code=201,
+    summary="Announce what a Spark job committed",
+    description="add-partition per partition the job created (or overwrote), then the "
+    "job's set-done; 200 `duplicate` for a job already announced, 200 `ignored` for a "
+    "job whose table is not registered.",
+)
+def post_commit(
+    request: Request, who: Writer, ctx: Ctx,
+    body: Annotated[dict[str, Any], Body()], key: IdempotencyKey = None,
+) -> JSONResponse:
+    with about("body"):
+        manifest = manifest_from_obj(body)
+    publisher = ctx.app.publisher
+    target = plan(publisher, manifest)
+    if isinstance(target, Outcome):
+        return _outcome(target)
+    fp = fingerprint(who, "POST", request.url.path, body)
+
+    def write(in_txn: InTxn) -> object:
+        with about("body"):
+            return announce(publisher, manifest, target, in_txn)
+
+    def render(messages: Sequence[AnyMessage]) -> dict[str, Any]:
+        return {
+            "status": "announced",
+            "jobId": manifest.job_id,
+            "table": target.qualified,
+            "announced": sum(isinstance(m, AddPartitionMessage) for m in messages),
+            "setDone": any(isinstance(m, SetDoneMessage) for m in messages),
+        }
+
+    try:
+        return idempotent_write(ctx, who, key or manifest.job_id, fp, write, render)
+    except ConflictError:
+        # serve's pick-up of a spooled copy recorded the job first.
+        if already_processed(publisher, manifest.job_id):
+            return _outcome(Outcome("duplicate", manifest.job_id, target.qualified))
+        raise

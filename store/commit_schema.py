@@ -1,0 +1,24 @@
+"""Spark commits already announced (migration 0007): the idempotency record.
+
+One row per Spark write job whose manifest was processed, written in the
+same transaction as the job's messages, so a manifest seen twice (an HTTP
+retry, a spool file left behind by a crash, both at once) announces once.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Float, Integer, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from store.schema import Base
+
+#: Longest Spark job id accepted (Spark uses a 36-character UUID).
+MAX_JOB_ID_CHARS = 128
+
+
+class SparkCommitRow(Base):
+    __tablename__ = "pn_spark_commits"
+    job_id: Mapped[str] = mapped_column(String(MAX_JOB_ID_CHARS), primary_key=True)
+    table_id: Mapped[int] = mapped_column(Integer)
+    partitions: Mapped[int] = mapped_column(Integer)
+    processed_at: Mapped[float] = mapped_column(Float)

@@ -1,0 +1,152 @@
+"""Every kind of Spark write announces exactly the partitions it wrote, once each.
+
+Plain Spark code, no partition-notify call in the job: the session only has
+the commit protocol jar and its two settings. Delivery: spool + real serve.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.spark_protocol.conftest import Collector, events_of, spool_files
+
+KEYS = ["ds", "region"]
+
+
+def _rows(spark: Any, rows: list[tuple[int, str, str]]) -> Any:
+    return spark.createDataFrame(rows, "v INT, ds STRING, region STRING")
+
+
+def _expect(app: Any, col: Collector, db: str, table: str, adds: list[str],
+            dones: list[str] = ()) -> None:  # type: ignore[assignment]
+    col.wait_for(len(adds) + len(dones))
+    assert col.adds() == sorted(adds)
+    assert col.dones() == list(dones)
+    # The store agrees: nothing more was logged for this table.
+    assert len(events_of(app, db, table)) == len(adds) + len(dones)
+
+
+def test_path_write_with_set_done_option(pspark: Any, app: Any, serve: Any,
+                                         tmp_path: Path) -> None:
+    loc = tmp_path / "events"
+    app.publisher.register_table("lake", "events", KEYS, location=f"file:{loc}")
+    col = Collector()
+    sub = app.subscriber().subscribe(("lake", "events"), col)
+    df = _rows(pspark, [(1, "20110228", "us"), (2, "20110228", "eu"), (3, "20110301", "us")])
+    (df.write.partitionBy(*KEYS).option("partitionnotify.markSetDone", "ds=20110228")
+     .parquet(str(loc)))
+    _expect(app, col, "lake", "events",
+            ["ds=20110228/region=eu", "ds=20110228/region=us", "ds=20110301/region=us"],
+            ["ds=20110228"])
+    # set-done comes after every add-partition of the job
+    assert col.messages[-1].event_type == "PARTITION_DONE"
+    assert not spool_files(loc)  # delivered over HTTP: no manifest left behind
+    sub.close()
+
+
+def test_unregistered_path_is_left_alone_and_logged_once(
+    pspark: Any, app: Any, serve: Any, tmp_path: Path
+) -> None:
+    nobody, loc = tmp_path / "nobody", tmp_path / "events"
+    app.publisher.register_table("lake", "events", KEYS, location=f"file:{loc}")
+    col = Collector()
+    sub = app.subscriber().subscribe(("lake", "events"), col)
+    for v in (1, 2):
+        _rows(pspark, [(v, "20110228", "us")]).write.mode("append").partitionBy(
+            *KEYS).parquet(str(nobody))
+    # The listener delivers in order: once this one is in, both above were answered.
+    _rows(pspark, [(3, "20110228", "us")]).write.partitionBy(*KEYS).parquet(str(loc))
+    _expect(app, col, "lake", "events", ["ds=20110228/region=us"])
+    assert serve.text().count("matches no registered table") == 1, serve.text()[-2000:]
+    assert not spool_files(nobody)   # answered "ignored" (200), not an error to spool
+    assert len(events_of(app, "lake", "events")) == 1
+    sub.close()
+
+
+def _catalog_partitions(spark: Any, table: str) -> set[str]:
+    return {r[0] for r in spark.sql(f"SHOW PARTITIONS {table}").collect()}
+
+
+def test_save_as_table_insert_into_and_sql(pspark: Any, app: Any, serve: Any) -> None:
+    wh = Path(pspark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
+    loc = wh / "orders"
+    app.publisher.register_table("default", "orders", KEYS, location=f"file:{loc}")
+    # A subscriber that reads the catalog when told a partition exists.
+    col = Collector(on_add=lambda m: "/".join(f"{k}={v}" for k, v in m.partitions[0].items())
+                    in _catalog_partitions(pspark, "default.orders"))
+    sub = app.subscriber().subscribe(("default", "orders"), col)
+
+    _rows(pspark, [(1, "20110228", "us"), (2, "20110228", "eu")]).write.partitionBy(
+        *KEYS).saveAsTable("orders")                       # CTAS: new table
+    want = ["ds=20110228/region=eu", "ds=20110228/region=us"]
+    _expect(app, col, "default", "orders", want)
+
+    _rows(pspark, [(3, "20110301", "us")]).write.insertInto("orders")
+    want.append("ds=20110301/region=us")
+    _expect(app, col, "default", "orders", want)
+
+    _rows(pspark, [(4, "20110302", "us")]).write.mode("append").partitionBy(
+        *KEYS).saveAsTable("orders")
+    want.append("ds=20110302/region=us")
+    _expect(app, col, "default", "orders", want)
+
+    pspark.sql("INSERT INTO orders PARTITION (ds='20110303', region='us') SELECT 5")  # static
+    want.append("ds=20110303/region=us")
+    _expect(app, col, "default", "orders", want)
+
+    pspark.sql("INSERT INTO orders PARTITION (ds='20110304', region) "
+               "SELECT 6, 'eu' UNION ALL SELECT 7, 'jp'")         # dynamic
+    want += ["ds=20110304/region=eu", "ds=20110304/region=jp"]
+    _expect(app, col, "default", "orders", want)
+
+    # appending into partitions that exist: not re-announced (as the Python writer)
+    pspark.sql("INSERT INTO orders PARTITION (ds='20110304', region='eu') SELECT 8")
+    pspark.sql("INSERT INTO orders PARTITION (ds='20110305', region='us') SELECT 9")
+    want.append("ds=20110305/region=us")
+    _expect(app, col, "default", "orders", want)
+
+    assert col.seen_by_on_add and all(col.seen_by_on_add), col.seen_by_on_add
+    sub.close()
+
+
+def test_insert_overwrite_static_and_dynamic_mode(pspark: Any, app: Any, serve: Any) -> None:
+    pspark.sql("CREATE TABLE ow (v INT, ds STRING, region STRING) USING parquet "
+               "PARTITIONED BY (ds, region)")
+    loc = Path(pspark.sql("DESCRIBE TABLE EXTENDED ow").where("col_name = 'Location'")
+               .collect()[0][1].removeprefix("file:"))
+    app.publisher.register_table("default", "ow", KEYS, location=f"file:{loc}")
+    col = Collector()
+    sub = app.subscriber().subscribe(("default", "ow"), col)
+    pspark.sql("INSERT INTO ow PARTITION (ds='1', region) SELECT 1, 'us' UNION ALL SELECT 2, 'eu'")
+    _expect(app, col, "default", "ow", ["ds=1/region=eu", "ds=1/region=us"])
+
+    # static mode: the matching partitions are replaced and re-announced (new revision of data)
+    pspark.sql("INSERT OVERWRITE ow PARTITION (ds='1', region='us') SELECT 3")
+    _expect(app, col, "default", "ow", ["ds=1/region=eu", "ds=1/region=us", "ds=1/region=us"])
+
+    pspark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    pspark.conf.set("spark.partitionnotify.markSetDone", "ds=1")
+    try:
+        pspark.sql("INSERT OVERWRITE ow PARTITION (ds, region) SELECT 4, '1', 'eu'")
+    finally:
+        pspark.conf.unset("spark.sql.sources.partitionOverwriteMode")
+        pspark.conf.unset("spark.partitionnotify.markSetDone")
+    _expect(app, col, "default", "ow",
+            ["ds=1/region=eu", "ds=1/region=eu", "ds=1/region=us", "ds=1/region=us"], ["ds=1"])
+    # dynamic overwrite replaced only ds=1/region=eu: ds=1/region=us still has its row
+    assert pspark.sql("SELECT v FROM ow WHERE region = 'us'").collect()[0][0] == 3
+    sub.close()
+
+
+def test_catalog_table_is_resolved_by_name(pspark: Any, app: Any, serve: Any) -> None:
+    """Registered without a location: only the catalog name found in the command's
+    plan can identify it (CTAS runs as SaveAsV1TableCommand in Spark 4)."""
+    app.publisher.register_table("default", "by_name", KEYS)
+    col = Collector()
+    sub = app.subscriber().subscribe(("default", "by_name"), col)
+    _rows(pspark, [(1, "1", "us")]).write.partitionBy(*KEYS).saveAsTable("by_name")   # CTAS
+    _expect(app, col, "default", "by_name", ["ds=1/region=us"])
+    pspark.sql("INSERT INTO by_name PARTITION (ds='2', region='eu') SELECT 2")
+    _expect(app, col, "default", "by_name", ["ds=1/region=us", "ds=2/region=eu"])
+    sub.close()

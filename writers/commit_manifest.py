@@ -1,0 +1,263 @@
+"""What a Spark job committed, as the JVM commit protocol reports it, and announcing it.
+
+The commit protocol (``writers/jvm``, ``io.partitionnotify.spark``) posts this
+document to ``serve`` (``POST /v1/commits``) or, when ``serve`` cannot be
+reached, leaves it in ``<output>/_partition_notify/<jobId>.json``. Both paths
+end in :func:`apply_manifest`, which is idempotent by job id::
+
+    {"version": 1, "jobId": "…uuid…", "table": "db.t" | null,
+     "outputPath": "file:/lake/sales/orders", "overwrite": false,
+     "partitions": [{"path": "ds=20110228/region=us",
+                     "location": "file:/lake/sales/orders/ds=20110228/region=us"}],
+     "markSetDone": "ds=20110228" | null, "committedAtMs": 1298851200000,
+     "sparkAppId": "local-…"}
+
+``path`` is the partition directory relative to ``outputPath`` as Spark
+wrote it (Hive-escaped); it is null for a partition with a custom location.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as PydanticError
+
+from partition_notify.contract import AnyMessage
+from partition_notify.errors import (
+    ConflictError,
+    InvalidManifestError,
+    InvalidNameError,
+    InvalidSpecError,
+    PublishError,
+)
+from publisher import Publisher
+from store import TableInfo, UnitOfWork
+from store.commit_repository import SparkCommitRepository
+from store.commit_schema import MAX_JOB_ID_CHARS
+from store.provider import InTxn
+from writers.layout import parse_partition_path
+
+log = logging.getLogger(__name__)
+
+MANIFEST_VERSION = 1
+#: Largest manifest accepted (about 40,000 partitions of typical path length).
+MAX_MANIFEST_BYTES = 16 * 1024 * 1024
+_JOB_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+class ManifestPartition(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    path: str | None = Field(None, max_length=4096)
+    location: str = Field(min_length=1, max_length=4096)
+
+
+class CommitManifest(BaseModel):
+    """One Spark write job's commit (field names as on the wire: camelCase)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+    version: Literal[1]
+    job_id: str = Field(alias="jobId", min_length=1, max_length=MAX_JOB_ID_CHARS,
+                        pattern=_JOB_ID.pattern)
+    table: str | None = Field(None, max_length=260)
+    output_path: str = Field(alias="outputPath", min_length=1, max_length=4096)
+    overwrite: bool = False
+    partitions: list[ManifestPartition]
+    mark_set_done: str | None = Field(None, alias="markSetDone", max_length=4096)
+    committed_at_ms: int | None = Field(None, alias="committedAtMs")
+    spark_app_id: str | None = Field(None, alias="sparkAppId", max_length=256)
+
+
+def parse_manifest(raw: bytes | str) -> CommitManifest:
+    """Decode and validate; a specific :class:`InvalidManifestError` otherwise."""
+    if len(raw) > MAX_MANIFEST_BYTES:
+        raise InvalidManifestError(
+            f"manifest is {len(raw)} bytes, expected at most {MAX_MANIFEST_BYTES}"
+        )
+    try:
+        obj = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidManifestError(f"manifest is not JSON: {exc}") from None
+    return manifest_from_obj(obj)
+
+
+def manifest_from_obj(obj: object) -> CommitManifest:
+    if not isinstance(obj, dict):
+        raise InvalidManifestError(f"manifest must be a JSON object, got {type(obj).__name__}")
+    try:
+        return CommitManifest.model_validate(obj)
+    except PydanticError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "manifest"
+        raise InvalidManifestError(
+            f"manifest field {where!r}: {err['msg']} (got {err.get('input')!r:.120})"
+        ) from None
+
+
+# -- table identity ---------------------------------------------------------------
+def normalise_location(location: str) -> str:
+    """One spelling per directory: ``/x``, ``file:///x``, ``file:/x/`` -> ``file:/x``."""
+    loc = location.strip()
+    if loc.startswith("/"):
+        loc = "file:" + loc
+    scheme, sep, rest = loc.partition(":")
+    if not sep:
+        return loc.rstrip("/")
+    scheme = scheme.lower()
+    if scheme == "file":
+        rest = "/" + rest.lstrip("/")
+    elif scheme in ("s3a", "s3n"):
+        scheme = "s3"
+    rest = rest.rstrip("/") or "/"
+    return f"{scheme}:{rest}"
+
+
+def resolve_table(tables: Sequence[TableInfo], manifest: CommitManifest) -> TableInfo | None:
+    """The registered table a job wrote: by catalog name, else by location prefix."""
+    if manifest.table:
+        db, _, name = manifest.table.lower().rpartition(".")
+        for t in tables:
+            if t.db == db and t.name == name:
+                return t
+    out = normalise_location(manifest.output_path)
+    best: TableInfo | None = None
+    for t in tables:
+        if not t.location:
+            continue
+        loc = normalise_location(t.location)
+        if not (out == loc or out.startswith(loc.rstrip("/") + "/")):
+            continue
+        if _hidden(out[len(loc):]):
+            continue  # e.g. NotifyingWriter's _pn_staging/: readers skip it, so do we
+        if best is None or len(loc) > len(normalise_location(best.location or "")):
+            best = t
+    return best
+
+
+def _hidden(rel: str) -> bool:
+    """A directory Spark and Hive readers skip (``_x``, ``.x``) on the way down."""
+    return any(seg[:1] in ("_", ".") for seg in rel.split("/") if seg)
+
+
+def partition_specs(info: TableInfo, manifest: CommitManifest) -> list[dict[str, str]]:
+    """Each partition's values, from its directory relative to the table location."""
+    base = normalise_location(info.location) if info.location else None
+    out = normalise_location(manifest.output_path)
+    prefix = out[len(base) + 1:] if base and out != base and out.startswith(base + "/") else ""
+    specs = []
+    for i, p in enumerate(manifest.partitions):
+        if p.path is not None:
+            rel = f"{prefix}/{p.path}" if prefix else p.path
+        else:  # custom location: its last directories name the partition
+            rel = "/".join(normalise_location(p.location).split("/")[-len(info.partition_keys):])
+        try:
+            specs.append(parse_partition_path(rel, info.partition_keys))
+        except InvalidSpecError as exc:
+            raise InvalidManifestError(
+                f"manifest partitions[{i}] of job {manifest.job_id} for {info.qualified}: {exc}"
+            ) from None
+    return specs
+
+
+# -- announcing -------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    status: Literal["announced", "duplicate", "ignored"]
+    job_id: str
+    table: str | None
+    messages: int = 0
+    partitions: int = 0
+
+
+_unmatched: set[str] = set()
+_unmatched_lock = threading.Lock()
+
+
+def _log_unmatched_once(manifest: CommitManifest) -> None:
+    key = manifest.table or normalise_location(manifest.output_path)
+    with _unmatched_lock:
+        if key in _unmatched:
+            return
+        _unmatched.add(key)
+    log.info(
+        "spark commit of %s matches no registered table; ignored (logged once per process)",
+        key, extra={"pn_event": "spark_commit.unmatched"},
+    )
+
+
+def already_processed(publisher: Publisher, job_id: str) -> bool:
+    with UnitOfWork(publisher.store.engine, write=False) as uow:
+        return SparkCommitRepository(uow.session).get(job_id) is not None
+
+
+def plan(publisher: Publisher, manifest: CommitManifest) -> Outcome | TableInfo:
+    """The table to announce into, or the outcome when there is nothing to do."""
+    if already_processed(publisher, manifest.job_id):
+        return Outcome("duplicate", manifest.job_id, manifest.table)
+    info = resolve_table(publisher.store.tables(), manifest)
+    if info is None:
+        _log_unmatched_once(manifest)
+        return Outcome("ignored", manifest.job_id, manifest.table)
+    return info
+
+
+def announce(
+    publisher: Publisher, manifest: CommitManifest, info: TableInfo,
+    in_txn: InTxn | None = None,
+) -> list[AnyMessage]:
+    """Log the job's messages and its idempotency record in one transaction.
+
+    Raises :class:`ConflictError` when another processor recorded the job first
+    (nothing of ours was logged then).
+    """
+    specs = partition_specs(info, manifest)
+    locations: list[str | None] = [p.location for p in manifest.partitions]
+    clock = publisher.store.clock
+
+    def record(uow: UnitOfWork, messages: list[AnyMessage]) -> None:
+        SparkCommitRepository(uow.session).add(manifest.job_id, info.id, len(specs), clock())
+        if in_txn is not None:
+            in_txn(uow, messages)
+
+    try:
+        logged = publisher.announce_commit(
+            info.db, info.name, specs, locations=locations, replace=manifest.overwrite,
+            set_done=manifest.mark_set_done, in_txn=record,
+        )
+    except (InvalidSpecError, InvalidNameError) as exc:
+        raise InvalidManifestError(f"manifest of job {manifest.job_id}: {exc}") from None
+    log.info(
+        "spark job %s: %d message(s) for %s", manifest.job_id, len(logged), info.qualified,
+        extra={"pn_event": "spark_commit.announced"},
+    )
+    return logged
+
+
+def apply_manifest(publisher: Publisher, manifest: CommitManifest) -> Outcome:
+    """Announce a committed Spark job once: add-partitions, then its set-done.
+
+    Idempotent by job id: the job is recorded in the transaction that logs its
+    messages. A job whose table is not registered is ignored (logged once).
+    """
+    target = plan(publisher, manifest)
+    if isinstance(target, Outcome):
+        return target
+    n = len(manifest.partitions)
+    try:
+        logged = announce(publisher, manifest, target)
+    except PublishError as exc:
+        # Logged and recorded; the relay (serve) delivers it. Nothing to retry here.
+        log.warning("spark job %s: %s", manifest.job_id, exc)
+        return Outcome("announced", manifest.job_id, target.qualified, 0, n)
+    except ConflictError:
+        # Another processor recorded this job first; its transaction logged the messages.
+        if already_processed(publisher, manifest.job_id):
+            return Outcome("duplicate", manifest.job_id, target.qualified)
+        raise
+    return Outcome("announced", manifest.job_id, target.qualified, len(logged), n)

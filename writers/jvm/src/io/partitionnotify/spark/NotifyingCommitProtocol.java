@@ -1,0 +1,130 @@
+package io.partitionnotify.spark;
+
+import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.mapreduce.JobContext;
+import org.apache.hadoop.mapreduce.TaskAttemptContext;
+import org.apache.spark.internal.io.FileCommitProtocol;
+import org.apache.spark.internal.io.FileNameSpec;
+import org.apache.spark.internal.io.HadoopMapReduceCommitProtocol;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import scala.Option;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * Spark's default commit protocol, plus: remember which partition directories each
+ * committed task wrote and, once the job commit succeeded, hand the job's partitions
+ * to {@link PendingCommits}. Nothing is announced here: the query-execution listener
+ * announces when the whole command (including the catalog update) succeeded.
+ *
+ * <p>Set with {@code spark.sql.sources.commitProtocolClass}.
+ */
+public class NotifyingCommitProtocol extends HadoopMapReduceCommitProtocol {
+  private static final long serialVersionUID = 1L;
+  private static final Logger LOG = LoggerFactory.getLogger(NotifyingCommitProtocol.class);
+
+  private final String jobId;
+  private final String path;
+  private final boolean dynamicOverwrite;
+  /** Driver only: Spark deleted existing data for this write (static-mode overwrite). */
+  private transient volatile boolean deletedBeforeWrite;
+  /** Task side: the partition directories this task attempt wrote to. */
+  private transient Set<String> taskDirs;
+
+  public NotifyingCommitProtocol(String jobId, String path, boolean dynamicPartitionOverwrite) {
+    super(jobId, path, dynamicPartitionOverwrite);
+    this.jobId = jobId;
+    this.path = path;
+    this.dynamicOverwrite = dynamicPartitionOverwrite;
+  }
+
+  /** Carried from a committed task to the job commit next to the parent's own message. */
+  static final class TaskPartitions implements Serializable {
+    private static final long serialVersionUID = 1L;
+    final Object parent;
+    final String[] dirs;
+
+    TaskPartitions(Object parent, String[] dirs) {
+      this.parent = parent;
+      this.dirs = dirs;
+    }
+  }
+
+  @Override
+  public void setupTask(TaskAttemptContext taskContext) {
+    super.setupTask(taskContext);
+    taskDirs = new LinkedHashSet<>();
+  }
+
+  @Override
+  public String newTaskTempFile(TaskAttemptContext ctx, Option<String> dir, FileNameSpec spec) {
+    if (dir.isDefined()) {
+      dirs().add(dir.get());
+    }
+    return super.newTaskTempFile(ctx, dir, spec);
+  }
+
+  @Override
+  public String newTaskTempFileAbsPath(TaskAttemptContext ctx, String absoluteDir, FileNameSpec spec) {
+    // A partition with a custom location: remembered by its absolute directory.
+    dirs().add(Manifest.ABSOLUTE_PREFIX + absoluteDir);
+    return super.newTaskTempFileAbsPath(ctx, absoluteDir, spec);
+  }
+
+  private Set<String> dirs() {
+    if (taskDirs == null) {
+      taskDirs = new LinkedHashSet<>();
+    }
+    return taskDirs;
+  }
+
+  @Override
+  public FileCommitProtocol.TaskCommitMessage commitTask(TaskAttemptContext taskContext) {
+    FileCommitProtocol.TaskCommitMessage parent = super.commitTask(taskContext);
+    String[] dirs = dirs().toArray(new String[0]);
+    return new FileCommitProtocol.TaskCommitMessage(new TaskPartitions(parent.obj(), dirs));
+  }
+
+  @Override
+  public boolean deleteWithJob(FileSystem fs, Path p, boolean recursive) {
+    // Called on the driver before the job for an overwrite in static mode.
+    deletedBeforeWrite = true;
+    return super.deleteWithJob(fs, p, recursive);
+  }
+
+  @Override
+  public void commitJob(
+      JobContext jobContext,
+      scala.collection.immutable.Seq<FileCommitProtocol.TaskCommitMessage> taskCommits) {
+    List<FileCommitProtocol.TaskCommitMessage> unwrapped = new ArrayList<>();
+    Set<String> dirs = new TreeSet<>();
+    for (FileCommitProtocol.TaskCommitMessage m : CollectionConverters.asJava(taskCommits)) {
+      if (m.obj() instanceof TaskPartitions) {
+        TaskPartitions tp = (TaskPartitions) m.obj();
+        unwrapped.add(new FileCommitProtocol.TaskCommitMessage(tp.parent));
+        for (String d : tp.dirs) {
+          dirs.add(d);
+        }
+      } else {
+        unwrapped.add(m);
+      }
+    }
+    super.commitJob(jobContext, CollectionConverters.asScala(unwrapped).toList());
+    // The data is committed. From here on nothing may fail the user's job.
+    try {
+      PendingCommits.committed(
+          jobId, path, dynamicOverwrite || deletedBeforeWrite, dirs, jobContext.getConfiguration());
+    } catch (RuntimeException | LinkageError e) {
+      LOG.error("partition-notify: could not record the commit of job {} at {}", jobId, path, e);
+    }
+  }
+}

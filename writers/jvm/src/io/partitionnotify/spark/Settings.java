@@ -1,0 +1,64 @@
+package io.partitionnotify.spark;
+
+import org.apache.hadoop.conf.Configuration;
+
+/**
+ * The job's settings, read from the Hadoop configuration of the write job: Spark copies
+ * every Spark/SQL conf ({@code --conf}, {@code SET}) and every write option into it.
+ * Write options arrive with lower-cased keys.
+ */
+final class Settings {
+  static final String PREFIX = "spark.partitionnotify.";
+  static final String OPTION_PREFIX = "partitionnotify.";
+  static final int DEFAULT_TIMEOUT_MS = 10_000;
+
+  final String serveUrl;
+  final String token;
+  final String markSetDone;
+  final String spoolDir;
+  final int timeoutMs;
+
+  private Settings(String serveUrl, String token, String markSetDone, String spoolDir, int timeoutMs) {
+    this.serveUrl = serveUrl;
+    this.token = token;
+    this.markSetDone = markSetDone;
+    this.spoolDir = spoolDir;
+    this.timeoutMs = timeoutMs;
+  }
+
+  static Settings from(Configuration conf) {
+    String url = get(conf, "serveUrl", System.getenv("PN_SERVE_URL"));
+    String token = get(conf, "token", System.getenv("PN_WRITER_TOKEN"));
+    String done = option(conf, "markSetDone");
+    if (done == null) {
+      done = get(conf, "markSetDone", null);
+    }
+    String spool = get(conf, "spoolDir", null);
+    int timeout = DEFAULT_TIMEOUT_MS;
+    String t = get(conf, "timeoutMs", null);
+    if (t != null) {
+      try {
+        timeout = Math.max(1, Integer.parseInt(t.trim()));
+      } catch (NumberFormatException e) {
+        timeout = DEFAULT_TIMEOUT_MS;
+      }
+    }
+    return new Settings(url, token, done, spool, timeout);
+  }
+
+  private static String get(Configuration conf, String key, String fallback) {
+    String v = conf.get(PREFIX + key);
+    if (v == null) {
+      v = conf.get((PREFIX + key).toLowerCase());
+    }
+    return v == null || v.isBlank() ? fallback : v.trim();
+  }
+
+  private static String option(Configuration conf, String key) {
+    String v = conf.get(OPTION_PREFIX + key);
+    if (v == null) {
+      v = conf.get((OPTION_PREFIX + key).toLowerCase());
+    }
+    return v == null || v.isBlank() ? null : v.trim();
+  }
+}
