@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from partition_notify.contract import Envelope
 
@@ -56,6 +56,16 @@ class Transport(abc.ABC):
     scheme: ClassVar[str]
     #: True when the store's event log *is* the bus (nothing to send).
     uses_store_log: ClassVar[bool] = False
+
+    @classmethod
+    @abc.abstractmethod
+    def from_url(cls, url: str, **options: Any) -> Transport:
+        """Build the transport for ``url``.
+
+        ``options`` are the keyword arguments the composition root passes to
+        every transport (store, credentials, timeouts, client id); each
+        transport takes the ones it needs and ignores the rest.
+        """
 
     @abc.abstractmethod
     def publish(self, envelopes: Sequence[Envelope], *, timeout: float) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from partition_notify.contract import Envelope
-from partition_notify.errors import PartitionNotifyError, SubscribeError
+from partition_notify.errors import ConfigurationError, PartitionNotifyError, SubscribeError
 from store import Store
 from transports.base import Consumer, OnMessage, RawMessage, Transport
 
@@ -30,8 +30,14 @@ class EmbeddedTransport(Transport):
 
     @classmethod
     def from_url(
-        cls, url: str, *, store: Store, poll_interval_seconds: float = 0.02, **_: Any
+        cls, url: str, *, store: Store | None = None, poll_interval_seconds: float = 0.02,
+        **_: Any,
     ) -> EmbeddedTransport:
+        if store is None:
+            raise ConfigurationError(
+                f"transport URL {url!r}: the embedded transport needs the store (store=...), "
+                "whose event log is its bus"
+            )
         return cls(store, poll_interval_seconds=poll_interval_seconds)
 
     def publish(self, envelopes: Sequence[Envelope], *, timeout: float) -> None:

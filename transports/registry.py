@@ -42,7 +42,7 @@ def create_transport(url: str, **options: Any) -> Transport:
     """Build the transport for ``url``; each class takes the options it needs."""
     try:
         cls = resolve(url)
-        return cls.from_url(url, **options)  # type: ignore[attr-defined, no-any-return]
+        return cls.from_url(url, **options)
     except ValueError as exc:
         if isinstance(exc, PartitionNotifyError):
             raise
