@@ -55,7 +55,6 @@ class RelayStats:
     published: int = 0
     failed_batches: int = 0
     consecutive_failures: int = 0
-    last_success: float | None = None
     rejected: int = 0
     dead_lettered: int = 0
 
@@ -182,7 +181,6 @@ class Relay:
         self.store.mark_published([e.event_id for e in batch])
         self.stats.published += len(batch)
         self.stats.consecutive_failures = 0
-        self.stats.last_success = time.time()
 
     def _rejected(self, batch: list[LoggedEvent], exc: MessageRejected) -> int:
         """Mark what the broker took, count the refusals; return how many were published."""

@@ -32,7 +32,12 @@ class _HideAdminConfig(logging.Filter):
         return not str(record.msg).startswith("Starting KafkaAdminClient with configuration")
 
 
-logging.getLogger("kafka.admin.client").addFilter(_HideAdminConfig())
+_HIDE_ADMIN_CONFIG = _HideAdminConfig()
+
+
+def _hide_admin_config() -> None:
+    """Install the filter before the first admin client logs; ``addFilter`` ignores repeats."""
+    logging.getLogger("kafka.admin.client").addFilter(_HIDE_ADMIN_CONFIG)
 
 #: Topics per CreateTopics request: small enough to finish well within a request timeout.
 CREATE_CHUNK = 200
@@ -115,6 +120,7 @@ class TopicAdmin:
         config = client_config(self.endpoint, min(left, self.endpoint.connect_timeout))
         # One CreateTopics request may legitimately take longer than a connect.
         config["request_timeout_ms"] = max(int(left * 1000), 1000)
+        _hide_admin_config()
         try:
             admin = KafkaAdminClient(**config)
         except kerrors.KafkaError as exc:

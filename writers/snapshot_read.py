@@ -1,4 +1,4 @@
-"""Repeatable reads of a partitioned table as of a revision snapshot (seed 000).
+"""Repeatable reads of a partitioned table as of a revision snapshot.
 
 A snapshot names, per family, the highest revision a reader may see and the
 aborted ones below it; the partitions it covers are exactly those announced
