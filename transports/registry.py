@@ -16,9 +16,9 @@ if TYPE_CHECKING:
 #: scheme -> "module:Class". Heavy drivers load only when their scheme is used.
 TRANSPORTS: dict[str, str] = {
     "embedded": "transports.embedded:EmbeddedTransport",
-    "stomp": "transports.stomp:StompTransport",
-    "stomp+ssl": "transports.stomp:StompTransport",
-    "kafka": "transports.kafka:KafkaTransport",
+    "stomp": "transports.stomp.transport:StompTransport",
+    "stomp+ssl": "transports.stomp.transport:StompTransport",
+    "kafka": "transports.kafka.transport:KafkaTransport",
 }
 
 

@@ -6,8 +6,8 @@ import logging
 import time
 
 from tests.brokers.kafka_helpers import kafka_spec, unique_topic
-from transports._kafka_topics import TopicAdmin
-from transports.kafka_config import parse_url
+from transports.kafka._topics import TopicAdmin
+from transports.kafka.config import parse_url
 
 SECRET = "admin-log-s3cret"
 

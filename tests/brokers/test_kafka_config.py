@@ -6,7 +6,7 @@ import pytest
 
 from partition_notify.errors import ConfigurationError
 from transports import resolve
-from transports.kafka_config import parse_url
+from transports.kafka.config import parse_url
 
 
 def test_hosts_ports_and_defaults():

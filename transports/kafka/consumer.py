@@ -35,10 +35,10 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 
 from partition_notify.errors import ConnectError, SubscribeError, TransportError
-from transports._kafka_sasl import check_sasl
-from transports._kafka_topics import TopicAdmin, client_config, describe
 from transports.base import Consumer, OnMessage, RawMessage
-from transports.kafka_config import KafkaEndpoint
+from transports.kafka._sasl import check_sasl
+from transports.kafka._topics import TopicAdmin, client_config, describe
+from transports.kafka.config import KafkaEndpoint
 
 log = logging.getLogger(__name__)
 

@@ -37,8 +37,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from partition_notify.contract import Envelope
 from partition_notify.errors import ConfigurationError, PublishError, SubscribeError
-from transports._stomp_link import Endpoint, Frame, StompLink, Sub
 from transports.base import Consumer, OnMessage, RawMessage, Transport
+from transports.stomp._link import Endpoint, Frame, StompLink, Sub
 
 DEFAULT_PORTS = {"stomp": 61613, "stomp+ssl": 61614}
 

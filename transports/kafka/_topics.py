@@ -5,7 +5,7 @@ many production clusters turn ``auto.create.topics.enable`` off, and a
 subscriber needs the topic to exist to pin its start offset. Creation is
 best effort - a principal without CREATE permission, or a policy that refuses
 it, only gets a warning; publishing then relies on the topic existing (or on
-auto-creation) and subscribers wait for it to appear (see kafka_consumer).
+auto-creation) and subscribers wait for it to appear (see transports.kafka.consumer).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import kafka.errors as kerrors
 
 from partition_notify.errors import SubscribeError
-from transports.kafka_config import KafkaEndpoint
+from transports.kafka.config import KafkaEndpoint
 
 log = logging.getLogger(__name__)
 

@@ -34,8 +34,8 @@ from partition_notify.errors import (
     PublishTimeout,
     SubscribeError,
 )
-from transports._pending import Batch, ReceiptBook, ReceiptFailed, ReceiptTimeout
 from transports.base import RawMessage
+from transports.stomp._pending import Batch, ReceiptBook, ReceiptFailed, ReceiptTimeout
 
 log = logging.getLogger("transports.stomp")
 
