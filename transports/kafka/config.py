@@ -36,6 +36,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from partition_notify.errors import ConfigurationError
+from transports.hosts import parse_hosts
 
 DEFAULT_PORT = 9092
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -99,9 +100,9 @@ def parse_url(url: str, *, username: str | None = None, password: str | None = N
                                  f"{parts.scheme!r}")
     userinfo, _, hostlist = parts.netloc.rpartition("@")
     url_user, _, url_password = userinfo.partition(":")
-    bootstrap = tuple(_host(item) for item in hostlist.split(",") if item)
-    if not bootstrap:
-        raise ConfigurationError("Kafka URL names no host; expected kafka://host:9092")
+    hosts = parse_hosts(hostlist, default_port=DEFAULT_PORT, kind="Kafka",
+                        example=f"kafka://host:{DEFAULT_PORT}")
+    bootstrap = tuple(f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in hosts)
     query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
     unknown = set(query) - KNOWN_OPTIONS
     if unknown:
@@ -139,22 +140,6 @@ def parse_url(url: str, *, username: str | None = None, password: str | None = N
         username=user,
         password=secret,
     )
-
-
-def _host(item: str) -> str:
-    if item.startswith("["):  # [::1]:9092
-        host, _, rest = item[1:].partition("]")
-        port = rest.removeprefix(":")
-    else:
-        host, _, port = item.rpartition(":") if item.count(":") == 1 else (item, "", "")
-    if not host:
-        raise ConfigurationError(f"Kafka URL host {item!r} has no host name")
-    try:
-        number = int(port) if port else DEFAULT_PORT
-    except ValueError:
-        raise ConfigurationError(f"Kafka URL host {item!r}: port {port!r} is not a number"
-                                 ) from None
-    return f"[{host}]:{number}" if ":" in host else f"{host}:{number}"
 
 
 def _api_version(text: str) -> tuple[int, ...] | None:

@@ -38,6 +38,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from partition_notify.contract import Envelope
 from partition_notify.errors import ConfigurationError, PublishError, SubscribeError
 from transports.base import Consumer, OnMessage, RawMessage, Transport
+from transports.hosts import parse_hosts
 from transports.stomp._link import Endpoint, Frame, StompLink, Sub
 
 DEFAULT_PORTS = {"stomp": 61613, "stomp+ssl": 61614}
@@ -52,21 +53,8 @@ def parse_url(url: str, **options: Any) -> Endpoint:
                                  f"got scheme {scheme!r}")
     userinfo, _, hostlist = parts.netloc.rpartition("@")
     url_user, _, url_password = userinfo.partition(":")
-    hosts: list[tuple[str, int]] = []
-    for item in filter(None, hostlist.split(",")):
-        if item.startswith("["):  # [::1]:61613
-            host, _, rest = item[1:].partition("]")
-            port = rest.removeprefix(":")
-        else:
-            host, _, port = item.partition(":")
-        try:
-            hosts.append((host, int(port) if port else DEFAULT_PORTS[scheme]))
-        except ValueError:
-            raise ConfigurationError(
-                f"STOMP URL host {item!r}: port {port!r} is not a number"
-            ) from None
-    if not hosts:
-        raise ConfigurationError("STOMP URL names no host; expected stomp://host:61613")
+    hosts = parse_hosts(hostlist, default_port=DEFAULT_PORTS[scheme], kind="STOMP",
+                        example=f"{scheme}://host:{DEFAULT_PORTS[scheme]}")
     query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
     unknown = set(query) - {"ca_certs"}
     if unknown:
@@ -78,7 +66,7 @@ def parse_url(url: str, **options: Any) -> Endpoint:
         raise ConfigurationError(f"STOMP: heartbeat_ms must be >= 0 (got {heartbeat_ms}) and "
                                  f"connect_timeout > 0 (got {timeout})")
     return Endpoint(
-        hosts=tuple(hosts),
+        hosts=hosts,
         username=options.get("username") or unquote(url_user) or None,
         password=options.get("password") or unquote(url_password) or None,
         vhost=unquote(parts.path.lstrip("/")) or "/",
