@@ -15,7 +15,6 @@ reconnect thread only while the broker is away.
 from __future__ import annotations
 
 import logging
-import random
 import re
 import threading
 import time
@@ -26,6 +25,7 @@ from typing import Any, Protocol
 import stomp
 import stomp.exception
 
+from partition_notify.backoff import Backoff
 from partition_notify.errors import (
     ConnectError,
     MessageRejected,
@@ -38,6 +38,8 @@ from transports.base import RawMessage
 from transports.stomp._pending import Batch, ReceiptBook, ReceiptFailed, ReceiptTimeout
 
 log = logging.getLogger("transports.stomp")
+#: The first reconnect attempt after a loss waits this long (then doubles).
+RECONNECT_FIRST_DELAY = 0.1
 
 #: Driver errors that mean "the connection is gone"; a retry on a new one may work.
 DRIVER_ERRORS: tuple[type[BaseException], ...] = (stomp.exception.StompException, OSError)
@@ -285,17 +287,19 @@ class StompLink:
         _close_socket(conn)
 
     def _reconnect_loop(self) -> None:
-        delay = 0.1
+        # 0.1 s first, doubling up to reconnect_max_delay, 0-20 % jitter.
+        backoff = Backoff(initial=RECONNECT_FIRST_DELAY, jitter=0.2,
+                          cap=max(self.endpoint.reconnect_max_delay, RECONNECT_FIRST_DELAY))
         try:
             while not self._closed.is_set():
                 try:
                     self.connection(time.monotonic() + self.endpoint.connect_timeout)
                     return
                 except PartitionNotifyError as exc:
+                    delay = backoff.failed()
                     log.warning("reconnect to %s failed, next try in %.1f s: %s",
                                 self.endpoint.where, delay, exc)
-                self._closed.wait(delay * (1 + random.random() * 0.2))
-                delay = min(delay * 2, self.endpoint.reconnect_max_delay)
+                backoff.wait(self._closed, delay)
         finally:
             with self._lock:
                 self._reconnector = None
