@@ -5,7 +5,7 @@ publish, consumers), ``_link`` the one shared connection with its reconnect
 loop, ``_pending`` the receipts awaited per batch.
 """
 
-from transports.stomp._link import Endpoint
+from transports.stomp._wire import Endpoint
 from transports.stomp.transport import StompTransport, parse_url
 
 __all__ = ["Endpoint", "StompTransport", "parse_url"]

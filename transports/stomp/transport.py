@@ -39,7 +39,8 @@ from partition_notify.contract import Envelope
 from partition_notify.errors import ConfigurationError, PublishError, SubscribeError
 from transports.base import Consumer, OnMessage, RawMessage, Transport
 from transports.hosts import parse_hosts
-from transports.stomp._link import Endpoint, Frame, StompLink, Sub
+from transports.stomp._link import StompLink
+from transports.stomp._wire import Endpoint, Frame, Sub
 
 DEFAULT_PORTS = {"stomp": 61613, "stomp+ssl": 61614}
 
