@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import stomp
 import stomp.exception
@@ -44,6 +44,7 @@ from transports.stomp._wire import (
     Frame,
     Listener,
     Owner,
+    ReceivedFrame,
     Sub,
     close_socket,
     hide_passcodes,
@@ -52,6 +53,7 @@ from transports.stomp._wire import (
 log = logging.getLogger("transports.stomp")
 #: The first reconnect attempt after a loss waits this long (then doubles).
 RECONNECT_FIRST_DELAY = 0.1
+_Item = TypeVar("_Item")
 
 #: Failures a best-effort step (UNSUBSCRIBE, DISCONNECT) only logs.
 _BEST_EFFORT: tuple[type[BaseException], ...] = (*DRIVER_ERRORS, ReceiptFailed, ReceiptTimeout)
@@ -207,7 +209,7 @@ class StompLink:
         # STOMP: the server closes the connection after an ERROR frame.
         self.lost(gen, f"ERROR frame from the broker: {reason}")
 
-    def on_message(self, frame: Any) -> None:
+    def on_message(self, frame: ReceivedFrame) -> None:
         headers: dict[str, str] = {str(k): str(v) for k, v in frame.headers.items()}
         sub = self._subs.get(headers.get("subscription", ""))
         if sub is None:
@@ -276,8 +278,8 @@ class StompLink:
                        timeout if timeout is not None else deadline - time.monotonic(),
                        "subscription(s)", SubscribeError, SubscribeError)
 
-    def _pipeline(self, conn: Any, gen: int, items: Sequence[Any],
-                  send: Callable[[Any, str], None], deadline: float, timeout: float, what: str,
+    def _pipeline(self, conn: Any, gen: int, items: Sequence[_Item],
+                  send: Callable[[_Item, str], None], deadline: float, timeout: float, what: str,
                   failed: type[PartitionNotifyError],
                   timed_out: type[PartitionNotifyError], window: int = WINDOW,
                   settle: Callable[[Batch], None] | None = None) -> None:
@@ -300,8 +302,8 @@ class StompLink:
         if settle is not None:
             settle(batch)
 
-    def _send_all(self, conn: Any, gen: int, items: Sequence[Any], ids: list[str], batch: Batch,
-                  send: Callable[[Any, str], None], deadline: float, timeout: float, what: str,
+    def _send_all(self, conn: Any, gen: int, items: Sequence[_Item], ids: list[str], batch: Batch,
+                  send: Callable[[_Item, str], None], deadline: float, timeout: float, what: str,
                   failed: type[PartitionNotifyError],
                   timed_out: type[PartitionNotifyError], window: int) -> None:
         half = window // 2

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -115,7 +116,14 @@ class Frame:
     event_id: int = 0
 
 
-def describe_error(frame: Any) -> str:
+class ReceivedFrame(Protocol):
+    """A frame stomp.py hands its listener (``stomp.utils.Frame``, bodies undecoded)."""
+
+    headers: Mapping[str, str]
+    body: bytes | str | None
+
+
+def describe_error(frame: ReceivedFrame) -> str:
     """The broker's reason from an ERROR frame, short enough for a log line."""
     message = str(frame.headers.get("message", "")).strip()
     body = frame.body or b""
@@ -132,7 +140,7 @@ class LinkEvents(Protocol):
 
     def on_receipt(self, receipt_id: str) -> None: ...
 
-    def on_message(self, frame: Any) -> None: ...
+    def on_message(self, frame: ReceivedFrame) -> None: ...
 
     def lost(self, gen: int, reason: str) -> None: ...
 
@@ -147,11 +155,11 @@ class Listener(stomp.ConnectionListener):  # type: ignore[misc]
         self.connected = False
         self.refusal: str | None = None
 
-    def on_connected(self, frame: Any) -> None:
+    def on_connected(self, frame: ReceivedFrame) -> None:
         self.connected = True
         self.answered.set()
 
-    def on_error(self, frame: Any) -> None:
+    def on_error(self, frame: ReceivedFrame) -> None:
         reason = describe_error(frame)
         if not self.connected:
             self.refusal = reason
@@ -159,10 +167,10 @@ class Listener(stomp.ConnectionListener):  # type: ignore[misc]
             return
         self.link.on_error(self.gen, frame.headers.get("receipt-id"), reason)
 
-    def on_receipt(self, frame: Any) -> None:
+    def on_receipt(self, frame: ReceivedFrame) -> None:
         self.link.on_receipt(frame.headers.get("receipt-id", ""))
 
-    def on_message(self, frame: Any) -> None:
+    def on_message(self, frame: ReceivedFrame) -> None:
         self.link.on_message(frame)
 
     def on_disconnected(self) -> None:

@@ -45,8 +45,10 @@ from transports.stomp._wire import Endpoint, Frame, Sub
 DEFAULT_PORTS = {"stomp": 61613, "stomp+ssl": 61614}
 
 
-def parse_url(url: str, **options: Any) -> Endpoint:
-    """An :class:`Endpoint` from a ``stomp://`` URL plus explicit options (which win)."""
+def parse_url(url: str, *, username: str | None = None, password: str | None = None,
+              connect_timeout: float = 10.0, heartbeat_ms: int = 5000,
+              client_id: str = "partition-notify") -> Endpoint:
+    """An :class:`Endpoint` from a ``stomp://`` URL; explicit credentials win over the URL's."""
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in DEFAULT_PORTS:
@@ -61,21 +63,21 @@ def parse_url(url: str, **options: Any) -> Endpoint:
     if unknown:
         raise ConfigurationError(f"STOMP URL: unknown parameter(s) {sorted(unknown)}; "
                                  "known: ca_certs")
-    heartbeat_ms = int(options.get("heartbeat_ms", 5000))
-    timeout = float(options.get("connect_timeout", 10.0))
+    heartbeat_ms = int(heartbeat_ms)
+    timeout = float(connect_timeout)
     if heartbeat_ms < 0 or timeout <= 0:
         raise ConfigurationError(f"STOMP: heartbeat_ms must be >= 0 (got {heartbeat_ms}) and "
                                  f"connect_timeout > 0 (got {timeout})")
     return Endpoint(
         hosts=hosts,
-        username=options.get("username") or unquote(url_user) or None,
-        password=options.get("password") or unquote(url_password) or None,
+        username=username or unquote(url_user) or None,
+        password=password or unquote(url_password) or None,
         vhost=unquote(parts.path.lstrip("/")) or "/",
         use_ssl=scheme == "stomp+ssl",
         ca_certs=query.get("ca_certs"),
         connect_timeout=timeout,
         heartbeat_ms=heartbeat_ms,
-        label=str(options.get("client_id") or "partition-notify"),
+        label=client_id or "partition-notify",
     )
 
 
