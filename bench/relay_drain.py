@@ -125,7 +125,7 @@ def raw_stomp(args: argparse.Namespace, envs: list[Envelope]) -> tuple[Callable[
 def raw_kafka(args: argparse.Namespace, envs: list[Envelope]) -> tuple[Callable[[], None], Any]:
     from kafka import KafkaProducer
 
-    from transports.kafka_config import parse_url
+    from transports.kafka.config import parse_url
 
     ep = parse_url(args.url)
     producer = KafkaProducer(bootstrap_servers=list(ep.bootstrap), acks="all", linger_ms=0,

@@ -21,7 +21,13 @@ from partition_notify.contract import (
     topic_for,
 )
 from partition_notify.contract.messages import DEFAULT_MAX_MESSAGE_BYTES, encode_body
-from partition_notify.errors import InvalidSpecError, PublishError, TransportError, ValidationError
+from partition_notify.errors import (
+    InvalidSpecError,
+    MessageRejected,
+    PublishError,
+    TransportError,
+    ValidationError,
+)
 from store import EventDraft, Store, TableInfo
 from store.provider import InTxn
 from store.schema import MAX_SPEC_CHARS
@@ -331,12 +337,14 @@ class Publisher:
             )
         except TransportError as exc:
             first, last = messages[0].event_id, messages[-1].event_id
-            # Keep the kind (PublishTimeout stays a timeout) for callers that branch on it.
+            text = (f"{exc} — events {first}..{last} are logged and will be delivered by the "
+                    "relay (partition-notify serve)")
+            # Keep the kind (PublishTimeout stays a timeout, MessageRejected keeps what was
+            # refused) for callers that branch on it.
+            if isinstance(exc, MessageRejected):
+                raise MessageRejected(text, exc.rejected, exc.confirmed) from exc
             kind = type(exc) if isinstance(exc, PublishError) else PublishError
-            raise kind(
-                f"{exc} — events {first}..{last} are logged and will be delivered by the "
-                "relay (partition-notify serve)"
-            ) from exc
+            raise kind(text) from exc
         self.store.mark_published([m.event_id for m in messages])
 
 

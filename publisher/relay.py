@@ -37,6 +37,7 @@ import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
+from partition_notify.backoff import Backoff
 from partition_notify.contract import Envelope
 from partition_notify.errors import ConfigurationError, MessageRejected, PartitionNotifyError
 from partition_notify.settings import DEFAULT_MAX_ATTEMPTS
@@ -55,7 +56,6 @@ class RelayStats:
     published: int = 0
     failed_batches: int = 0
     consecutive_failures: int = 0
-    last_success: float | None = None
     rejected: int = 0
     dead_lettered: int = 0
 
@@ -96,6 +96,9 @@ class Relay:
             else publish_timeout + WRITER_GRACE_MARGIN_SECONDS
         )
         self.max_backoff = max_backoff_seconds
+        #: 0.5 s after the first failure, doubling up to max_backoff_seconds; the failure
+        #: count is stats.consecutive_failures (and per topic, the dead-letter attempts).
+        self._backoff = Backoff(initial=min(0.5, max_backoff_seconds), cap=max_backoff_seconds)
         self.max_attempts = max_attempts
         self.dead_letters = DeadLetters(store)
         self.owner = owner or f"relay-{uuid.uuid4().hex[:12]}"
@@ -182,7 +185,6 @@ class Relay:
         self.store.mark_published([e.event_id for e in batch])
         self.stats.published += len(batch)
         self.stats.consecutive_failures = 0
-        self.stats.last_success = time.time()
 
     def _rejected(self, batch: list[LoggedEvent], exc: MessageRejected) -> int:
         """Mark what the broker took, count the refusals; return how many were published."""
@@ -199,7 +201,7 @@ class Relay:
                                "topic": by_id[event_id].topic, "error": why,
                                "relay": self.owner})
         dead = self.dead_letters.record_rejections(
-            rejected, max_attempts=self.max_attempts, backoff=self._delay)
+            rejected, max_attempts=self.max_attempts, backoff=self._backoff.delay)
         for d in dead:
             self.stats.dead_lettered += 1
             log.error("relay: dead-lettered event %d of table %s (topic %s, topicSeq %d) after "
@@ -218,9 +220,6 @@ class Relay:
             self._failed(rest, exc)
         return len(done)
 
-    def _delay(self, failures: int) -> float:
-        return min(self.max_backoff, 0.5 * 2.0 ** (failures - 1))
-
     def backoff(self) -> float:
         """Seconds until the next attempt is allowed (0 when not backing off)."""
         return max(0.0, self._not_before - time.monotonic())
@@ -228,7 +227,7 @@ class Relay:
     def _failed(self, batch: list[LoggedEvent], exc: Exception) -> None:
         self.stats.failed_batches += 1
         self.stats.consecutive_failures += 1
-        delay = self._delay(self.stats.consecutive_failures)
+        delay = self._backoff.delay(self.stats.consecutive_failures)
         self._not_before = time.monotonic() + delay
         # The message comes from our own error classes, which never carry credentials.
         log.warning(

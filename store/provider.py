@@ -1,6 +1,6 @@
 """The storage provider: what the rest of partition-notify asks of the store.
 
-Callers never see a transaction (seed 004): each method is one unit of work.
+Callers never see a transaction (the storage interface hides them): each method is one unit of work.
 """
 
 from __future__ import annotations

@@ -114,10 +114,6 @@ class TableRepository:
     def get(self, db: str, name: str) -> TableRow | None:
         return self.session.scalars(_TABLE_BY_NAME, {"db": db, "name": name}).one_or_none()
 
-    def by_ids(self, ids: Iterable[int]) -> dict[int, TableRow]:
-        rows = self.session.scalars(select(TableRow).where(TableRow.id.in_(list(ids))))
-        return {r.id: r for r in rows}
-
     def all(self) -> list[TableRow]:
         return list(self.session.scalars(select(TableRow).order_by(TableRow.db, TableRow.name)))
 

@@ -1,6 +1,6 @@
 """Tables of the revision manager and of SNAPSHOT datasets (migration 0002).
 
-The revision manager keeps exactly what the seed's ZooKeeper layout kept:
+The revision manager keeps exactly what a ZooKeeper-style revision layout keeps:
 a revision counter per table, the running transactions and the aborted
 ones. Committed transactions leave no row: a revision at or below the
 counter that is neither running nor aborted is committed.

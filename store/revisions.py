@@ -1,4 +1,4 @@
-"""The revision manager (seed 000) over the SQL store.
+"""The revision manager over the SQL store.
 
 Writers run in *write transactions*: ``begin_write_transaction`` hands out a
 revision, unique and strictly increasing per table; the writer tags its data

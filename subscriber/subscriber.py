@@ -1,6 +1,6 @@
 """The subscriber library schedulers use: live messages, history, and waits.
 
-The late-subscriber protocol (seed 003): **subscribe first**, wait for the bus
+The late-subscriber protocol: **subscribe first**, wait for the bus
 to confirm, **then** read the retention table, **then** de-duplicate. Reading
 history first would lose whatever is published between the read and the
 subscription.

@@ -1,11 +1,20 @@
-"""The transport interface: publish durably, and consume with a confirmed subscription."""
+"""The transport interface: publish durably, and consume with a confirmed subscription.
+
+Adding a transport: subclass :class:`Transport` (and :class:`Consumer`) in
+its own subpackage like ``transports/stomp/``, implement ``from_url`` (mypy
+refuses a subclass without it), parse the URL's host list with
+``transports.hosts.parse_hosts`` and retry with ``partition_notify.backoff``,
+map driver errors to the ``partition_notify.errors`` tree at this boundary,
+add the scheme to ``TRANSPORTS`` in ``transports/registry.py`` (imported only
+when used), and add the broker to the contract suite in ``tests/contract``.
+"""
 
 from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from partition_notify.contract import Envelope
 
@@ -56,6 +65,16 @@ class Transport(abc.ABC):
     scheme: ClassVar[str]
     #: True when the store's event log *is* the bus (nothing to send).
     uses_store_log: ClassVar[bool] = False
+
+    @classmethod
+    @abc.abstractmethod
+    def from_url(cls, url: str, **options: Any) -> Transport:
+        """Build the transport for ``url``.
+
+        ``options`` are the keyword arguments the composition root passes to
+        every transport (store, credentials, timeouts, client id); each
+        transport takes the ones it needs and ignores the rest.
+        """
 
     @abc.abstractmethod
     def publish(self, envelopes: Sequence[Envelope], *, timeout: float) -> None:

@@ -12,8 +12,9 @@ import threading
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from partition_notify.backoff import Backoff
 from partition_notify.contract import Envelope
-from partition_notify.errors import PartitionNotifyError, SubscribeError
+from partition_notify.errors import ConfigurationError, PartitionNotifyError, SubscribeError
 from store import Store
 from transports.base import Consumer, OnMessage, RawMessage, Transport
 
@@ -30,8 +31,14 @@ class EmbeddedTransport(Transport):
 
     @classmethod
     def from_url(
-        cls, url: str, *, store: Store, poll_interval_seconds: float = 0.02, **_: Any
+        cls, url: str, *, store: Store | None = None, poll_interval_seconds: float = 0.02,
+        **_: Any,
     ) -> EmbeddedTransport:
+        if store is None:
+            raise ConfigurationError(
+                f"transport URL {url!r}: the embedded transport needs the store (store=...), "
+                "whose event log is its bus"
+            )
         return cls(store, poll_interval_seconds=poll_interval_seconds)
 
     def publish(self, envelopes: Sequence[Envelope], *, timeout: float) -> None:
@@ -71,7 +78,8 @@ class EmbeddedConsumer(Consumer):
                 self._thread.start()
 
     def _run(self) -> None:
-        backoff = self._poll
+        # A failed read waits the poll interval, doubling up to 5 s.
+        backoff = Backoff(initial=self._poll, cap=max(self._poll, 5.0))
         while not self._stop.is_set():
             with self._lock:
                 cursor = self._cursor or 0
@@ -81,10 +89,9 @@ class EmbeddedConsumer(Consumer):
                 batch = self._store.events_after(cursor, 1000)
             except PartitionNotifyError as exc:
                 log.warning("embedded consumer: reading the log failed, retrying: %s", exc)
-                self._stop.wait(backoff)
-                backoff = min(backoff * 2, 5.0)
+                backoff.wait(self._stop, backoff.failed())
                 continue
-            backoff = self._poll
+            backoff.reset()
             # Topics are read after the batch: a topic whose subscribe() returned
             # before an event committed is then in the set. Read before, an event
             # committed during the read would be filtered out and skipped for good.

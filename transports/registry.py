@@ -16,9 +16,9 @@ if TYPE_CHECKING:
 #: scheme -> "module:Class". Heavy drivers load only when their scheme is used.
 TRANSPORTS: dict[str, str] = {
     "embedded": "transports.embedded:EmbeddedTransport",
-    "stomp": "transports.stomp:StompTransport",
-    "stomp+ssl": "transports.stomp:StompTransport",
-    "kafka": "transports.kafka:KafkaTransport",
+    "stomp": "transports.stomp.transport:StompTransport",
+    "stomp+ssl": "transports.stomp.transport:StompTransport",
+    "kafka": "transports.kafka.transport:KafkaTransport",
 }
 
 
@@ -42,7 +42,7 @@ def create_transport(url: str, **options: Any) -> Transport:
     """Build the transport for ``url``; each class takes the options it needs."""
     try:
         cls = resolve(url)
-        return cls.from_url(url, **options)  # type: ignore[attr-defined, no-any-return]
+        return cls.from_url(url, **options)
     except ValueError as exc:
         if isinstance(exc, PartitionNotifyError):
             raise

@@ -1,8 +1,8 @@
-"""SNAPSHOT datasets (seed 001): full-refresh datasets read as one consistent version.
+"""SNAPSHOT datasets: full-refresh datasets read as one consistent version.
 
 Every run writes a *complete* new version to ``<location>/version=<n>/``
 where ``n`` is the run's revision from the :class:`RevisionManager` (the
-seed's "transaction id as version"). Only when the Spark write has
+revision is the version). Only when the Spark write has
 succeeded does the run commit, and the commit flips the current-version
 pointer in the store in the same database transaction. Readers resolve the
 pointer first and then read that one directory, so they see the old version
@@ -11,7 +11,7 @@ the new version. A failed run leaves the pointer alone and removes its
 partial files; a killed run's files are removed by :func:`expire_versions`
 once its transaction has expired.
 
-Retention (the seed's trade-off): a TTL alone would delete everything if the
+Retention trade-off: a TTL alone would delete everything if the
 runs stopped, so the newest ``min_versions`` complete versions (at least
 one, always including the current one) are kept whatever their age; older
 ones go once they have been superseded for ``ttl_seconds`` (or at once when

@@ -108,7 +108,7 @@ class NotifyingWriter:
         self.options = dict(options or {})
         self.progress = progress
         self.lease_seconds = lease_seconds
-        #: With a revision manager every write is a write transaction (seed 000):
+        #: With a revision manager every write is a write transaction:
         #: its partitions and messages carry the revision, a failed write aborts it.
         self.revisions = revisions
         if revisions is None and transactional:

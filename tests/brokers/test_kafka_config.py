@@ -6,7 +6,7 @@ import pytest
 
 from partition_notify.errors import ConfigurationError
 from transports import resolve
-from transports.kafka_config import parse_url
+from transports.kafka.config import parse_url
 
 
 def test_hosts_ports_and_defaults():
@@ -52,7 +52,7 @@ def test_sasl_plain_when_a_username_is_given_and_the_password_stays_out_of_repr(
     ("kafka://", "names no host"),
     ("kafka://h:port", "not a number"),
     ("kafka://h?api_version=two", "api_version"),
-    ("kafka://h?partitions=0", "partitions must be >= 1"),
+    ("kafka://h?partitions=0", "option partitions='0': expected an integer >= 1"),
     ("kafka://h?replication_factor=0", "replication_factor"),
     ("kafka://h?create_topics=maybe", "true or false"),
     ("kafka://h?auto_offset_reset=middle", "latest, earliest"),
@@ -69,3 +69,26 @@ def test_registry_resolves_the_scheme():
     from transports.kafka import KafkaTransport
 
     assert resolve("kafka://h:9092") is KafkaTransport
+
+
+@pytest.mark.parametrize(("query", "message"), [
+    ("api_version=two", "option api_version='two': expected 'auto' or a version like 2.8"),
+    ("fetch_max_wait_ms=soon", "option fetch_max_wait_ms='soon': expected an integer"),
+    ("fetch_max_wait_ms=-1", "option fetch_max_wait_ms='-1': expected an integer >= 0"),
+    ("session_timeout_ms=0", "option session_timeout_ms='0': expected an integer >= 1"),
+    ("replication_factor=0", "replication_factor='0': expected -1 \\(broker default\\)"),
+    ("create_topics=maybe", "option create_topics='maybe': expected true or false"),
+    ("auto_offset_reset=middle", "auto_offset_reset='middle': expected one of latest, earliest"),
+    ("security_protocol=tls", "security_protocol='TLS': expected one of PLAINTEXT, SSL, "),
+    ("sasl_mechanism=md5", "sasl_mechanism='MD5': expected one of PLAIN, SCRAM-SHA-256"),
+    ("grup_id=x&bogus=1", "unknown option\\(s\\) \\['bogus', 'grup_id'\\]; known: api_version"),
+])
+def test_option_errors_name_the_option_the_value_and_what_is_expected(query, message):
+    with pytest.raises(ConfigurationError, match=message):
+        parse_url(f"kafka://h?{query}")
+
+
+def test_blank_optional_options_mean_unset():
+    ep = parse_url("kafka://h?group_id=&session_timeout_ms=&api_version=&ssl_cafile=")
+    assert (ep.group_id, ep.session_timeout_ms, ep.api_version, ep.ssl_cafile) == (None,) * 4
+    assert parse_url("kafka://h?security_protocol=ssl&create_topics=0").security_protocol == "SSL"

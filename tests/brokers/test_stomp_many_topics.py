@@ -1,4 +1,4 @@
-"""10,000 topics on one connection: no thread or socket per topic (seed 003's JMS worry)."""
+"""10,000 topics on one connection: no thread or socket per topic (no JMS-style consumer each)."""
 
 from __future__ import annotations
 

@@ -20,6 +20,7 @@ from tests.faults.support import (
     READER_USER,
     Collector,
     PrivateActiveMQ,
+    free_port,
     logged_message_ids,
     stomp_app,
     tally,
@@ -120,3 +121,25 @@ def test_broker_down_then_relay_delivers_everything(
         stop.set()
         sub_app.close()
         pub.close()
+
+
+def test_relay_keeps_backing_off_through_a_long_outage(sqlite_url: str, db_name: str) -> None:
+    """Thousands of consecutive failures (hours at the cap) still give the capped delay.
+
+    Nothing listens on the port: every publish is a real refused TCP connect.
+    The failure count is set as a long outage would leave it (2.5 h at 8 s).
+    """
+    url = f"stomp://127.0.0.1:{free_port()}"
+    app = stomp_app(sqlite_url, url, publish_timeout=2.0, connect_timeout=1.0)
+    try:
+        app.publisher.register_table(db_name, "events", ["ds"])
+        with pytest.raises(PublishError):
+            app.publisher.announce_partitions(db_name, "events", ["ds=1"])
+        relay = Relay(app.store, app.transport, publish_timeout=2.0, writer_grace_seconds=0.0,
+                      max_backoff_seconds=8.0)
+        relay.stats.consecutive_failures = 1125
+        assert relay.run_once() == 0
+        assert relay.stats.consecutive_failures == 1126
+        assert 7.0 < relay.backoff() <= 8.0
+    finally:
+        app.close()

@@ -1,6 +1,6 @@
-"""The seed's scenarios (000) against SQLite and PostgreSQL.
+"""The revision manager's snapshot-isolation scenarios against SQLite and PostgreSQL.
 
-Data is modelled as the seed does: every write of a cell is tagged with the
+Data is modelled as in the revision-manager design: every write of a cell is tagged with the
 writer's revision, and a read returns the value of the highest revision the
 snapshot includes.
 """
@@ -54,7 +54,7 @@ def test_jobs_a_b_c_snapshot_sees_a_not_b(rm: RevisionManager) -> None:
 
 
 def test_earlier_running_transaction_hides_later_commit(rm: RevisionManager) -> None:
-    """The seed's counter-example: A began first, B committed, then A writes x."""
+    """The snapshot-isolation counter-example: A began first, B committed, then A writes x."""
     data = Cells()
     data.write(seed := rm.begin_write_transaction(T, ["cf"]), "cf", "x", "v0")
     rm.commit_write_transaction(seed)

@@ -1,4 +1,4 @@
-"""SNAPSHOT datasets (seed 001) with a real local Spark session."""
+"""SNAPSHOT datasets with a real local Spark session."""
 
 from __future__ import annotations
 

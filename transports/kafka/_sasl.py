@@ -18,7 +18,7 @@ import struct
 import time
 
 from partition_notify.errors import AuthenticationError
-from transports.kafka_config import KafkaEndpoint
+from transports.kafka.config import KafkaEndpoint
 
 SASL_HANDSHAKE, VERSION = 17, 1
 #: Kafka protocol error codes a SaslHandshake can return.

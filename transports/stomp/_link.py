@@ -15,17 +15,15 @@ reconnect thread only while the broker is away.
 from __future__ import annotations
 
 import logging
-import random
-import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, TypeVar
 
 import stomp
 import stomp.exception
 
+from partition_notify.backoff import Backoff
 from partition_notify.errors import (
     ConnectError,
     MessageRejected,
@@ -34,152 +32,31 @@ from partition_notify.errors import (
     PublishTimeout,
     SubscribeError,
 )
-from transports._pending import Batch, ReceiptBook, ReceiptFailed, ReceiptTimeout
 from transports.base import RawMessage
+from transports.stomp._pending import Batch, ReceiptBook, ReceiptFailed, ReceiptTimeout
+from transports.stomp._wire import (
+    DRIVER_ERRORS,
+    PERMANENT_REFUSAL,
+    SEND_WINDOW,
+    SUBSCRIBE_SECONDS_EACH,
+    WINDOW,
+    Endpoint,
+    Frame,
+    Listener,
+    Owner,
+    ReceivedFrame,
+    Sub,
+    close_socket,
+    hide_passcodes,
+)
 
 log = logging.getLogger("transports.stomp")
-
-#: Driver errors that mean "the connection is gone"; a retry on a new one may work.
-DRIVER_ERRORS: tuple[type[BaseException], ...] = (stomp.exception.StompException, OSError)
-
-
-class _RedactPasscode(logging.Filter):
-    """stomp.py logs raw frames at DEBUG, CONNECT's passcode included (its own
-    redaction regex never matches), so secrets are cut out before any handler."""
-
-    # Frames are logged as a list of bytes reprs: b'passcode:secret\n'
-    PASSCODE = re.compile(r"(passcode:).*?(?=\\n['\"]|$)", re.MULTILINE)
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.args and "passcode" in str(record.args):
-            record.msg = self.PASSCODE.sub(r"\1********", record.getMessage())
-            record.args = ()
-        return True
-
-
-if not any(isinstance(f, _RedactPasscode) for f in logging.getLogger("stomp.py").filters):
-    logging.getLogger("stomp.py").addFilter(_RedactPasscode())
-
-#: ERROR frames answering one SEND that no retry can cure: ActiveMQ's
-#: SecurityException ("User x is not authorized to write to: topic://y") and
-#: InvalidDestinationException, RabbitMQ's access_refused, size refusals. Any
-#: other refusal (e.g. ActiveMQ's producer flow control) is retried.
-PERMANENT_REFUSAL = re.compile(
-    r"not authorized|SecurityException|access.refused|InvalidDestination|invalid destination"
-    r"|too large|exceeds? (the )?maxim",
-    re.IGNORECASE,
-)
+#: The first reconnect attempt after a loss waits this long (then doubles).
+RECONNECT_FIRST_DELAY = 0.1
+_Item = TypeVar("_Item")
 
 #: Failures a best-effort step (UNSUBSCRIBE, DISCONNECT) only logs.
 _BEST_EFFORT: tuple[type[BaseException], ...] = (*DRIVER_ERRORS, ReceiptFailed, ReceiptTimeout)
-#: Unconfirmed SUBSCRIBE frames allowed on the wire: a broker busy creating
-#: thousands of destinations must still read our heart-beats (RabbitMQ drops
-#: us otherwise).
-WINDOW = 1000
-#: Unconfirmed SENDs: ActiveMQ batches its journal writes over what is in
-#: flight; a 1,000 window gave 0.83x raw stomp.py on 10,000 pipelined sends,
-#: 5,000 gave 1.04x (bench/brokers_stomp.py, batch row).
-SEND_WINDOW = 5000
-#: Extra time per subscription when re-subscribing thousands of topics at once
-#: (ActiveMQ needs ~7 ms to create a destination on a busy 2-core machine).
-SUBSCRIBE_SECONDS_EACH = 0.01
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    hosts: tuple[tuple[str, int], ...]
-    username: str | None = None
-    password: str | None = field(default=None, repr=False)
-    vhost: str = "/"
-    use_ssl: bool = False
-    ca_certs: str | None = None
-    connect_timeout: float = 10.0
-    heartbeat_ms: int = 5000
-    label: str = "partition-notify"
-    reconnect_max_delay: float = 5.0
-
-    @property
-    def where(self) -> str:
-        """Broker address for messages: never carries credentials."""
-        scheme = "stomp+ssl" if self.use_ssl else "stomp"
-        return f"{scheme}://" + ",".join(f"{h}:{p}" for h, p in self.hosts)
-
-
-class Owner(Protocol):
-    """A consumer: receives MESSAGE frames and hears about reconnects."""
-
-    def deliver(self, raw: RawMessage) -> None: ...
-
-    def reconnected(self) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Sub:
-    sub_id: str
-    topic: str
-    owner: Owner
-
-    @property
-    def destination(self) -> str:
-        return f"/topic/{self.topic}"
-
-
-@dataclass(frozen=True, slots=True)
-class Frame:
-    topic: str
-    body: bytes
-    headers: dict[str, str]
-    event_id: int = 0
-
-
-class _Listener(stomp.ConnectionListener):  # type: ignore[misc]
-    """Events of one connection generation; stale generations are ignored by the link."""
-
-    def __init__(self, link: StompLink, gen: int) -> None:
-        self.link = link
-        self.gen = gen
-        self.answered = threading.Event()
-        self.connected = False
-        self.refusal: str | None = None
-
-    def on_connected(self, frame: Any) -> None:
-        self.connected = True
-        self.answered.set()
-
-    def on_error(self, frame: Any) -> None:
-        reason = describe_error(frame)
-        if not self.connected:
-            self.refusal = reason
-            self.answered.set()
-            return
-        self.link._on_error(self.gen, frame.headers.get("receipt-id"), reason)
-
-    def on_receipt(self, frame: Any) -> None:
-        self.link.receipts.resolve(frame.headers.get("receipt-id", ""))
-
-    def on_message(self, frame: Any) -> None:
-        self.link._on_message(frame)
-
-    def on_disconnected(self) -> None:
-        if not self.connected:
-            self.refusal = self.refusal or "the broker closed the connection"
-            self.answered.set()
-        self.link._lost(self.gen, "connection closed")
-
-    def on_heartbeat_timeout(self) -> None:
-        self.link._lost(self.gen, "no heart-beat from the broker")
-
-
-def describe_error(frame: Any) -> str:
-    """The broker's reason from an ERROR frame, short enough for a log line."""
-    message = str(frame.headers.get("message", "")).strip()
-    body = frame.body or b""
-    detail = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
-    detail = detail.strip().splitlines()[0] if detail.strip() else ""
-    text = f"{message}: {detail}" if detail and detail not in message else message or detail
-    return (text or "ERROR frame without a message")[:300]
-
-
 class StompLink:
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
@@ -234,6 +111,7 @@ class StompLink:
         left = deadline - time.monotonic()
         if left <= 0:
             raise ConnectError(f"no time left to connect to {ep.where}")
+        hide_passcodes()
         with self._lock:
             self._gen += 1
             gen = self._gen
@@ -243,7 +121,7 @@ class StompLink:
             auto_decode=False, auto_content_length=False, heart_beat_receive_scale=2.0)
         if ep.use_ssl:
             conn.set_ssl(for_hosts=list(ep.hosts), ca_certs=ep.ca_certs)
-        listener = _Listener(self, gen)
+        listener = Listener(self, gen)
         conn.set_listener("partition-notify", listener)
         try:
             conn.connect(ep.username, ep.password, wait=False)
@@ -261,7 +139,7 @@ class StompLink:
             raise ConnectError(f"{ep.where} refused the connection: {listener.refusal}")
         with self._lock:
             if self._gen != gen:  # closed meanwhile
-                _close_socket(conn)
+                close_socket(conn)
                 raise ConnectError(f"the connection to {ep.where} was closed while opening")
             # Published before re-subscribing finishes: a loss now fails those receipts too.
             self._conn = conn
@@ -270,7 +148,7 @@ class StompLink:
                  ep.username or "anonymous", self.connects)
         return conn, gen
 
-    def _lost(self, gen: int, reason: str) -> None:
+    def lost(self, gen: int, reason: str) -> None:
         with self._lock:
             if gen != self._gen or self._conn is None:
                 return
@@ -282,20 +160,22 @@ class StompLink:
         log.warning("lost the connection to %s (%s); %d pending batch(es) failed%s",
                     self.endpoint.where, reason, failed,
                     ", reconnecting" if want_reconnect else "")
-        _close_socket(conn)
+        close_socket(conn)
 
     def _reconnect_loop(self) -> None:
-        delay = 0.1
+        # 0.1 s first, doubling up to reconnect_max_delay, 0-20 % jitter.
+        backoff = Backoff(initial=RECONNECT_FIRST_DELAY, jitter=0.2,
+                          cap=max(self.endpoint.reconnect_max_delay, RECONNECT_FIRST_DELAY))
         try:
             while not self._closed.is_set():
                 try:
                     self.connection(time.monotonic() + self.endpoint.connect_timeout)
                     return
                 except PartitionNotifyError as exc:
+                    delay = backoff.failed()
                     log.warning("reconnect to %s failed, next try in %.1f s: %s",
                                 self.endpoint.where, delay, exc)
-                self._closed.wait(delay * (1 + random.random() * 0.2))
-                delay = min(delay * 2, self.endpoint.reconnect_max_delay)
+                backoff.wait(self._closed, delay)
         finally:
             with self._lock:
                 self._reconnector = None
@@ -317,16 +197,19 @@ class StompLink:
             except Exception:
                 log.exception("reconnect callback failed")
 
-    def _on_error(self, gen: int, receipt_id: str | None, reason: str) -> None:
+    def on_receipt(self, receipt_id: str) -> None:
+        self.receipts.resolve(receipt_id)
+
+    def on_error(self, gen: int, receipt_id: str | None, reason: str) -> None:
         permanent = PERMANENT_REFUSAL.search(reason) is not None
         if receipt_id and self.receipts.fail(receipt_id, f"the broker refused it: {reason}",
                                              permanent=permanent):
             log.warning("broker %s refused a frame: %s", self.endpoint.where, reason)
             return
         # STOMP: the server closes the connection after an ERROR frame.
-        self._lost(gen, f"ERROR frame from the broker: {reason}")
+        self.lost(gen, f"ERROR frame from the broker: {reason}")
 
-    def _on_message(self, frame: Any) -> None:
+    def on_message(self, frame: ReceivedFrame) -> None:
         headers: dict[str, str] = {str(k): str(v) for k, v in frame.headers.items()}
         sub = self._subs.get(headers.get("subscription", ""))
         if sub is None:
@@ -395,8 +278,8 @@ class StompLink:
                        timeout if timeout is not None else deadline - time.monotonic(),
                        "subscription(s)", SubscribeError, SubscribeError)
 
-    def _pipeline(self, conn: Any, gen: int, items: Sequence[Any],
-                  send: Callable[[Any, str], None], deadline: float, timeout: float, what: str,
+    def _pipeline(self, conn: Any, gen: int, items: Sequence[_Item],
+                  send: Callable[[_Item, str], None], deadline: float, timeout: float, what: str,
                   failed: type[PartitionNotifyError],
                   timed_out: type[PartitionNotifyError], window: int = WINDOW,
                   settle: Callable[[Batch], None] | None = None) -> None:
@@ -419,8 +302,8 @@ class StompLink:
         if settle is not None:
             settle(batch)
 
-    def _send_all(self, conn: Any, gen: int, items: Sequence[Any], ids: list[str], batch: Batch,
-                  send: Callable[[Any, str], None], deadline: float, timeout: float, what: str,
+    def _send_all(self, conn: Any, gen: int, items: Sequence[_Item], ids: list[str], batch: Batch,
+                  send: Callable[[_Item, str], None], deadline: float, timeout: float, what: str,
                   failed: type[PartitionNotifyError],
                   timed_out: type[PartitionNotifyError], window: int) -> None:
         half = window // 2
@@ -431,7 +314,7 @@ class StompLink:
                         self.receipts.wait_below(batch, len(items) - k + half, deadline)
                     send(item, rid)
             except DRIVER_ERRORS as exc:
-                self._lost(gen, f"sending failed: {type(exc).__name__} {exc}")
+                self.lost(gen, f"sending failed: {type(exc).__name__} {exc}")
                 raise failed(f"sending {len(items)} {what} to {self.endpoint.where} failed: "
                              f"{type(exc).__name__} {exc}") from exc
             self.receipts.wait_below(batch, 0, deadline)
@@ -510,17 +393,7 @@ class StompLink:
                 self._gen += 1  # events of this connection are now stale
             if self._conn is conn:
                 self._conn = None
-        _close_socket(conn)
+        close_socket(conn)
         io_thread = getattr(conn.transport, "io_thread", None)
         if io_thread is not None and io_thread is not threading.current_thread():
             io_thread.join(timeout)
-
-
-def _close_socket(conn: Any) -> None:
-    if conn.transport.socket is None:
-        return  # stomp.py's reader already closed it
-    try:
-        conn.transport.disconnect_socket()
-    except Exception as exc:  # already gone is fine
-        log.debug("closing the STOMP socket: %s", exc)
-

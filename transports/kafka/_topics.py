@@ -5,7 +5,7 @@ many production clusters turn ``auto.create.topics.enable`` off, and a
 subscriber needs the topic to exist to pin its start offset. Creation is
 best effort - a principal without CREATE permission, or a policy that refuses
 it, only gets a warning; publishing then relies on the topic existing (or on
-auto-creation) and subscribers wait for it to appear (see kafka_consumer).
+auto-creation) and subscribers wait for it to appear (see transports.kafka.consumer).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import kafka.errors as kerrors
 
 from partition_notify.errors import SubscribeError
-from transports.kafka_config import KafkaEndpoint
+from transports.kafka.config import KafkaEndpoint
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,12 @@ class _HideAdminConfig(logging.Filter):
         return not str(record.msg).startswith("Starting KafkaAdminClient with configuration")
 
 
-logging.getLogger("kafka.admin.client").addFilter(_HideAdminConfig())
+_HIDE_ADMIN_CONFIG = _HideAdminConfig()
+
+
+def _hide_admin_config() -> None:
+    """Install the filter before the first admin client logs; ``addFilter`` ignores repeats."""
+    logging.getLogger("kafka.admin.client").addFilter(_HIDE_ADMIN_CONFIG)
 
 #: Topics per CreateTopics request: small enough to finish well within a request timeout.
 CREATE_CHUNK = 200
@@ -115,6 +120,7 @@ class TopicAdmin:
         config = client_config(self.endpoint, min(left, self.endpoint.connect_timeout))
         # One CreateTopics request may legitimately take longer than a connect.
         config["request_timeout_ms"] = max(int(left * 1000), 1000)
+        _hide_admin_config()
         try:
             admin = KafkaAdminClient(**config)
         except kerrors.KafkaError as exc:

@@ -32,20 +32,99 @@ or the URL's userinfo; they are kept out of ``repr`` and never logged.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, Literal
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import ValidationError as PydanticValidationError
+
 from partition_notify.errors import ConfigurationError
+from transports.hosts import parse_hosts
 
 DEFAULT_PORT = 9092
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-OFFSET_RESETS = ("latest", "earliest")
-KNOWN_OPTIONS = frozenset({
-    "api_version", "group_id", "session_timeout_ms", "fetch_max_wait_ms", "auto_offset_reset",
-    "create_topics",
-    "partitions", "replication_factor", "security_protocol", "sasl_mechanism", "ssl_cafile",
-})
+SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+
+
+def _upper(value: object) -> object:
+    return value.upper() if isinstance(value, str) else value
+
+
+def _lower(value: object) -> object:
+    return value.lower() if isinstance(value, str) else value
+
+
+def _blank_is_unset(value: object) -> object:
+    return None if value == "" else value
+
+
+Blankable = BeforeValidator(_blank_is_unset)
+
+
+class KafkaOptions(BaseModel):
+    """The ``?option=value`` part of a ``kafka://`` URL (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    api_version: Annotated[tuple[int, ...] | None, Blankable] = None
+    group_id: Annotated[str | None, Blankable] = None
+    session_timeout_ms: Annotated[Annotated[int, Field(ge=1)] | None, Blankable] = None
+    fetch_max_wait_ms: int = Field(500, ge=0)
+    auto_offset_reset: Annotated[Literal["latest", "earliest"], BeforeValidator(_lower)] = "latest"
+    create_topics: bool = True
+    partitions: int = Field(1, ge=1)
+    replication_factor: int = Field(-1, ge=-1)
+    #: None: SASL_PLAINTEXT when a username is given, else PLAINTEXT.
+    security_protocol: Annotated[SecurityProtocol | None, BeforeValidator(_upper)] = None
+    sasl_mechanism: Annotated[SaslMechanism, BeforeValidator(_upper)] = "PLAIN"
+    ssl_cafile: Annotated[str | None, Blankable] = None
+
+    @field_validator("api_version", mode="before")
+    @classmethod
+    def _version(cls, value: object) -> object:
+        if not isinstance(value, str) or value.lower() in ("", "auto"):
+            return None if isinstance(value, str) else value
+        try:
+            version = tuple(int(p) for p in value.split("."))
+        except ValueError:
+            version = ()
+        if not 2 <= len(version) <= 3:
+            raise ValueError("'auto' or a version like 2.8 or 3.9.0")
+        return version
+
+    @field_validator("replication_factor")
+    @classmethod
+    def _replication(cls, value: int) -> int:
+        if value == 0:
+            raise ValueError("-1 (broker default) or an integer >= 1")
+        return value
+
+    @classmethod
+    def from_query(cls, query: dict[str, str]) -> KafkaOptions:
+        """Validate the URL's options; errors name the option, its value and what is expected."""
+        try:
+            return cls.model_validate(query)
+        except PydanticValidationError as exc:
+            raise ConfigurationError(_explain(exc)) from None
+
+
+def _explain(exc: PydanticValidationError) -> str:
+    errors = exc.errors(include_url=False)
+    unknown = sorted(str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden")
+    if unknown:
+        return (f"Kafka URL: unknown option(s) {unknown}; known: "
+                f"{', '.join(sorted(KafkaOptions.model_fields))}")
+    first = errors[0]
+    name, value, ctx = first["loc"][0], first["input"], first.get("ctx", {})
+    expected = {
+        "int_parsing": "an integer",
+        "bool_parsing": "true or false",
+        "greater_than_equal": f"an integer >= {ctx.get('ge')}",
+        "value_error": str(ctx.get("error", "")).removeprefix("Value error, "),
+    }.get(first["type"], first["msg"].removeprefix("Input should be "))
+    if first["type"] == "literal_error":
+        expected = "one of " + str(ctx.get("expected", "")).replace("'", "").replace(" or ", ", ")
+    return f"Kafka URL option {name}={value!r}: expected {expected}"
 
 
 @dataclass(frozen=True)
@@ -99,103 +178,25 @@ def parse_url(url: str, *, username: str | None = None, password: str | None = N
                                  f"{parts.scheme!r}")
     userinfo, _, hostlist = parts.netloc.rpartition("@")
     url_user, _, url_password = userinfo.partition(":")
-    bootstrap = tuple(_host(item) for item in hostlist.split(",") if item)
-    if not bootstrap:
-        raise ConfigurationError("Kafka URL names no host; expected kafka://host:9092")
+    hosts = parse_hosts(hostlist, default_port=DEFAULT_PORT, kind="Kafka",
+                        example=f"kafka://host:{DEFAULT_PORT}")
+    bootstrap = tuple(f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in hosts)
     query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
-    unknown = set(query) - KNOWN_OPTIONS
-    if unknown:
-        raise ConfigurationError(f"Kafka URL: unknown option(s) {sorted(unknown)}; known: "
-                                 f"{', '.join(sorted(KNOWN_OPTIONS))}")
+    options = KafkaOptions.from_query(query)
     if connect_timeout <= 0:
         raise ConfigurationError(f"Kafka: connect_timeout must be > 0, got {connect_timeout}")
     user = username or unquote(url_user) or None
     secret = password or unquote(url_password) or None
-    protocol = query.get("security_protocol", "SASL_PLAINTEXT" if user else "PLAINTEXT").upper()
-    _choice("security_protocol", protocol, SECURITY_PROTOCOLS)
+    protocol = options.security_protocol or ("SASL_PLAINTEXT" if user else "PLAINTEXT")
     if protocol.startswith("SASL") and not (user and secret):
         raise ConfigurationError(f"Kafka security_protocol {protocol} needs a username and "
                                  "password (PN_BROKER_USERNAME / PN_BROKER_PASSWORD)")
-    mechanism = query.get("sasl_mechanism", "PLAIN").upper()
-    _choice("sasl_mechanism", mechanism, SASL_MECHANISMS)
-    reset = query.get("auto_offset_reset", "latest").lower()
-    _choice("auto_offset_reset", reset, OFFSET_RESETS)
-    session = query.get("session_timeout_ms")
     return KafkaEndpoint(
         bootstrap=bootstrap,
         client_id=client_id or "partition-notify",
         connect_timeout=float(connect_timeout),
-        api_version=_api_version(query.get("api_version", "auto")),
-        group_id=query.get("group_id") or None,
-        session_timeout_ms=_int("session_timeout_ms", session, 1) if session else None,
-        fetch_max_wait_ms=_int("fetch_max_wait_ms", query.get("fetch_max_wait_ms", "500"), 0),
-        auto_offset_reset=reset,
-        create_topics=_bool("create_topics", query.get("create_topics", "true")),
-        partitions=_int("partitions", query.get("partitions", "1"), 1),
-        replication_factor=_replication(query.get("replication_factor", "-1")),
+        **options.model_dump(exclude={"security_protocol"}),
         security_protocol=protocol,
-        sasl_mechanism=mechanism,
-        ssl_cafile=query.get("ssl_cafile") or None,
         username=user,
         password=secret,
     )
-
-
-def _host(item: str) -> str:
-    if item.startswith("["):  # [::1]:9092
-        host, _, rest = item[1:].partition("]")
-        port = rest.removeprefix(":")
-    else:
-        host, _, port = item.rpartition(":") if item.count(":") == 1 else (item, "", "")
-    if not host:
-        raise ConfigurationError(f"Kafka URL host {item!r} has no host name")
-    try:
-        number = int(port) if port else DEFAULT_PORT
-    except ValueError:
-        raise ConfigurationError(f"Kafka URL host {item!r}: port {port!r} is not a number"
-                                 ) from None
-    return f"[{host}]:{number}" if ":" in host else f"{host}:{number}"
-
-
-def _api_version(text: str) -> tuple[int, ...] | None:
-    if text.lower() in ("", "auto"):
-        return None
-    try:
-        version = tuple(int(p) for p in text.split("."))
-    except ValueError:
-        version = ()
-    if not 2 <= len(version) <= 3:
-        raise ConfigurationError(f"Kafka api_version {text!r}: expected 'auto' or a version "
-                                 "like 2.8 or 3.9.0")
-    return version
-
-
-def _choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ConfigurationError(f"Kafka {name} {value!r}: expected one of {', '.join(allowed)}")
-
-
-def _bool(name: str, text: str) -> bool:
-    lowered = text.lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off"):
-        return False
-    raise ConfigurationError(f"Kafka {name} {text!r}: expected true or false")
-
-
-def _int(name: str, text: str, minimum: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise ConfigurationError(f"Kafka {name} {text!r}: expected an integer") from None
-    if value < minimum:
-        raise ConfigurationError(f"Kafka {name} must be >= {minimum}, got {value}")
-    return value
-
-
-def _replication(text: str) -> int:
-    value = _int("replication_factor", text, -1)
-    if value == 0:
-        raise ConfigurationError("Kafka replication_factor must be -1 (broker default) or >= 1")
-    return value

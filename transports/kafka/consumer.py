@@ -34,11 +34,12 @@ import kafka.errors as kerrors
 from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 
+from partition_notify.backoff import Backoff
 from partition_notify.errors import ConnectError, SubscribeError, TransportError
-from transports._kafka_sasl import check_sasl
-from transports._kafka_topics import TopicAdmin, client_config, describe
 from transports.base import Consumer, OnMessage, RawMessage
-from transports.kafka_config import KafkaEndpoint
+from transports.kafka._sasl import check_sasl
+from transports.kafka._topics import TopicAdmin, client_config, describe
+from transports.kafka.config import KafkaEndpoint
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,10 @@ POLL_MS = 100
 #: to the maximum).
 PENDING_CHECK_SECONDS = 1.0
 PENDING_CHECK_MAX_SECONDS = 30.0
+#: A failed poll is retried after this long (the driver reconnects by itself).
+POLL_RETRY_SECONDS = 1.0
+#: Retry interval while the driver learns partition leaders for end offsets.
+END_OFFSET_RETRY_SECONDS = 0.05
 
 
 @dataclass(eq=False)
@@ -94,7 +99,7 @@ class KafkaTopicConsumer(Consumer):
         self._following: set[str] = set()
         self._pending: set[str] = set()
         self._next_pending_check = 0.0
-        self._pending_interval = PENDING_CHECK_SECONDS
+        self._pending_checks = Backoff(initial=PENDING_CHECK_SECONDS, cap=PENDING_CHECK_MAX_SECONDS)
         self._rebalances = _Rebalances()
         self._awaiting: list[_Request] = []
 
@@ -168,6 +173,8 @@ class KafkaTopicConsumer(Consumer):
 
     # -- poll thread ----------------------------------------------------------------
     def _run(self) -> None:
+        # The driver reconnects by itself; a failed poll is retried after a fixed 1 s.
+        backoff = Backoff(initial=POLL_RETRY_SECONDS, cap=POLL_RETRY_SECONDS)
         try:
             while not self._stop.is_set():
                 self._serve_requests()
@@ -177,7 +184,7 @@ class KafkaTopicConsumer(Consumer):
                     batch = self._kc.poll(timeout_ms=POLL_MS)
                 except Exception as exc:  # the driver reconnects by itself: keep polling
                     log.warning("kafka: poll failed, retrying: %s", describe(exc))
-                    self._stop.wait(1.0)
+                    backoff.wait(self._stop, backoff.failed())
                     continue
                 for records in batch.values():
                     for record in records:
@@ -254,13 +261,14 @@ class KafkaTopicConsumer(Consumer):
             log.info("kafka: topic(s) %s do not exist yet; following them from their first "
                      "offset once they appear", _few(missing))
             self._pending.update(missing)
-            self._pending_interval = PENDING_CHECK_SECONDS
-            self._next_pending_check = time.monotonic() + self._pending_interval
+            self._pending_checks.reset()
+            self._next_pending_check = time.monotonic() + self._pending_checks.delay(0)
 
     def _end_offsets(self, partitions: list[TopicPartition],
                      deadline: float) -> dict[TopicPartition, int]:
         ends: dict[TopicPartition, int] = {}
         todo = partitions
+        retry = Backoff(initial=END_OFFSET_RETRY_SECONDS, cap=END_OFFSET_RETRY_SECONDS)
         while True:
             left_ms = int((deadline - time.monotonic()) * 1000)
             if left_ms <= 0:
@@ -273,12 +281,11 @@ class KafkaTopicConsumer(Consumer):
             todo = [tp for tp in todo if tp not in ends]
             if not todo:
                 return ends
-            self._stop.wait(0.05)
+            retry.wait(self._stop, retry.failed(), deadline)
 
     def _adopt_pending(self) -> None:
         # Each check fetches the metadata of every topic in the cluster: back off.
-        self._next_pending_check = time.monotonic() + self._pending_interval
-        self._pending_interval = min(self._pending_interval * 2, PENDING_CHECK_MAX_SECONDS)
+        self._next_pending_check = time.monotonic() + self._pending_checks.failed()
         try:
             found = self._existing(frozenset(self._pending))
         except Exception as exc:  # retried at the next check

@@ -6,14 +6,14 @@
   sends the whole batch, then waits on *every* record's future with one
   deadline - ``flush()`` would return even when records failed.
 * Missing topics are created with the admin client (``create_topics``,
-  ``partitions``, ``replication_factor`` options); see ``_kafka_topics``.
-* Consuming: see ``kafka_consumer`` - no consumer group by default; every
+  ``partitions``, ``replication_factor`` options); see ``_topics``.
+* Consuming: see ``consumer`` - no consumer group by default; every
   partition of the followed topics is assigned and pinned at its end offset
   before ``subscribe`` returns. ``?group_id=`` switches to a consumer group.
 * Clients are created lazily: a subscriber-only process never opens a
   producer connection.
 
-URL and options: see ``kafka_config``.
+URL and options: see ``config``.
 """
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ from partition_notify.errors import (
     PublishError,
     PublishTimeout,
 )
-from transports._kafka_sasl import check_sasl
-from transports._kafka_topics import TopicAdmin, client_config, describe
 from transports.base import OnMessage, Transport
-from transports.kafka_config import KafkaEndpoint, parse_url
-from transports.kafka_consumer import KafkaTopicConsumer
+from transports.kafka._sasl import check_sasl
+from transports.kafka._topics import TopicAdmin, client_config, describe
+from transports.kafka.config import KafkaEndpoint, parse_url
+from transports.kafka.consumer import KafkaTopicConsumer
 
 log = logging.getLogger(__name__)
 

@@ -37,14 +37,18 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from partition_notify.contract import Envelope
 from partition_notify.errors import ConfigurationError, PublishError, SubscribeError
-from transports._stomp_link import Endpoint, Frame, StompLink, Sub
 from transports.base import Consumer, OnMessage, RawMessage, Transport
+from transports.hosts import parse_hosts
+from transports.stomp._link import StompLink
+from transports.stomp._wire import Endpoint, Frame, Sub
 
 DEFAULT_PORTS = {"stomp": 61613, "stomp+ssl": 61614}
 
 
-def parse_url(url: str, **options: Any) -> Endpoint:
-    """An :class:`Endpoint` from a ``stomp://`` URL plus explicit options (which win)."""
+def parse_url(url: str, *, username: str | None = None, password: str | None = None,
+              connect_timeout: float = 10.0, heartbeat_ms: int = 5000,
+              client_id: str = "partition-notify") -> Endpoint:
+    """An :class:`Endpoint` from a ``stomp://`` URL; explicit credentials win over the URL's."""
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in DEFAULT_PORTS:
@@ -52,41 +56,28 @@ def parse_url(url: str, **options: Any) -> Endpoint:
                                  f"got scheme {scheme!r}")
     userinfo, _, hostlist = parts.netloc.rpartition("@")
     url_user, _, url_password = userinfo.partition(":")
-    hosts: list[tuple[str, int]] = []
-    for item in filter(None, hostlist.split(",")):
-        if item.startswith("["):  # [::1]:61613
-            host, _, rest = item[1:].partition("]")
-            port = rest.removeprefix(":")
-        else:
-            host, _, port = item.partition(":")
-        try:
-            hosts.append((host, int(port) if port else DEFAULT_PORTS[scheme]))
-        except ValueError:
-            raise ConfigurationError(
-                f"STOMP URL host {item!r}: port {port!r} is not a number"
-            ) from None
-    if not hosts:
-        raise ConfigurationError("STOMP URL names no host; expected stomp://host:61613")
+    hosts = parse_hosts(hostlist, default_port=DEFAULT_PORTS[scheme], kind="STOMP",
+                        example=f"{scheme}://host:{DEFAULT_PORTS[scheme]}")
     query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
     unknown = set(query) - {"ca_certs"}
     if unknown:
         raise ConfigurationError(f"STOMP URL: unknown parameter(s) {sorted(unknown)}; "
                                  "known: ca_certs")
-    heartbeat_ms = int(options.get("heartbeat_ms", 5000))
-    timeout = float(options.get("connect_timeout", 10.0))
+    heartbeat_ms = int(heartbeat_ms)
+    timeout = float(connect_timeout)
     if heartbeat_ms < 0 or timeout <= 0:
         raise ConfigurationError(f"STOMP: heartbeat_ms must be >= 0 (got {heartbeat_ms}) and "
                                  f"connect_timeout > 0 (got {timeout})")
     return Endpoint(
-        hosts=tuple(hosts),
-        username=options.get("username") or unquote(url_user) or None,
-        password=options.get("password") or unquote(url_password) or None,
+        hosts=hosts,
+        username=username or unquote(url_user) or None,
+        password=password or unquote(url_password) or None,
         vhost=unquote(parts.path.lstrip("/")) or "/",
         use_ssl=scheme == "stomp+ssl",
         ca_certs=query.get("ca_certs"),
         connect_timeout=timeout,
         heartbeat_ms=heartbeat_ms,
-        label=str(options.get("client_id") or "partition-notify"),
+        label=client_id or "partition-notify",
     )
 
 
