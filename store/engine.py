@@ -15,6 +15,11 @@ from partition_notify.redact import redact_url
 
 #: Execution option that makes a SQLite transaction take the write lock at BEGIN.
 WRITE = "pn_write"
+#: Execution option for a connection that runs single SELECTs only: on SQLite no
+#: BEGIN is sent (in autocommit mode each statement reads one consistent
+#: snapshot), saving a statement per hot read (bench/core_lookup.py).
+SINGLE_READ = "pn_single_read"
+
 #: SQLite ``PRAGMA synchronous`` in WAL mode. FULL fsyncs the WAL at every commit,
 #: so a commit survives power loss ("durable at commit", which the embedded
 #: transport promises); NORMAL fsyncs only at checkpoints and may lose the last
@@ -104,7 +109,10 @@ def _sqlite_hooks(engine: Engine, *, busy_seconds: float, synchronous: str) -> N
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
-        if not conn.get_execution_options().get(WRITE, False):
+        options = conn.get_execution_options()
+        if options.get(SINGLE_READ, False):
+            return
+        if not options.get(WRITE, False):
             conn.exec_driver_sql("BEGIN")
             return
         raw = conn.connection.dbapi_connection

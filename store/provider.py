@@ -17,9 +17,14 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from partition_notify.contract import AnyMessage, SetDoneMessage, to_envelope
 from partition_notify.errors import ConflictError, UnknownTableError
-from store.engine import DEFAULT_SQLITE_SYNCHRONOUS, WRITE, make_engine
+from store.engine import DEFAULT_SQLITE_SYNCHRONOUS, SINGLE_READ, WRITE, make_engine
 from store.migrate import migrate
-from store.repositories import COVERING, TABLE_INFO_BY_NAME, TOPIC_EVENTS_AFTER, TOPIC_LAST_SEQ
+from store.repositories import (
+    TABLE_INFO_BY_NAME,
+    TOPIC_EVENTS_AFTER,
+    TOPIC_LAST_SEQ,
+    covering_sql,
+)
 from store.schema import TableRow
 from store.uow import UnitOfWork, map_db_error
 
@@ -101,8 +106,12 @@ class Store:
         self._reader = (
             engine.execution_options(isolation_level="AUTOCOMMIT")
             if engine.dialect.name == "postgresql"
-            else engine
+            else engine.execution_options(**{SINGLE_READ: True})
         )
+        # The covering look-up's SQL by number of candidate specs, sent as is:
+        # compiling the expanding IN on every call was most of its CPU.
+        self._covering_sql: dict[int, str] = {}
+        self._placeholder = "?" if engine.dialect.paramstyle == "qmark" else "%s"
         self.clock = clock
         # In-process consumers wait on this instead of sleeping between polls;
         # the generation tells a consumer that a commit landed while it was
@@ -441,8 +450,17 @@ class Store:
         The hot read of every wait: a plain connection, not an ORM session,
         which was most of its CPU (bench/core_lookup.py).
         """
-        params = {"table_id": table.id, "specs": list(specs), "now": self.clock()}
-        return [r[0] for r in self._read(COVERING, params)]
+        if not specs:
+            return []
+        sql = self._covering_sql.get(len(specs))
+        if sql is None:
+            sql = self._covering_sql[len(specs)] = covering_sql(len(specs), self._placeholder)
+        params = (table.id, *specs, self.clock())
+        try:
+            with self._reader.connect() as conn:
+                return [r[0] for r in conn.exec_driver_sql(sql, params)]
+        except SQLAlchemyError as exc:
+            raise map_db_error(exc) from exc
 
     def set_done_history(self, tables: Sequence[TableInfo], since: float) -> list[str]:
         """Unexpired set-done bodies of ``tables`` published at or after ``since``."""
