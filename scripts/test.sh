@@ -14,7 +14,15 @@ started=1
 eval "$(bash scripts/services.sh env)"
 echo "== ruff" && .venv/bin/ruff check partition_notify store publisher transports subscriber writers integrations
 echo "== mypy --strict" && .venv/bin/mypy
+# Three pytest runs; each runs even if an earlier one failed, and the script
+# fails if any did. The Spark commit protocol needs its jar and settings when
+# the JVM starts, so it gets its own process (its own SparkSession); Airflow and
+# Dagster live in their own venv.
+rc=0
 echo "== pytest"
-.venv/bin/python -m pytest --ignore=tests/integrations "$@"
+.venv/bin/python -m pytest --ignore=tests/integrations --ignore=tests/spark_protocol "$@" || rc=1
+echo "== pytest: Spark commit protocol (its own Spark session)"
+.venv/bin/python -m pytest tests/spark_protocol || rc=1
 echo "== pytest: Airflow and Dagster (their own venv)"
-"${PN_SCHED_VENV:-.venv-sched}/bin/python" -m pytest tests/integrations
+"${PN_SCHED_VENV:-.venv-sched}/bin/python" -m pytest tests/integrations || rc=1
+exit "$rc"
