@@ -125,20 +125,26 @@ class Settings(BaseSettings):
 def load_settings(**overrides: object) -> Settings:
     """Settings from the environment, with explicit ``overrides`` winning.
 
-    Raises :class:`ConfigurationError` with one line per bad variable.
+    Raises :class:`ConfigurationError` with one line per bad variable, named
+    as the caller gave it: the keyword for an override, else the ``PN_*`` variable.
     """
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except PydanticValidationError as exc:
         raise ConfigurationError(
-            "invalid settings:\n" + "\n".join(_describe(e) for e in exc.errors())
+            "invalid settings:\n"
+            + "\n".join(_describe(e, set(overrides)) for e in exc.errors())
         ) from None
 
 
-def _describe(error: object) -> str:
+def _describe(error: object, overridden: set[str]) -> str:
     assert isinstance(error, dict)
     field = str(error["loc"][0]) if error.get("loc") else "?"
-    var = f"{Settings.model_config.get('env_prefix', '')}{field}".upper()
+    var = (
+        field
+        if field in overridden
+        else f"{Settings.model_config.get('env_prefix', '')}{field}".upper()
+    )
     info = Settings.model_fields.get(field)
     # Never echo a secret's value, not even a malformed one.
     secret = "password" in field or (
