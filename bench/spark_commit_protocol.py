@@ -68,7 +68,7 @@ def main() -> int:
         sys.path.insert(0, str(ROOT))
         from partition_notify.app import build_app
         from store.http_store import HttpStore
-        from tests.spark_protocol.conftest import start_serve
+        from tests.spark_protocol.helpers import start_serve
 
         store_url = f"sqlite:///{tmp}/store.db"
         app = build_app(store_url=store_url, transport_url="embedded://")

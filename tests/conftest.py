@@ -1,77 +1,38 @@
-"""Shared fixtures.
+"""Shared fixtures; helpers live in tests/support/.
 
 Services (PostgreSQL, brokers, Spark) are *required* in CI (``CI=true``): a
 missing one fails the test. On a laptop it is skipped with the reason.
+Every test that reaches a service through a fixture gets the service's marker
+here (tests/support/markers.py), so ``-m "not broker"`` means it.
 """
 
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import pytest
-from sqlalchemy import create_engine, text
 
-IN_CI = os.environ.get("CI", "").lower() == "true"
-PG_ADMIN_URL = os.environ.get(
-    "PN_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
-)
-
-
-def require(ok: bool, reason: str) -> None:
-    """Skip on a laptop, fail in CI."""
-    if not ok:
-        if IN_CI:
-            pytest.fail(f"required service missing in CI: {reason}", pytrace=False)
-        pytest.skip(reason)
+from tests.support.accounts import SERVICE_PASSWORD, SERVICE_USER, bus_specs
+from tests.support.ci import require
+from tests.support.markers import mark_by_fixtures, uses
+from tests.support.net import stomp_probe
+from tests.support.postgres import PG_ADMIN_URL, PostgresDatabases
 
 
-class PostgresDatabases:
-    """Fresh databases cloned from one migrated template: isolation at ~0.1 s a test."""
-
-    def __init__(self, admin_url: str) -> None:
-        self.admin = create_engine(admin_url, isolation_level="AUTOCOMMIT",
-                                   connect_args={"connect_timeout": 5})
-        self.base = admin_url.rsplit("/", 1)[0]
-        self.template = f"pn_tpl_{uuid.uuid4().hex[:10]}"
-        self.created: list[str] = []
-
-    def start(self) -> None:
-        from store import make_engine, migrate
-
-        with self.admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{self.template}"'))
-        engine = make_engine(f"{self.base}/{self.template}")
-        migrate(engine)
-        engine.dispose()
-
-    def new(self) -> str:
-        name = f"pn_t_{uuid.uuid4().hex[:12]}"
-        with self.admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{self.template}"'))
-        self.created.append(name)
-        return f"{self.base}/{name}"
-
-    def drop(self, url: str) -> None:
-        name = url.rsplit("/", 1)[1]
-        with self.admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-
-    def close(self) -> None:
-        with self.admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{self.template}" WITH (FORCE)'))
-        self.admin.dispose()
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    mark_by_fixtures(items)
 
 
 @pytest.fixture(scope="session")
+@uses("postgres")
 def postgres() -> Iterator[PostgresDatabases | None]:
     dbs = PostgresDatabases(PG_ADMIN_URL)
     try:
         dbs.start()
-    except Exception as exc:  # noqa: BLE001 - reported by the tests that need it
+    except Exception:  # reported by the tests that need it (skip, or fail in CI)
         dbs.admin.dispose()
-        dbs.error = str(exc)  # type: ignore[attr-defined]
         yield None
         return
     yield dbs
@@ -79,17 +40,33 @@ def postgres() -> Iterator[PostgresDatabases | None]:
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request: pytest.FixtureRequest, tmp_path: os.PathLike[str],
-              postgres: PostgresDatabases | None) -> Iterator[str]:
-    """A fresh, empty, migrated store: SQLite file or PostgreSQL database."""
+@uses("postgres", when=lambda param: param == "postgresql")
+def store_url(request: pytest.FixtureRequest, tmp_path: os.PathLike[str]) -> Iterator[str]:
+    """A fresh, empty, migrated store: SQLite file or PostgreSQL database.
+
+    PostgreSQL is asked for only by the postgresql variant, so the SQLite one
+    runs (and stays unmarked) without it.
+    """
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path}/store.db"
         return
+    postgres: PostgresDatabases | None = request.getfixturevalue("postgres")
     require(postgres is not None, f"PostgreSQL at {PG_ADMIN_URL} is not reachable")
     assert postgres is not None
     url = postgres.new()
     yield url
     postgres.drop(url)
+
+
+@pytest.fixture(scope="session")
+@uses("broker")
+def activemq_url() -> str:
+    """The suite's shared ActiveMQ (scripts/services.sh); it must accept the service account."""
+    url = bus_specs()["activemq"].url
+    require(stomp_probe(urlsplit(url).port or 61613, SERVICE_USER, SERVICE_PASSWORD)
+            == "CONNECTED", f"ActiveMQ at {url} does not accept {SERVICE_USER} "
+            "(scripts/services.sh up)")
+    return url
 
 
 @pytest.fixture

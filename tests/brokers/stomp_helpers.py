@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from tests.conftest import require
-from tests.contract.conftest import BusSpec, bus_specs, reachable
+from tests.support.accounts import BusSpec, bus_specs
+from tests.support.ci import require
+from tests.support.net import reachable
 
 STOMP_BROKERS = ("activemq", "rabbitmq")
 

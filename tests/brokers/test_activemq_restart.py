@@ -4,7 +4,7 @@ Claim under test: every set-done acknowledged to the publisher (publish
 returned) reaches the subscriber, live or from history, exactly once.
 
 The broker is a private instance the test starts, kills and restarts (see
-activemq_instance.py). Non-durable topic subscribers lose whatever the broker
+tests/support/activemq.py). Non-durable topic subscribers lose whatever the broker
 held when it died; the subscriber recovers it by re-subscribing (with
 receipts) and then re-reading the retention table. Publishes that failed
 during the outage stay in the event log; a relay pass (what
@@ -21,10 +21,12 @@ import pytest
 
 from partition_notify.contract import Envelope
 from partition_notify.errors import PartitionNotifyError
-from tests.brokers import activemq_instance
 from tests.brokers.stomp_helpers import build
-from tests.conftest import require
-from tests.contract.conftest import BusSpec
+from tests.support import accounts
+from tests.support.accounts import BusSpec
+from tests.support.activemq import ActiveMQ, unavailable
+from tests.support.ci import require
+from tests.support.markers import uses
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
@@ -33,10 +35,11 @@ AFTER_RESTART = 40  # and after it
 
 
 @pytest.fixture
+@uses("broker")
 def broker(tmp_path):
-    reason = activemq_instance.available()
+    reason = unavailable()
     require(reason is None, reason or "")
-    instance = activemq_instance.ActiveMQInstance(tmp_path / "activemq")
+    instance = ActiveMQ(tmp_path / "activemq")
     instance.start()
     yield instance
     instance.stop()
@@ -71,8 +74,8 @@ def relay(app) -> list[str]:
 
 
 def test_every_acknowledged_set_done_survives_a_broker_crash(broker, sqlite_url, capsys):
-    spec = BusSpec("activemq-private", broker.url, activemq_instance.USER,
-                   activemq_instance.PASSWORD)
+    spec = BusSpec("activemq-private", broker.url, accounts.SERVICE_USER,
+                   accounts.SERVICE_PASSWORD)
     pub = build(spec, sqlite_url, publish_timeout_seconds=5.0, connect_timeout_seconds=2.0)
     sub_app = build(spec, sqlite_url, connect_timeout_seconds=5.0, heartbeat_ms=1000)
     follower = Follower()

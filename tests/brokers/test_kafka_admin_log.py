@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import time
 
+import pytest
+
 from tests.brokers.kafka_helpers import kafka_spec, unique_topic
 from transports.kafka._topics import TopicAdmin
 from transports.kafka.config import parse_url
@@ -12,6 +14,7 @@ from transports.kafka.config import parse_url
 SECRET = "admin-log-s3cret"
 
 
+@pytest.mark.broker  # asks for the broker itself, not through a fixture
 def test_admin_client_configuration_is_not_logged(caplog):
     endpoint = parse_url(kafka_spec().url, username="pn_service", password=SECRET,
                          connect_timeout=2.0)

@@ -14,12 +14,14 @@ import pytest
 
 from partition_notify.errors import AuthenticationError
 from tests.brokers.kafka_helpers import envelope, kafka_spec, unique_topic
+from tests.support.markers import uses
 from transports.kafka import KafkaTransport
 
 CONNECT_TIMEOUT = 10.0
 
 
 @pytest.fixture
+@uses("broker")
 def transport():
     spec = kafka_spec()
     t = KafkaTransport.from_url(spec.url, username="pn_service", password="wrong-or-right",

@@ -19,6 +19,7 @@ from tests.brokers.kafka_helpers import (
     unique_topic,
     with_options,
 )
+from tests.support.markers import uses
 from transports.base import RawMessage
 from transports.kafka import KafkaTransport
 
@@ -31,6 +32,7 @@ REFUSING = {"type": "object", "properties": {"value": {"type": "string", "patter
 
 
 @pytest.fixture
+@uses("broker")
 def url() -> str:
     return kafka_spec().url
 

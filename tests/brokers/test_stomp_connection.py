@@ -12,10 +12,13 @@ import pytest
 
 from partition_notify.errors import ConnectError, PublishError
 from tests.brokers.stomp_helpers import STOMP_BROKERS, build, host_port, stomp_spec
+from tests.support.markers import uses
+from tests.support.net import free_port
 from transports.stomp import StompTransport
 
 
 @pytest.fixture(params=STOMP_BROKERS)
+@uses("broker")
 def spec(request):
     return stomp_spec(request.param)
 
@@ -59,9 +62,7 @@ def test_credentials_are_not_logged_on_success(spec, sqlite_url, caplog):
 
 
 def test_nothing_listening_fails_within_the_connect_timeout():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # closed again at once: nothing listens there
+    port = free_port()  # nothing listens there
     transport = StompTransport.from_url(f"stomp://127.0.0.1:{port}", connect_timeout=1.0)
     started = time.monotonic()
     with pytest.raises(ConnectError, match=f"127.0.0.1:{port}"):

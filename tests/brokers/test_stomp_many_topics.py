@@ -11,6 +11,7 @@ import psutil
 import pytest
 
 from tests.brokers.stomp_helpers import STOMP_BROKERS, host_port, stomp_spec
+from tests.support.markers import uses
 from transports.stomp import StompTransport
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
@@ -19,6 +20,7 @@ TOPICS = int(os.environ.get("PN_TEST_MANY_TOPICS", "10000"))
 
 
 @pytest.fixture(params=STOMP_BROKERS)
+@uses("broker")
 def spec(request):
     return stomp_spec(request.param)
 

@@ -9,9 +9,11 @@ import pytest
 
 from tests.brokers.stomp_helpers import STOMP_BROKERS, build, host_port, stomp_spec
 from tests.contract.faults import FaultProxy
+from tests.support.markers import uses
 
 
 @pytest.fixture(params=STOMP_BROKERS)
+@uses("broker")
 def spec(request):
     return stomp_spec(request.param)
 

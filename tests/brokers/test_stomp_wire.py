@@ -10,9 +10,11 @@ import pytest
 from partition_notify.contract import decode
 from tests.brokers.stomp_helpers import STOMP_BROKERS, build, stomp_spec
 from tests.contract.raw_clients import RawStomp
+from tests.support.markers import uses
 
 
 @pytest.fixture(params=STOMP_BROKERS)
+@uses("broker")
 def spec(request):
     return stomp_spec(request.param)
 
@@ -50,6 +52,7 @@ def test_every_send_has_a_receipt_persistent_and_no_content_length(spec, sqlite_
     assert {h["HCAT_EVENT"] for h in sends} == {"ADD_PARTITION", "PARTITION_DONE"}
 
 
+@pytest.mark.broker  # asks for the broker itself, not through a fixture
 def test_activemq_delivers_a_text_message_with_properties(sqlite_url):
     """ActiveMQ makes a TextMessage when SEND has no content-length; it then delivers
     MESSAGE frames without one (a BytesMessage gets content-length), so the header's

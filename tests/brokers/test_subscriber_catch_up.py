@@ -15,11 +15,13 @@ import subscriber.subscription as subscription_module
 from tests.brokers.stomp_helpers import build, host_port, stomp_spec
 from tests.contract.faults import FaultProxy
 from tests.faults.support import Collector, tally
+from tests.support.markers import uses
 
 pytestmark = [pytest.mark.broker]
 
 
 @pytest.fixture
+@uses("broker")
 def bus(store_url):
     spec = stomp_spec("activemq")
     proxy = FaultProxy(*host_port(spec))

@@ -14,7 +14,7 @@ import pytest
 from partition_notify.cli import EXIT_ERROR, EXIT_USAGE, build_parser, main
 from store import Store
 from store.revisions import RevisionManager, Snapshot
-from tests.revisions.conftest import FakeClock
+from tests.support.clock import FakeClock
 from writers.snapshot_dataset import SnapshotDataset
 
 TABLE = "news.articles"

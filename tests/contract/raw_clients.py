@@ -199,7 +199,7 @@ class RawKafka:
 
 
 def raw_client(spec, *, username: str | None = None, password: str | None = None):
-    """The raw client for a contract bus spec (``tests.contract.conftest.BusSpec``)."""
+    """The raw client for a contract bus spec (``tests.support.accounts.BusSpec``)."""
     if spec.name == "kafka":
         return RawKafka(spec.url)
     if spec.name in ("activemq", "rabbitmq"):

@@ -14,8 +14,8 @@ from partition_notify.contract import AddPartitionMessage, SetDoneMessage, decod
 from partition_notify.contract.messages import HCAT_EVENT, PN_MESSAGE_ID
 from partition_notify.errors import PublishError, PublishTimeout
 from tests.contract import raw_clients
-from tests.contract.conftest import bus_specs
 from tests.contract.faults import FaultProxy
+from tests.support.accounts import bus_specs
 
 
 def _register(bus, db, table="events", keys=("datestamp", "region")):

@@ -24,7 +24,7 @@ from partition_notify.contract import (
     PartitionLateRecoveredMessage,
 )
 from partition_notify.errors import ConflictError, NotFoundError, ValidationError
-from tests.faults.support import ROOT
+from tests.support.accounts import ROOT
 
 
 class Clock:

@@ -20,9 +20,10 @@ from sqlalchemy import text
 
 from partition_notify.app import App, build_app
 from store.http_store import HttpStore
-from tests.conftest import PG_ADMIN_URL, PostgresDatabases, require
-from tests.faults.support import wait_until
 from tests.http.support import HttpServe
+from tests.support.ci import require
+from tests.support.net import wait_until
+from tests.support.postgres import PG_ADMIN_URL, PostgresDatabases
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -10,15 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import require
-from tests.faults.support import PrivateActiveMQ
+from tests.support.activemq import ActiveMQ, unavailable
+from tests.support.ci import require
+from tests.support.markers import uses
 
 
 @pytest.fixture(scope="session")
-def private_activemq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateActiveMQ]:
-    ok, reason = PrivateActiveMQ.available()
-    require(ok, reason)
-    broker = PrivateActiveMQ(Path(tmp_path_factory.mktemp("activemq")))
+@uses("broker")
+def private_activemq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ActiveMQ]:
+    reason = unavailable()
+    require(reason is None, reason or "")
+    broker = ActiveMQ(Path(tmp_path_factory.mktemp("activemq")))
     try:
         broker.start()
         yield broker
@@ -27,7 +29,7 @@ def private_activemq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Priva
 
 
 @pytest.fixture
-def broker(private_activemq: PrivateActiveMQ) -> Iterator[PrivateActiveMQ]:
+def broker(private_activemq: ActiveMQ) -> Iterator[ActiveMQ]:
     """The private broker, running; restarted after the test if the test broke it."""
     private_activemq.thaw()
     private_activemq.start()

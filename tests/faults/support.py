@@ -1,185 +1,28 @@
 """Shared pieces of the fault, service and security tests.
 
-* :class:`PrivateActiveMQ` — an ActiveMQ of our own, started from the shipped
-  ``scripts/activemq/activemq.xml`` (same users, same authorization map) on
-  free ports. Tests may kill or freeze it without disturbing the shared broker
-  other suites use; it is restarted by whoever broke it (self-healing).
 * :class:`Collector` — a subscriber callback that records every delivery.
 * :func:`tally` — the line each fault test prints.
-* :func:`wait_until` — poll a condition on *another process* (a broker, a
-  child, the database) with a deadline; nothing in-process is awaited this way.
+* :func:`raw_stomp_send`, :func:`read_frames` — STOMP frames over a plain socket.
+
+The private ActiveMQ the fault tests kill and freeze is
+``tests.support.activemq.ActiveMQ``; ports and probes are in ``tests.support.net``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import signal
 import socket
 import subprocess
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from partition_notify.contract import AnyMessage
-
-ROOT = Path(__file__).resolve().parents[2]
-ACTIVEMQ_HOME = Path(os.environ.get("PN_TEST_ACTIVEMQ_HOME", "/usr/share/activemq"))
-SERVICE_USER = os.environ.get("PN_TEST_BROKER_USERNAME", "pn_service")
-SERVICE_PASSWORD = os.environ.get("PN_TEST_BROKER_PASSWORD", "pn-service-secret")
-READER_USER = os.environ.get("PN_TEST_READER_USERNAME", "pn_reader")
-READER_PASSWORD = os.environ.get("PN_TEST_READER_PASSWORD", "pn-reader-secret")
-ADMIN_PASSWORD = os.environ.get("PN_TEST_BROKER_ADMIN_PASSWORD", "pn-admin-secret")
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float, what: str,
-               interval: float = 0.05) -> float:
-    """Poll ``predicate`` until true; return the seconds it took, or raise AssertionError."""
-    started = time.monotonic()
-    while not predicate():
-        if time.monotonic() - started > timeout:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(interval)
-    return time.monotonic() - started
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def stomp_probe(port: int, login: str, passcode: str, timeout: float = 3.0) -> str:
-    """CONNECT with raw frames; returns the first frame's command ('' if none)."""
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-            s.settimeout(timeout)
-            s.sendall(
-                f"CONNECT\naccept-version:1.2\nhost:/\nlogin:{login}\npasscode:{passcode}\n"
-                "heart-beat:0,0\n\n\0".encode()
-            )
-            data = b""
-            while b"\0" not in data:
-                chunk = s.recv(4096)
-                if not chunk:
-                    break
-                data += chunk
-            if data.lstrip(b"\r\n").startswith(b"CONNECTED"):
-                with contextlib.suppress(OSError):
-                    s.sendall(b"DISCONNECT\n\n\0")
-            return data.lstrip(b"\r\n").split(b"\n", 1)[0].decode(errors="replace").strip()
-    except OSError:
-        return ""
-
-
-class PrivateActiveMQ:
-    """ActiveMQ Classic from the shipped configuration, on ports of its own."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.dir = workdir
-        self.stomp_port = free_port()
-        self.openwire_port = free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.starts = 0
-        conf = workdir / "conf"
-        conf.mkdir(parents=True, exist_ok=True)
-        (workdir / "data").mkdir(exist_ok=True)
-        xml = (ROOT / "scripts/activemq/activemq.xml").read_text()
-        ports = ((":61613?", f":{self.stomp_port}?"), (":61616?", f":{self.openwire_port}?"))
-        for old, new in ports:
-            assert old in xml, f"shipped activemq.xml no longer has a {old} connector"
-            xml = xml.replace(old, new)
-        (conf / "activemq.xml").write_text(xml)
-        shutil.copy(ROOT / "scripts/activemq/log4j.properties", conf / "log4j.properties")
-
-    @staticmethod
-    def available() -> tuple[bool, str]:
-        if not (ACTIVEMQ_HOME / "bin/activemq.jar").is_file():
-            return False, f"ActiveMQ not installed at {ACTIVEMQ_HOME} (scripts/services.sh up)"
-        if shutil.which("java") is None:
-            return False, "java not found"
-        return True, ""
-
-    @property
-    def url(self) -> str:
-        return f"stomp://127.0.0.1:{self.stomp_port}"
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def ready(self) -> bool:
-        return stomp_probe(self.stomp_port, SERVICE_USER, SERVICE_PASSWORD) == "CONNECTED"
-
-    def start(self, timeout: float = 90.0) -> float:
-        """Start (if not running) and wait for STOMP CONNECT; returns seconds taken."""
-        started = time.monotonic()
-        if not self.running():
-            env = {
-                **os.environ,
-                "PN_BROKER_PASSWORD": SERVICE_PASSWORD,
-                "PN_READER_PASSWORD": READER_PASSWORD,
-                "PN_BROKER_ADMIN_PASSWORD": ADMIN_PASSWORD,
-                "PN_ACTIVEMQ_BIND": "127.0.0.1",
-            }
-            log = open(self.dir / "activemq.log", "ab")  # noqa: SIM115 - owned by the child
-            self.proc = subprocess.Popen(
-                [
-                    "java", "-Xms64m", "-Xmx512m",
-                    f"-Dactivemq.home={ACTIVEMQ_HOME}",
-                    f"-Dactivemq.base={self.dir}",
-                    f"-Dactivemq.conf={self.dir / 'conf'}",
-                    f"-Dactivemq.data={self.dir / 'data'}",
-                    "-jar", str(ACTIVEMQ_HOME / "bin/activemq.jar"),
-                    "start", f"xbean:file:{self.dir / 'conf/activemq.xml'}",
-                ],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                start_new_session=True,
-            )
-            log.close()
-            self.starts += 1
-        wait_until(lambda: self.ready() or not self.running(), timeout, "ActiveMQ to accept "
-                   f"STOMP CONNECT on {self.stomp_port}", interval=0.2)
-        if not self.running():
-            raise AssertionError(f"ActiveMQ exited; see {self.dir / 'activemq.log'}")
-        return time.monotonic() - started
-
-    def kill(self) -> None:
-        """A crash: SIGKILL, then wait until the process and its port are gone."""
-        if self.proc is None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.proc.pid, signal.SIGCONT)  # a frozen JVM must be able to die
-            os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=30)
-        self.proc = None
-
-    def freeze(self) -> None:
-        os.kill(self.pid, signal.SIGSTOP)
-
-    def thaw(self) -> None:
-        if self.running():
-            os.kill(self.pid, signal.SIGCONT)
-
-    def stop(self) -> None:
-        if self.proc is None:
-            return
-        self.thaw()
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=30)
-        self.proc = None
+from tests.support.accounts import SERVICE_PASSWORD, SERVICE_USER
 
 
 @dataclass
@@ -318,12 +161,12 @@ def raw_stomp_send(port: int, login: str, passcode: str, destination: str, body:
         s.settimeout(timeout)
         s.sendall(f"CONNECT\naccept-version:1.2\nhost:/\nlogin:{login}\npasscode:{passcode}\n"
                   "heart-beat:0,0\n\n\0".encode())
-        frames = _read_frames(s, 1)
+        frames = read_frames(s, 1)
         if not frames or frames[0][0] != "CONNECTED":
             return (frames[0][0], frames[0][1].get("message", "")) if frames else ("", "")
         s.sendall(f"SEND\ndestination:{destination}\nreceipt:r1\n{extra}".encode() + b"\n"
                   + body + b"\0")
-        frames = _read_frames(s, 1)
+        frames = read_frames(s, 1)
         with contextlib.suppress(OSError):
             s.sendall(b"DISCONNECT\n\n\0")
     if not frames:
@@ -332,7 +175,7 @@ def raw_stomp_send(port: int, login: str, passcode: str, destination: str, body:
     return command, hdrs.get("message", "")
 
 
-def _read_frames(s: socket.socket, n: int) -> list[tuple[str, dict[str, str]]]:
+def read_frames(s: socket.socket, n: int) -> list[tuple[str, dict[str, str]]]:
     data = b""
     out: list[tuple[str, dict[str, str]]] = []
     while len(out) < n:

@@ -15,17 +15,10 @@ import pytest
 
 from partition_notify.errors import PublishError
 from publisher.relay import Relay
-from tests.faults.support import (
-    READER_PASSWORD,
-    READER_USER,
-    Collector,
-    PrivateActiveMQ,
-    free_port,
-    logged_message_ids,
-    stomp_app,
-    tally,
-    wait_until,
-)
+from tests.faults.support import Collector, logged_message_ids, stomp_app, tally
+from tests.support.accounts import READER_PASSWORD, READER_USER
+from tests.support.activemq import ActiveMQ
+from tests.support.net import free_port, wait_until
 
 BATCHES = 40  # announce calls while the broker is down, 3 partitions each
 DELIVERY_DEADLINE = 30.0
@@ -45,7 +38,7 @@ def relay_loop(relay: Relay, stop: threading.Event) -> threading.Thread:
 
 
 def test_broker_down_then_relay_delivers_everything(
-    broker: PrivateActiveMQ, store_url: str, db_name: str
+    broker: ActiveMQ, store_url: str, db_name: str
 ) -> None:
     pub = stomp_app(store_url, broker.url, publish_timeout=5.0)
     sub_app = stomp_app(store_url, broker.url, user=READER_USER, password=READER_PASSWORD)

@@ -13,16 +13,10 @@ import time
 
 from partition_notify.errors import PublishError
 from publisher.relay import Relay
-from tests.faults.support import (
-    READER_PASSWORD,
-    READER_USER,
-    Collector,
-    PrivateActiveMQ,
-    logged_message_ids,
-    stomp_app,
-    tally,
-    wait_until,
-)
+from tests.faults.support import Collector, logged_message_ids, stomp_app, tally
+from tests.support.accounts import READER_PASSWORD, READER_USER
+from tests.support.activemq import ActiveMQ
+from tests.support.net import wait_until
 
 HEARTBEAT_MS = 1000
 PUBLISH_TIMEOUT = 3.0
@@ -30,7 +24,7 @@ CALLS = 3  # 3 x 3 s frozen: far longer than the 1 s heart-beat
 
 
 def test_frozen_broker_times_out_then_relay_delivers(
-    broker: PrivateActiveMQ, store_url: str, db_name: str
+    broker: ActiveMQ, store_url: str, db_name: str
 ) -> None:
     pub = stomp_app(store_url, broker.url, publish_timeout=PUBLISH_TIMEOUT,
                     connect_timeout=PUBLISH_TIMEOUT, heartbeat_ms=HEARTBEAT_MS)

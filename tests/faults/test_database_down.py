@@ -23,16 +23,12 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from partition_notify.errors import StoreError
-from tests.conftest import PostgresDatabases, require
 from tests.contract.faults import FaultProxy
-from tests.faults.support import (
-    READER_PASSWORD,
-    READER_USER,
-    Collector,
-    PrivateActiveMQ,
-    stomp_app,
-    tally,
-)
+from tests.faults.support import Collector, stomp_app, tally
+from tests.support.accounts import READER_PASSWORD, READER_USER
+from tests.support.activemq import ActiveMQ
+from tests.support.ci import require
+from tests.support.postgres import PostgresDatabases
 
 CONNECT_TIMEOUT = 1.0
 
@@ -143,7 +139,7 @@ def _counts(url: str, db: str) -> dict[str, int]:
 
 
 def test_database_unavailable_gives_store_error_and_no_partial_state(
-    broker: PrivateActiveMQ, outage: Outage, db_name: str
+    broker: ActiveMQ, outage: Outage, db_name: str
 ) -> None:
     pub = stomp_app(outage.url, broker.url, connect_timeout=CONNECT_TIMEOUT)
     sub_app = stomp_app(outage.direct_url, broker.url, user=READER_USER,

@@ -32,14 +32,10 @@ from partition_notify.service import Service
 from store.dead_letters import DeadLetters
 from store.schema import EventRow, TableRow
 from tests.brokers.kafka_helpers import kafka_spec
-from tests.faults.support import (
-    Collector,
-    PrivateActiveMQ,
-    free_port,
-    stomp_app,
-    tally,
-    wait_until,
-)
+from tests.faults.support import Collector, stomp_app, tally
+from tests.support.activemq import ActiveMQ
+from tests.support.markers import uses
+from tests.support.net import free_port, wait_until
 
 OTHER_EVENTS = 50
 MAX_ATTEMPTS = 3
@@ -163,7 +159,7 @@ def _register(app: App, db: str, poison_topic: str | None) -> None:
 
 
 def test_poison_on_activemq_other_tables_flow(
-    broker: PrivateActiveMQ, sqlite_url: str, db_name: str,
+    broker: ActiveMQ, sqlite_url: str, db_name: str,
     relay_settings: dict[str, object], caplog: pytest.LogCaptureFixture,
 ) -> None:
     down = stomp_app(sqlite_url, f"stomp://127.0.0.1:{free_port()}", connect_timeout=1.0)
@@ -180,6 +176,7 @@ def test_poison_on_activemq_other_tables_flow(
 
 
 @pytest.fixture
+@uses("broker")
 def kafka_url() -> Iterator[str]:
     yield kafka_spec().url
 

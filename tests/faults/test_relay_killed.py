@@ -20,18 +20,10 @@ from sqlalchemy import create_engine, text
 from partition_notify.errors import PublishError
 from publisher.relay import Relay
 from tests.contract.faults import FaultProxy
-from tests.faults.support import (
-    READER_PASSWORD,
-    READER_USER,
-    ROOT,
-    Collector,
-    PrivateActiveMQ,
-    free_port,
-    logged_message_ids,
-    stomp_app,
-    tally,
-    wait_until,
-)
+from tests.faults.support import Collector, logged_message_ids, stomp_app, tally
+from tests.support.accounts import READER_PASSWORD, READER_USER, ROOT
+from tests.support.activemq import ActiveMQ
+from tests.support.net import free_port, wait_until
 
 N = 30
 LEASE = 8.0
@@ -59,7 +51,7 @@ def _leases(store_url: str) -> dict[str | None, int]:
 
 
 def test_relay_killed_before_marking_duplicates_are_suppressed(
-    broker: PrivateActiveMQ, store_url: str, db_name: str, tmp_path: Path
+    broker: ActiveMQ, store_url: str, db_name: str, tmp_path: Path
 ) -> None:
     proxy = FaultProxy("127.0.0.1", broker.stomp_port)
     writer = stomp_app(store_url, f"stomp://127.0.0.1:{free_port()}", connect_timeout=1.0)

@@ -11,21 +11,15 @@ from __future__ import annotations
 
 import json
 
-from tests.faults.support import (
-    READER_PASSWORD,
-    READER_USER,
-    Collector,
-    PrivateActiveMQ,
-    raw_stomp_send,
-    stomp_app,
-    tally,
-)
+from tests.faults.support import Collector, raw_stomp_send, stomp_app, tally
+from tests.support.accounts import READER_PASSWORD, READER_USER
+from tests.support.activemq import ActiveMQ
 
 ATTEMPTS = 20
 
 
 def test_reader_send_refused_service_send_delivered(
-    broker: PrivateActiveMQ, sqlite_url: str, db_name: str
+    broker: ActiveMQ, sqlite_url: str, db_name: str
 ) -> None:
     pub = stomp_app(sqlite_url, broker.url)
     sub_app = stomp_app(sqlite_url, broker.url, user=READER_USER, password=READER_PASSWORD)

@@ -16,27 +16,23 @@ import sys
 import time
 from pathlib import Path
 
-from tests.faults.support import (
+from tests.faults.support import BlackHole, Collector, logged_message_ids, stomp_app, tally
+from tests.support.accounts import (
     READER_PASSWORD,
     READER_USER,
     ROOT,
     SERVICE_PASSWORD,
     SERVICE_USER,
-    BlackHole,
-    Collector,
-    PrivateActiveMQ,
-    logged_message_ids,
-    stomp_app,
-    tally,
-    wait_until,
 )
+from tests.support.activemq import ActiveMQ
+from tests.support.net import wait_until
 
 WRITERS = 6
 PER_WRITER = 10
 
 
 def test_killed_writers_are_announced_by_serve(
-    broker: PrivateActiveMQ, store_url: str, db_name: str, tmp_path: Path
+    broker: ActiveMQ, store_url: str, db_name: str, tmp_path: Path
 ) -> None:
     hole = BlackHole()
     sub_app = stomp_app(store_url, broker.url, user=READER_USER, password=READER_PASSWORD)

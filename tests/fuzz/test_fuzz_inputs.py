@@ -135,24 +135,14 @@ def test_fuzz_subscriber_dispatch(tmp_path: Path, caplog: pytest.LogCaptureFixtu
         d.close()
 
 
-def test_fuzz_subscriber_wire(sqlite_url: str) -> None:
+def test_fuzz_subscriber_wire(sqlite_url: str, activemq_url: str) -> None:
     """Raw frames from a real producer on ActiveMQ reach a subscriber over the wire."""
-    from tests.conftest import require
-    from tests.faults.support import (
-        READER_PASSWORD,
-        READER_USER,
-        SERVICE_PASSWORD,
-        SERVICE_USER,
-        raw_stomp_send,
-        stomp_app,
-        stomp_probe,
-        wait_until,
-    )
+    from tests.faults.support import raw_stomp_send, stomp_app
+    from tests.support.accounts import READER_PASSWORD, READER_USER, SERVICE_PASSWORD, SERVICE_USER
+    from tests.support.net import wait_until
 
-    url = os.environ.get("PN_TEST_STOMP_URL", "stomp://127.0.0.1:61613")
+    url = activemq_url
     port = int(url.rsplit(":", 1)[1])
-    require(stomp_probe(port, SERVICE_USER, SERVICE_PASSWORD) == "CONNECTED",
-            f"ActiveMQ at {url} not reachable")
     db = f"fz{uuid.uuid4().hex[:8]}"
     pub = stomp_app(sqlite_url, url)
     sub_app = stomp_app(sqlite_url, url, user=READER_USER, password=READER_PASSWORD)
@@ -296,7 +286,7 @@ def _cli_process(tmp_path: Path, keys: str) -> tuple[list[str], dict[str, str]]:
     import subprocess
     import sys
 
-    from tests.faults.support import ROOT
+    from tests.support.accounts import ROOT
 
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PN_STORE_URL": f"sqlite:///{tmp_path}/s.db",
            "PN_TRANSPORT_URL": "embedded://"}

@@ -6,13 +6,21 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import pytest
 
-from tests.faults.support import ROOT, free_port, wait_until
+from partition_notify.app import App, build_app
+from store.http_store import HttpStore
+from tests.support.accounts import ROOT
+from tests.support.ci import require
+from tests.support.net import free_port, wait_until
+from tests.support.postgres import PG_ADMIN_URL, PostgresDatabases
 
 
 @dataclass
@@ -73,3 +81,51 @@ class HttpServe:
 
 def unique_db() -> str:
     return f"h{uuid.uuid4().hex[:10]}"
+
+
+@dataclass
+class Server:
+    serve: HttpServe
+    app: App
+    tokens: dict[str, str]
+
+    @property
+    def base(self) -> str:
+        return self.serve.base
+
+    def client(self, role: str | None = "admin", **kw: object) -> httpx.Client:
+        headers = {} if role is None else {"Authorization": f"Bearer {self.tokens[role]}"}
+        kw.setdefault("timeout", 30)
+        return httpx.Client(base_url=self.base, headers=headers, **kw)  # type: ignore[arg-type]
+
+    def table(self, keys: tuple[str, ...] = ("datestamp", "region")) -> str:
+        """A fresh table registered through the Python API."""
+        db = unique_db()
+        self.app.publisher.register_table(db, "orders", list(keys))
+        return f"{db}.orders"
+
+
+def start_server(request: pytest.FixtureRequest, **env: str) -> Iterator[Server]:
+    """A serve on ``request.param``'s store: "sqlite", or "postgresql" (asks for the
+    ``postgres`` fixture only then)."""
+    tmp = Path(tempfile.mkdtemp(prefix="pn-http-"))
+    postgres: PostgresDatabases | None = None
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp}/store.db"
+    else:
+        postgres = request.getfixturevalue("postgres")
+        require(postgres is not None, f"PostgreSQL at {PG_ADMIN_URL} is not reachable")
+        assert postgres is not None
+        url = postgres.new()
+    app = build_app(store_url=url, transport_url="embedded://")
+    store = HttpStore(app.store)
+    tokens = {role: store.create_token(f"t-{role}", role)[1] for role in ("read", "write", "admin")}
+    serve = HttpServe(url, tmp / "serve.log", env_extra=env).start()
+    try:
+        yield Server(serve, app, tokens)
+    finally:
+        code = serve.stop()
+        app.close()
+        if request.param != "sqlite" and postgres is not None:
+            postgres.drop(url)
+        assert code == 0, f"serve exited {code}: {serve.text()[-2000:]}"

@@ -15,10 +15,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.conftest import PostgresDatabases
-from tests.faults.support import ROOT
-from tests.http.conftest import Server, start_server
+from tests.http.support import Server, start_server
 from tests.http.test_writes import assert_problem, events
+from tests.support.accounts import ROOT
 
 ROLES = [None, "read", "write", "admin"]
 
@@ -72,10 +71,8 @@ def test_auth_matrix_reads_need_a_token(server: Server) -> None:
 
 
 @pytest.fixture(scope="module", params=["sqlite"])
-def open_server(
-    request: pytest.FixtureRequest, postgres: PostgresDatabases | None
-) -> Iterator[Server]:
-    yield from start_server(request, postgres, PN_HTTP_ANONYMOUS_READ="true")
+def open_server(request: pytest.FixtureRequest) -> Iterator[Server]:
+    yield from start_server(request, PN_HTTP_ANONYMOUS_READ="true")
 
 
 def test_auth_matrix_with_anonymous_reads(open_server: Server) -> None:

@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.faults.support import wait_until
-from tests.http.conftest import Server
+from tests.http.support import Server
 from tests.http.test_writes import assert_problem
+from tests.support.net import wait_until
 
 
 def test_tables_and_one_table(server: Server) -> None:

@@ -13,9 +13,9 @@ import httpx
 
 from partition_notify.app import build_app
 from store.http_store import HttpStore
-from tests.faults.support import wait_until
 from tests.http.support import HttpServe
 from tests.http.test_reads import waits_in_progress
+from tests.support.net import wait_until
 
 
 def gauge(base: str, name: str) -> float:

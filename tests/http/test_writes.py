@@ -10,7 +10,7 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from tests.http.conftest import Server
+from tests.http.support import Server
 
 PROBLEM = "application/problem+json"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import require
+from tests.support.ci import require
 
 #: `airflow db migrate` on SQLite took ~9 s here; generous for a loaded CI box.
 MIGRATE_TIMEOUT_SECONDS = 240

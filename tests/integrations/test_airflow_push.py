@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,17 +13,12 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import require
+from tests.support.ci import require
+from tests.support.net import free_port
 
 USER, PASSWORD = "pn", "pn-push-secret"
 #: The API server took 50-61 s to answer here with a load average of 17 on 2 cores.
 START_TIMEOUT_SECONDS = 180.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _sync_dags() -> None:
@@ -64,7 +58,7 @@ def airflow_api(airflow_home: Path) -> Iterator[str]:
     os.environ["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"] = f"{USER}:admin"
     os.environ["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"] = str(pw_file)
     _sync_dags()
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = (airflow_home / "api-server.log").open("wb")
     proc = subprocess.Popen(

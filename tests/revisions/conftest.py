@@ -11,20 +11,9 @@ import pytest
 
 from store import Store
 from store.revisions import RevisionManager
-from tests.conftest import require
-
-
-class FakeClock:
-    """A clock the test moves by hand: expiry without waiting."""
-
-    def __init__(self, start: float = 1_700_000_000.0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
+from tests.support.ci import require
+from tests.support.clock import FakeClock
+from tests.support.markers import uses
 
 
 @pytest.fixture
@@ -45,6 +34,7 @@ def rm(store: Store, clock: FakeClock) -> RevisionManager:
 
 
 @pytest.fixture(scope="session")
+@uses("spark")
 def spark() -> Iterator[Any]:
     """The one local Spark session of the run.
 

@@ -11,7 +11,7 @@ from partition_notify.errors import ConflictError, NotFoundError
 from store import Store
 from store import revision_commands as cmd
 from store.revisions import RevisionManager
-from tests.revisions.conftest import FakeClock
+from tests.support.clock import FakeClock
 from writers.snapshot_dataset import SnapshotDataset, describe_dataset
 
 

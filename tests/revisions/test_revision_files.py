@@ -16,7 +16,7 @@ from partition_notify.errors import ConflictError
 from store import Store
 from store.revision_files import RevisionFiles
 from store.revisions import RevisionManager, snapshot_partitions
-from tests.revisions.conftest import FakeClock
+from tests.support.clock import FakeClock
 
 T = "sales.orders"
 

@@ -15,7 +15,7 @@ from partition_notify.errors import ConflictError, NotFoundError, StoreError, Va
 from store import Store
 from store.revision_schema import RevisionTxnRow
 from store.revisions import RevisionManager, Snapshot, WriteTransaction
-from tests.revisions.conftest import FakeClock
+from tests.support.clock import FakeClock
 
 T = "news.articles"
 

@@ -21,7 +21,7 @@ from partition_notify.errors import (
 )
 from store import Store
 from store.revisions import RevisionManager
-from tests.revisions.conftest import FakeClock
+from tests.support.clock import FakeClock
 from writers.snapshot_dataset import (
     COMPLETE,
     FAILED,

@@ -15,28 +15,24 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import require
-from tests.faults.support import (
+from tests.faults.support import Collector, read_frames, stomp_app
+from tests.support.accounts import (
+    ADMIN_PASSWORD,
     READER_PASSWORD,
     READER_USER,
     ROOT,
     SERVICE_PASSWORD,
     SERVICE_USER,
-    Collector,
-    _read_frames,
-    stomp_app,
-    stomp_probe,
+    bus_specs,
 )
+from tests.support.ci import require
 
-STOMP_URL = os.environ.get("PN_TEST_STOMP_URL", "stomp://127.0.0.1:61613")
+STOMP_URL = bus_specs()["activemq"].url
 PORT = int(STOMP_URL.rsplit(":", 1)[1])
-ADMIN_PASSWORD = os.environ.get("PN_TEST_BROKER_ADMIN_PASSWORD", "pn-admin-secret")
 
 
 @pytest.fixture(scope="module", autouse=True)
-def shipped_broker() -> None:
-    require(stomp_probe(PORT, SERVICE_USER, SERVICE_PASSWORD) == "CONNECTED",
-            f"ActiveMQ at {STOMP_URL} does not accept {SERVICE_USER} (scripts/services.sh up)")
+def shipped_broker(activemq_url: str) -> None:
     conf = Path(os.environ.get("PN_TEST_ACTIVEMQ_DIR", "/tmp/partition-notify-services/activemq"))
     running = conf / "conf/activemq.xml"
     require(running.is_file(), f"{running} missing: is the broker the one services.sh started?")
@@ -50,11 +46,11 @@ def exchange(login: str | None, passcode: str | None, frame: str | None) -> tupl
     with socket.create_connection(("127.0.0.1", PORT), timeout=10) as s:
         s.settimeout(10)
         s.sendall(f"CONNECT\naccept-version:1.2\nhost:/\n{creds}heart-beat:0,0\n\n\0".encode())
-        (command, headers), = _read_frames(s, 1) or [("", {})]
+        (command, headers), = read_frames(s, 1) or [("", {})]
         if command != "CONNECTED" or frame is None:
             return command, headers.get("message", "")
         s.sendall(frame.encode() + b"\0")
-        replies = _read_frames(s, 1)
+        replies = read_frames(s, 1)
         with contextlib.suppress(OSError):
             s.sendall(b"DISCONNECT\n\n\0")
     if not replies:

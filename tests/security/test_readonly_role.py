@@ -22,7 +22,8 @@ from partition_notify.errors import ConfigurationError, StoreError
 from store import Store
 from store.roles import apply_readonly_role, readonly_role_sql
 from subscriber import Subscriber
-from tests.conftest import PostgresDatabases, require
+from tests.support.ci import require
+from tests.support.postgres import PostgresDatabases
 from transports import create_transport
 
 

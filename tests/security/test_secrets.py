@@ -9,7 +9,6 @@ stored as ``last_error`` are searched for the password.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterator
 
 import pytest
@@ -21,10 +20,10 @@ from partition_notify.app import build_app
 from partition_notify.errors import ConnectError, PartitionNotifyError, PublishError
 from partition_notify.settings import load_settings
 from publisher.relay import Relay
-from tests.faults.support import SERVICE_USER, free_port, stomp_probe
+from tests.support.accounts import SERVICE_USER
+from tests.support.net import free_port
 
 SECRET = "s3cret-Pa55word-4f9e"  # what must never leak
-STOMP_URL = os.environ.get("PN_TEST_STOMP_URL", "stomp://127.0.0.1:61613")
 
 
 def chain(exc: BaseException) -> Iterator[BaseException]:
@@ -68,15 +67,9 @@ def test_settings_never_render_the_password(monkeypatch: pytest.MonkeyPatch) -> 
         assert SECRET not in rendering
 
 
-def test_wrong_password_on_real_broker(sqlite_url: str, debug_logs: pytest.LogCaptureFixture
-                                       ) -> None:
-    port = int(STOMP_URL.rsplit(":", 1)[1])
-    if stomp_probe(port, SERVICE_USER, os.environ.get("PN_TEST_BROKER_PASSWORD",
-                                                      "pn-service-secret")) != "CONNECTED":
-        from tests.conftest import require
-
-        require(False, f"ActiveMQ at {STOMP_URL} not reachable")
-    app = build_app(store_url=sqlite_url, transport_url=STOMP_URL, broker_username=SERVICE_USER,
+def test_wrong_password_on_real_broker(sqlite_url: str, debug_logs: pytest.LogCaptureFixture,
+                                       activemq_url: str) -> None:
+    app = build_app(store_url=sqlite_url, transport_url=activemq_url, broker_username=SERVICE_USER,
                     broker_password=SecretStr(SECRET), connect_timeout_seconds=5,
                     publish_timeout_seconds=5)
     try:

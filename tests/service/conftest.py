@@ -1,51 +1,21 @@
-"""Service tests use the shared ActiveMQ from scripts/services.sh (they never stop it)."""
+"""Service tests use the shared ActiveMQ (``activemq_url``, root conftest); they never stop it."""
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import require
-from tests.faults.support import ROOT, SERVICE_PASSWORD, SERVICE_USER, stomp_probe
-
-STOMP_URL = os.environ.get("PN_TEST_STOMP_URL", "stomp://127.0.0.1:61613")
-
-
-@pytest.fixture
-def activemq_url() -> str:
-    port = int(STOMP_URL.rsplit(":", 1)[1])
-    require(stomp_probe(port, SERVICE_USER, SERVICE_PASSWORD) == "CONNECTED",
-            f"ActiveMQ at {STOMP_URL} does not accept {SERVICE_USER} (scripts/services.sh up)")
-    return STOMP_URL
+from tests.service.helpers import ServeProcess, Spawn
+from tests.support.accounts import ROOT, SERVICE_PASSWORD, SERVICE_USER
 
 
 @pytest.fixture
 def db_name() -> str:
     return f"s{uuid.uuid4().hex[:10]}"
-
-
-Spawn = Callable[..., "ServeProcess"]
-
-
-class ServeProcess:
-    """``partition-notify serve`` in a process of its own, output in a log file."""
-
-    def __init__(self, log: Path, env: dict[str, str], once: bool = False) -> None:
-        self.log = log
-        with open(log, "wb") as fh:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "partition_notify.cli", "serve",
-                 *(["--once"] if once else [])],
-                cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT)
-
-    def text(self) -> str:
-        return self.log.read_text(errors="replace")
 
 
 @pytest.fixture

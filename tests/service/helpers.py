@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
 from sqlalchemy import create_engine, text
 
 from partition_notify.errors import PublishError
+from tests.support.accounts import ROOT
 
 
 def log_unpublished(app: object, db: str, specs: list[str], chunk: int = 50) -> None:
@@ -43,3 +49,21 @@ def leases(store_url: str) -> dict[str | None, int]:
             return {r[0]: int(r[1]) for r in rows}
     finally:
         engine.dispose()
+
+
+Spawn = Callable[..., "ServeProcess"]
+
+
+class ServeProcess:
+    """``partition-notify serve`` in a process of its own, output in a log file."""
+
+    def __init__(self, log: Path, env: dict[str, str], once: bool = False) -> None:
+        self.log = log
+        with open(log, "wb") as fh:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "partition_notify.cli", "serve",
+                 *(["--once"] if once else [])],
+                cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT)
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")

@@ -18,20 +18,10 @@ import urllib.request
 from pathlib import Path
 
 from tests.contract.faults import FaultProxy
-from tests.faults.support import (
-    READER_PASSWORD,
-    READER_USER,
-    ROOT,
-    BlackHole,
-    Collector,
-    free_port,
-    logged_message_ids,
-    stomp_app,
-    tally,
-    wait_until,
-)
-from tests.service.conftest import Spawn
-from tests.service.helpers import backdate, leases, log_unpublished
+from tests.faults.support import BlackHole, Collector, logged_message_ids, stomp_app, tally
+from tests.service.helpers import Spawn, backdate, leases, log_unpublished
+from tests.support.accounts import READER_PASSWORD, READER_USER, ROOT
+from tests.support.net import free_port, wait_until
 
 PUBLISHED = re.compile(r"relay: published events (\d+)\.\.(\d+) \((\d+)\)")
 

@@ -25,9 +25,9 @@ import time
 import subscriber.subscription as subscription_module
 from partition_notify.contract import AnyMessage
 from tests.brokers.stomp_helpers import build, host_port
-from tests.contract.conftest import bus_specs
 from tests.contract.faults import FaultProxy
 from tests.faults.support import bulk_set_done, rss_mb, tally
+from tests.support.accounts import bus_specs
 
 
 class Counter:

@@ -16,7 +16,7 @@ import pytest
 from partition_notify.contract import AddPartitionMessage, SetDoneMessage
 from store.revisions import RevisionManager
 from tests.faults.support import tally
-from tests.spark.conftest import Collector
+from tests.spark.helpers import Collector
 from tests.spark.test_writers import frame, path_writer, rows_for
 from writers.snapshot_read import read_snapshot
 
@@ -113,7 +113,7 @@ def test_a_write_whose_revision_expired_while_publishing_still_succeeds(spark, s
     keep-alive): the write published, so it succeeds at a new committed revision."""
     from publisher import Publisher
     from store.revisions import snapshot_partitions
-    from tests.revisions.conftest import FakeClock
+    from tests.support.clock import FakeClock
 
     clock = FakeClock(time.time())
     revisions = RevisionManager(spark_app.store, clock=clock, default_keep_alive=KEEP_ALIVE)

@@ -141,7 +141,7 @@ def test_recovery_commits_the_live_revision_it_announced_under(spark, spark_app,
 
 def test_recovery_after_the_revision_expired_commits_a_new_one(spark, spark_app, tmp_path):
     from store.revisions import RevisionManager, snapshot_partitions
-    from tests.revisions.conftest import FakeClock
+    from tests.support.clock import FakeClock
 
     clock = FakeClock(time.time())
     rm = RevisionManager(spark_app.store, clock=clock)
@@ -168,7 +168,7 @@ def test_recovery_after_the_revision_expired_commits_a_new_one(spark, spark_app,
 def test_a_recovery_that_fails_is_continued_under_the_revision_it_adopted(spark, spark_app,
                                                                           tmp_path):
     from store.revisions import RevisionManager
-    from tests.revisions.conftest import FakeClock
+    from tests.support.clock import FakeClock
 
     clock = FakeClock(time.time())
     rm = RevisionManager(spark_app.store, clock=clock)

@@ -10,7 +10,7 @@ import pytest
 
 from partition_notify.contract import AddPartitionMessage, SetDoneMessage, spec
 from partition_notify.errors import InvalidSpecError, UnknownTableError, ValidationError
-from tests.spark.conftest import Collector, count_data_files, local_path
+from tests.spark.helpers import Collector, count_data_files, local_path
 from writers import NotifyingWriter
 
 pytestmark = pytest.mark.spark

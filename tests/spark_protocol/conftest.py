@@ -9,27 +9,16 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import require
 from tests.http.support import HttpServe
-
-ROOT = Path(__file__).resolve().parents[2]
-JAR = ROOT / "writers" / "jvm" / "partition-notify-spark.jar"
-#: Nothing listens on port 9 (discard) here: a POST fails at once.
-DEAD_URL = "http://127.0.0.1:9"
-
-
-def spark_flags(serve_url: str | None = None) -> dict[str, str]:
-    from partition_notify.cli_spark import spark_settings
-
-    return spark_settings(serve_url, None)
+from tests.spark_protocol.helpers import DEAD_URL, JAR, ROOT, spark_flags, start_serve
+from tests.support.ci import require
+from tests.support.markers import uses
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +32,7 @@ def jar() -> Path:
 
 
 @pytest.fixture(scope="module")
+@uses("spark")
 def pspark(jar: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     try:
         from pyspark.sql import SparkSession
@@ -95,10 +85,6 @@ def writer_token(app: Any) -> str:
     return str(HttpStore(app.store).create_token("spark-jobs", "write")[1])
 
 
-def start_serve(store_url: str, log: Path) -> HttpServe:
-    return HttpServe(store_url, log, env_extra={"PN_SPARK_SPOOL_INTERVAL_SECONDS": "0.2"}).start()
-
-
 @pytest.fixture
 def serve(pspark: Any, store_file: str, writer_token: str, tmp_path: Path) -> Iterator[HttpServe]:
     """A real serve (HTTP API + manifest pick-up); the session posts to it."""
@@ -114,60 +100,3 @@ def serve(pspark: Any, store_file: str, writer_token: str, tmp_path: Path) -> It
     pspark.conf.unset("spark.partitionnotify.spoolDir")
     s.stop()
     assert not unscanned.exists(), f"a POST failed: {sorted(unscanned.iterdir())}"
-
-
-class Collector:
-    """Messages of a subscription; ``on_add`` runs for each add-partition as it arrives."""
-
-    def __init__(self, on_add: Any = None) -> None:
-        self.messages: list[Any] = []
-        self.on_add = on_add
-        self.seen_by_on_add: list[Any] = []
-        self._cond = threading.Condition()
-
-    def __call__(self, msg: Any) -> None:
-        if self.on_add is not None and msg.event_type == "ADD_PARTITION":
-            self.seen_by_on_add.append(self.on_add(msg))
-        with self._cond:
-            self.messages.append(msg)
-            self._cond.notify_all()
-
-    def wait_for(self, n: int, timeout: float = 60.0) -> list[Any]:
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while len(self.messages) < n:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self._cond.wait(left)
-            return list(self.messages)
-
-    def adds(self) -> list[str]:
-        return sorted(
-            "/".join(f"{k}={v}" for k, v in m.partitions[0].items())
-            for m in self.messages if m.event_type == "ADD_PARTITION"
-        )
-
-    def dones(self) -> list[str]:
-        return [m.spec for m in self.messages
-                if m.event_type == "PARTITION_DONE"]
-
-
-def events_of(app: Any, db: str, table: str) -> list[Any]:
-    """Every event logged for a table (the store is the ground truth of 'exactly once')."""
-    topic = app.publisher.table(db, table).topic
-    return [e for e in app.store.events_after(0, limit=100_000) if e.topic == topic]
-
-
-def spool_files(location: Path) -> list[Path]:
-    d = location / "_partition_notify"
-    return sorted(d.glob("*.json")) if d.exists() else []
-
-
-def wait_until(pred: Any, timeout: float = 60.0, what: str = "condition") -> None:
-    """For file-system state only (no event to wait on): bounded, fine-grained polling."""
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.05)

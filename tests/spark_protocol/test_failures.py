@@ -15,14 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.faults.support import free_port
-from tests.spark_protocol.conftest import (
-    Collector,
-    events_of,
-    spool_files,
-    start_serve,
-    wait_until,
-)
+from tests.spark_protocol.helpers import Collector, events_of, spool_files, start_serve, wait_until
+from tests.support.net import free_port
 
 KEYS = ["ds", "region"]
 

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from partition_notify.errors import InvalidManifestError
-from tests.spark_protocol.conftest import start_serve
+from tests.spark_protocol.helpers import start_serve
 from writers.commit_manifest import apply_manifest, manifest_from_obj, normalise_location
 from writers.commit_spool import scan
 

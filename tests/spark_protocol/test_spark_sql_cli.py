@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import require
 from tests.http.support import HttpServe
-from tests.spark_protocol.conftest import ROOT, Collector, events_of, spool_files, start_serve
+from tests.spark_protocol.helpers import ROOT, Collector, events_of, spool_files, start_serve
+from tests.support.ci import require
 
 
 @pytest.fixture

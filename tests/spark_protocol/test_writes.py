@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.spark_protocol.conftest import Collector, events_of, spool_files
+from tests.spark_protocol.helpers import Collector, events_of, spool_files
 
 KEYS = ["ds", "region"]
 

@@ -15,7 +15,7 @@ from partition_notify.app import App, build_app
 from partition_notify.errors import ConflictError, NotFoundError
 from store import Store
 from store.dead_letters import DeadLetters
-from tests.faults.support import ROOT
+from tests.support.accounts import ROOT
 
 
 class Clock:
