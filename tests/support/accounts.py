@@ -15,8 +15,9 @@ _env = os.environ.get
 
 #: The ActiveMQ installation (Debian package 'activemq'); instances get their own dir.
 ACTIVEMQ_HOME = Path(_env("PN_ACTIVEMQ_HOME", "/usr/share/activemq"))
-ACTIVEMQ_STOMP_PORT = 61613  # fixed in scripts/activemq/activemq.xml
-ACTIVEMQ_OPENWIRE_PORT = 61616  # fixed in scripts/activemq/activemq.xml
+#: The shared broker's ports: those of scripts/activemq/activemq.xml.
+ACTIVEMQ_STOMP_PORT = 61613
+ACTIVEMQ_OPENWIRE_PORT = 61616
 KAFKA_PORT = int(_env("PN_KAFKA_PORT", "9092"))
 RABBIT_STOMP_PORT = int(_env("PN_RABBIT_STOMP_PORT", "61623"))
 RABBIT_AMQP_PORT = 5672

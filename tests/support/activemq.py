@@ -20,6 +20,9 @@ from tests.support import accounts
 from tests.support.net import free_port, stomp_probe, wait_until
 
 SHIPPED_CONF = accounts.ROOT / "scripts" / "activemq"
+#: The ports the shipped activemq.xml names; an instance replaces them by its own.
+SHIPPED_STOMP_PORT = 61613
+SHIPPED_OPENWIRE_PORT = 61616
 
 
 def unavailable(home: Path = accounts.ACTIVEMQ_HOME) -> str | None:
@@ -62,8 +65,8 @@ class ActiveMQ:
         conf.mkdir(parents=True, exist_ok=True)
         (self.base / "data").mkdir(exist_ok=True)
         xml = (SHIPPED_CONF / "activemq.xml").read_text()
-        ports = ((f":{accounts.ACTIVEMQ_STOMP_PORT}?", f":{self.stomp_port}?"),
-                 (f":{accounts.ACTIVEMQ_OPENWIRE_PORT}?", f":{self.openwire_port}?"))
+        ports = ((f":{SHIPPED_STOMP_PORT}?", f":{self.stomp_port}?"),
+                 (f":{SHIPPED_OPENWIRE_PORT}?", f":{self.openwire_port}?"))
         for old, new in ports:
             assert old in xml, f"shipped activemq.xml no longer has a {old} connector"
             xml = xml.replace(old, new)

@@ -42,7 +42,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tests.support import accounts, tansu
-from tests.support.activemq import ActiveMQ
+from tests.support.activemq import ActiveMQ, unavailable
 from tests.support.net import kafka_probe, port_open, stomp_probe
 from tests.support.service_state import (
     SERVICES_DIR,
@@ -131,13 +131,13 @@ def activemq_up(state: State, failures: Failures) -> bool:
                             "process (RabbitMQ's STOMP default is 61613)")
     if not activemq_install():
         return failures.add("activemq", "install failed")
+    reason = unavailable()
+    if reason is not None:
+        return failures.add("activemq", reason)
     broker = ActiveMQ(ACTIVEMQ_DIR, stomp_port=stomp, openwire_port=openwire, heap=())
     ACTIVEMQ_DIR.mkdir(parents=True, exist_ok=True)
     log(f"activemq: starting (instance {ACTIVEMQ_DIR}, log {broker.log})")
-    try:
-        proc = broker.launch()
-    except OSError as exc:  # java missing
-        return failures.add("activemq", f"cannot start java: {exc}")
+    proc = broker.launch()
     ACTIVEMQ_PID.write_text(f"{proc.pid}\n")
     state.add("activemq")
     if not wait_ready(f"activemq (STOMP CONNECT on 127.0.0.1:{stomp})", activemq_ready, 60):
