@@ -4,7 +4,8 @@ What the suite relies on, checked with the client libraries it uses: the
 ActiveMQ service account may write to hcat.> and the reader may not; RabbitMQ
 delivers and refuses its reader's SEND; tansu takes a produce(acks=all) and
 serves it back. Run as ``python -m tests.support.verify`` by a python that has
-stomp.py and kafka-python; the service manager gives it a deadline.
+stomp.py and kafka-python; the service manager gives the whole run a deadline,
+and each wait here has its own.
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ class Listener:
         self.receipts: list[str] = []
         self.messages: list[str] = []
         self.event = threading.Event()
+        self.connected = threading.Event()
+
+    def on_connected(self, frame: stomp.utils.Frame) -> None:
+        self.connected.set()
 
     def on_error(self, frame: stomp.utils.Frame) -> None:
         self.errors.append(dict(frame.headers))
@@ -60,7 +65,9 @@ def connect(port: int, user: str, password: str) -> tuple[stomp.Connection12, Li
     conn = stomp.Connection12([("127.0.0.1", port)], heartbeats=(0, 0), vhost="/", timeout=10)
     listener = Listener()
     conn.set_listener("l", listener)
-    conn.connect(user, password, wait=True)
+    conn.connect(user, password, wait=False)
+    if not listener.connected.wait(10):
+        raise OSError(f"no CONNECTED from 127.0.0.1:{port} as {user} within 10 s")
     return conn, listener
 
 
