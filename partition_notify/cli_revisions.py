@@ -48,7 +48,7 @@ def _store(args: argparse.Namespace) -> Iterator[Any]:
 
 @contextmanager
 def _revisions(args: argparse.Namespace) -> Iterator[Any]:
-    from store.revisions import RevisionManager
+    from revisions import RevisionManager
 
     with _store(args) as store:
         yield RevisionManager(store, clock=store.clock)
@@ -56,7 +56,7 @@ def _revisions(args: argparse.Namespace) -> Iterator[Any]:
 
 # -- rev ------------------------------------------------------------------------
 def cmd_rev_begin(args: argparse.Namespace) -> int:
-    from store import revision_commands as rc
+    from partition_notify import cli_rev_commands as rc
 
     with _revisions(args) as rm:
         _print(rc.begin(rm, args.table, args.families, args.keep_alive_seconds))
@@ -64,7 +64,7 @@ def cmd_rev_begin(args: argparse.Namespace) -> int:
 
 
 def cmd_rev_commit(args: argparse.Namespace) -> int:
-    from store import revision_commands as rc
+    from partition_notify import cli_rev_commands as rc
 
     with _revisions(args) as rm:
         _print(rc.commit(rm, args.table, args.revision))
@@ -72,7 +72,7 @@ def cmd_rev_commit(args: argparse.Namespace) -> int:
 
 
 def cmd_rev_abort(args: argparse.Namespace) -> int:
-    from store import revision_commands as rc
+    from partition_notify import cli_rev_commands as rc
 
     with _revisions(args) as rm:
         _print(rc.abort(rm, args.table, args.revision))
@@ -80,7 +80,7 @@ def cmd_rev_abort(args: argparse.Namespace) -> int:
 
 
 def cmd_rev_keep_alive(args: argparse.Namespace) -> int:
-    from store import revision_commands as rc
+    from partition_notify import cli_rev_commands as rc
 
     with _revisions(args) as rm:
         _print(rc.keep_alive(rm, args.table, args.revision, args.keep_alive_seconds))
@@ -88,7 +88,7 @@ def cmd_rev_keep_alive(args: argparse.Namespace) -> int:
 
 
 def cmd_rev_snapshot(args: argparse.Namespace) -> int:
-    from store import revision_commands as rc
+    from partition_notify import cli_rev_commands as rc
 
     with _revisions(args) as rm:
         _print(rc.snapshot(rm, args.table, args.revision))
@@ -96,7 +96,7 @@ def cmd_rev_snapshot(args: argparse.Namespace) -> int:
 
 
 def cmd_rev_status(args: argparse.Namespace) -> int:
-    from store import revision_commands as rc
+    from partition_notify import cli_rev_commands as rc
 
     with _revisions(args) as rm:
         _print(rc.status(rm, args.table))
@@ -104,7 +104,7 @@ def cmd_rev_status(args: argparse.Namespace) -> int:
 
 
 def cmd_rev_tables(args: argparse.Namespace) -> int:
-    from store import revision_commands as rc
+    from partition_notify import cli_rev_commands as rc
 
     with _revisions(args) as rm:
         for name in rc.tables(rm):
@@ -195,7 +195,7 @@ def _spark(wanted: bool) -> Iterator[Any]:
 
 def add_parsers(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
     """Add ``rev`` and ``dataset`` to the subcommands ``sub`` of the main parser."""
-    from store.revisions import DEFAULT_KEEP_ALIVE_SECONDS  # the help text states it
+    from revisions import DEFAULT_KEEP_ALIVE_SECONDS  # the help text states it
 
     def group(name: str, help_: str) -> Any:
         return sub.add_parser(name, help=help_, description=help_).add_subparsers(

@@ -45,9 +45,10 @@ from partition_notify.errors import (
     PartitionNotifyError,
     ValidationError,
 )
-from store.revision_repositories import RevisionUnitOfWork
-from store.revision_schema import SnapshotDatasetRow, SnapshotVersionRow
-from store.revisions import DEFAULT_FAMILY, RevisionManager, WriteTransaction, table_name
+from revisions import DEFAULT_FAMILY, RevisionManager, WriteTransaction
+from revisions.model import table_name
+from revisions.repositories import RevisionUnitOfWork
+from revisions.schema import SnapshotDatasetRow, SnapshotVersionRow
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

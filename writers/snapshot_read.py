@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from partition_notify.contract import names
 from partition_notify.errors import ConfigurationError, NotFoundError
+from revisions import DEFAULT_FAMILY, RevisionManager, Snapshot
+from revisions.files import RevisionFiles
 from store import Store
-from store.revision_files import RevisionFiles
-from store.revisions import DEFAULT_FAMILY, RevisionManager, Snapshot
 from writers.hadoop import HadoopFs
 
 if TYPE_CHECKING:

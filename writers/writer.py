@@ -28,10 +28,10 @@ from partition_notify.errors import (
     ValidationError,
 )
 from publisher import Publisher
+from revisions import DEFAULT_FAMILY as DATA_FAMILY
+from revisions import RevisionManager, WriteTransaction
+from revisions.files import RevisionFiles
 from store import TableInfo
-from store.revision_files import RevisionFiles
-from store.revisions import DEFAULT_FAMILY as DATA_FAMILY
-from store.revisions import RevisionManager, WriteTransaction
 from writers.commit import WriteResult, canonical_set_done, complete
 from writers.hadoop import HadoopFs
 from writers.layout import (

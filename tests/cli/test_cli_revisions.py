@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from partition_notify.cli import EXIT_ERROR, EXIT_USAGE, build_parser, main
+from revisions import RevisionManager, Snapshot
 from store import Store
-from store.revisions import RevisionManager, Snapshot
 from tests.revisions.conftest import FakeClock
 from writers.snapshot_dataset import SnapshotDataset
 

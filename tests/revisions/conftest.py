@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from revisions import RevisionManager
 from store import Store
-from store.revisions import RevisionManager
 from tests.conftest import require
 
 

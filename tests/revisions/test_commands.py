@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from partition_notify import cli_rev_commands as cmd
 from partition_notify.errors import ConflictError, NotFoundError
+from revisions import RevisionManager
 from store import Store
-from store import revision_commands as cmd
-from store.revisions import RevisionManager
 from tests.revisions.conftest import FakeClock
 from writers.snapshot_dataset import SnapshotDataset, describe_dataset
 

@@ -19,8 +19,8 @@ from partition_notify.errors import (
     NotFoundError,
     ValidationError,
 )
+from revisions import RevisionManager
 from store import Store
-from store.revisions import RevisionManager
 from tests.revisions.conftest import FakeClock
 from writers.snapshot_dataset import (
     COMPLETE,

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from partition_notify.contract import AddPartitionMessage, SetDoneMessage
-from store.revisions import RevisionManager
+from revisions import RevisionManager
 from tests.faults.support import tally
 from tests.spark.conftest import Collector
 from tests.spark.test_writers import frame, path_writer, rows_for
@@ -112,7 +112,7 @@ def test_a_write_whose_revision_expired_while_publishing_still_succeeds(spark, s
     """The heartbeat could not help (say the database was away longer than the
     keep-alive): the write published, so it succeeds at a new committed revision."""
     from publisher import Publisher
-    from store.revisions import snapshot_partitions
+    from revisions import snapshot_partitions
     from tests.revisions.conftest import FakeClock
 
     clock = FakeClock(time.time())

@@ -123,7 +123,7 @@ def _snapshot_rows(spark: Any, app: Any, snap: Any) -> int:
 
 
 def test_recovery_commits_the_live_revision_it_announced_under(spark, spark_app, tmp_path):
-    from store.revisions import RevisionManager
+    from revisions import RevisionManager
 
     rm = RevisionManager(spark_app.store)
     broken = writer_for(StoreDownPublisher(spark_app, fail={"announce"}), tmp_path, revisions=rm)
@@ -140,7 +140,7 @@ def test_recovery_commits_the_live_revision_it_announced_under(spark, spark_app,
 
 
 def test_recovery_after_the_revision_expired_commits_a_new_one(spark, spark_app, tmp_path):
-    from store.revisions import RevisionManager, snapshot_partitions
+    from revisions import RevisionManager, snapshot_partitions
     from tests.revisions.conftest import FakeClock
 
     clock = FakeClock(time.time())
@@ -167,7 +167,7 @@ def test_recovery_after_the_revision_expired_commits_a_new_one(spark, spark_app,
 
 def test_a_recovery_that_fails_is_continued_under_the_revision_it_adopted(spark, spark_app,
                                                                           tmp_path):
-    from store.revisions import RevisionManager
+    from revisions import RevisionManager
     from tests.revisions.conftest import FakeClock
 
     clock = FakeClock(time.time())

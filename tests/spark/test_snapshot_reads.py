@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from store.revisions import RevisionManager
+from revisions import RevisionManager
 from tests.spark.test_writers import frame, path_writer, rows_for
 from writers.snapshot_read import read_snapshot
 
