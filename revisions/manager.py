@@ -13,13 +13,13 @@ Everything lives in the store (``pn_revision_*``), so it survives restarts
 and is shared by every process using the same database. Every state change
 of a table locks that table's counter row first, which serialises them.
 
-Expiry, as the seed decided, is lazy and needs no timer thread: a running
+Expiry is lazy by design and needs no timer thread: a running
 transaction whose keep-alive has run out counts as aborted from that moment
 on. ``create_snapshot`` skips it (listing it as aborted); the next
 ``begin_write_transaction`` (or abort) of the table records it as aborted;
 ``commit``/``keep_alive`` refuse it. Expiry compares the callers' clocks
 with the stored deadline, so hosts must agree on the time to well within a
-keep-alive period. Like the seed, an aborted transaction's data is not
+keep-alive period. An aborted transaction's data is not
 rolled back: readers exclude it through ``Snapshot.aborted``.
 """
 
@@ -64,7 +64,7 @@ class RevisionManager:
     ``store`` is a :class:`store.Store` (or anything with an ``engine``) or a
     SQLAlchemy engine whose database has been migrated. Table names are free
     strings (``"db.table"`` by convention): the manager does not require the
-    table to be registered for notifications, as the seed keeps it
+    table to be registered for notifications, keeping it
     independent of the catalogue.
     """
 

@@ -110,9 +110,15 @@ class NotifyingWriter:
         self.lease_seconds = lease_seconds
         #: With a revision manager every write is a write transaction:
         #: its partitions and messages carry the revision, a failed write aborts it.
-        self.revisions = revisions
+        #: An App brings its own (``app.revisions``); with a bare Publisher pass ``revisions=``.
         if revisions is None and transactional:
-            self.revisions = RevisionManager(publisher.store)
+            revisions = getattr(target, "revisions", None)
+            if not isinstance(revisions, RevisionManager):
+                raise ConfigurationError(
+                    "a transactional NotifyingWriter needs an App, or a Publisher with "
+                    "revisions=app.revisions (or transactional=False)"
+                )
+        self.revisions = revisions
         #: Keep-alive of each write transaction (default: the manager's); a heartbeat
         #: renews it every third of that from begin to commit, however long Spark runs.
         self.keep_alive_seconds = keep_alive_seconds

@@ -62,7 +62,7 @@ def test_a_write_longer_than_the_keep_alive_succeeds_and_is_covered(spark, spark
     snap = revisions.create_snapshot("sales.orders")
     assert snap.includes(revision, "data"), f"revision {revision} committed: {snap}"
     assert revisions.running_transactions("sales.orders") == []
-    covered = read_snapshot(spark, spark_app.store, "sales", "orders", snapshot=snap)
+    covered = read_snapshot(spark, spark_app, "sales", "orders", snapshot=snap)
     assert covered.frame.count() == len(rows), "the snapshot covers the write's data"
     adds = [m for m in messages if isinstance(m, AddPartitionMessage)]
     assert len(adds) == 2 and isinstance(messages[-1], SetDoneMessage)
@@ -135,7 +135,7 @@ def test_a_write_whose_revision_expired_while_publishing_still_succeeds(spark, s
     info = spark_app.publisher.table("sales", "orders")
     assert {p.revision for p in snapshot_partitions(spark_app.store, info, snap)} == {
         result.revision}
-    covered = read_snapshot(spark, spark_app.store, "sales", "orders", snapshot=snap,
+    covered = read_snapshot(spark, spark_app, "sales", "orders", snapshot=snap,
                             revisions=revisions)
     assert covered.frame.count() == 6
     assert keep_alive_threads() == []
