@@ -59,7 +59,7 @@ def read_snapshot(spark: SparkSession, app: App, db: str, table: str, *,
     snapshot that covers no file raises :class:`NotFoundError`. ``revisions``
     defaults to ``app.revisions``.
     """
-    info = app.store.get_table(names.db_name(db), names.table_name(table))
+    info = app.store.catalog.get_table(names.db_name(db), names.table_name(table))
     manager = revisions or app.revisions
     if snapshot is None:
         snapshot = manager.create_snapshot(info.qualified)
