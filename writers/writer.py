@@ -76,7 +76,9 @@ class CommitIncompleteError(PartitionNotifyError):
 class NotifyingWriter:
     """Writes DataFrames to one partitioned table and announces what each write created.
 
-    ``target`` is an :class:`~partition_notify.app.App` or a :class:`Publisher`.
+    ``target`` is an :class:`~partition_notify.app.App` or a :class:`Publisher`;
+    writes are transactions of ``app.revisions`` (with a bare Publisher, pass
+    ``revisions=`` or ``transactional=False``).
     The table is either a *path table*, registered in partition-notify with its
     partition keys and location (pass ``partition_keys`` and ``location`` to
     register it), or a *Spark catalog table* (``catalog_table=``, e.g.
