@@ -18,6 +18,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from partition_notify.contract import AnyMessage, SetDoneMessage, to_envelope
 from partition_notify.errors import ConflictError, UnknownTableError
 from store.engine import DEFAULT_SQLITE_SYNCHRONOUS, SINGLE_READ, WRITE, make_engine
+from store.hot_read import HotReader
 from store.migrate import migrate
 from store.repositories import (
     TABLE_INFO_BY_NAME,
@@ -112,6 +113,7 @@ class Store:
         # compiling the expanding IN on every call was most of its CPU.
         self._covering_sql: dict[int, str] = {}
         self._placeholder = "?" if engine.dialect.paramstyle == "qmark" else "%s"
+        self._hot = HotReader(engine)
         self.clock = clock
         # In-process consumers wait on this instead of sleeping between polls;
         # the generation tells a consumer that a commit landed while it was
@@ -142,6 +144,7 @@ class Store:
         return cls(engine, clock=clock)
 
     def close(self) -> None:
+        self._hot.close()
         self.engine.dispose()
 
     @property
@@ -447,8 +450,9 @@ class Store:
     def set_done_covering(self, table: TableInfo, specs: Sequence[str]) -> list[str]:
         """Unexpired set-done bodies of ``table`` whose canonical spec is in ``specs``.
 
-        The hot read of every wait: a plain connection, not an ORM session,
-        which was most of its CPU (bench/core_lookup.py).
+        The hot read of every wait: a kept raw driver connection
+        (store/hot_read.py), not a pool checkout or an ORM session, which were
+        most of its time (bench/core_lookup.py --profile).
         """
         if not specs:
             return []
@@ -456,7 +460,10 @@ class Store:
         if sql is None:
             sql = self._covering_sql[len(specs)] = covering_sql(len(specs), self._placeholder)
         params = (table.id, *specs, self.clock())
-        try:
+        found = self._hot.column(sql, params)
+        if found is not None:
+            return found
+        try:  # every kept connection is busy
             with self._reader.connect() as conn:
                 return [r[0] for r in conn.exec_driver_sql(sql, params)]
         except SQLAlchemyError as exc:
