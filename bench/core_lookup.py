@@ -80,9 +80,9 @@ class Pass:
 
 
 def load(store: Store, rows: int, backend: str) -> TableInfo:
-    info, _ = store.register_table("bench", "events", KEYS, topic="hcat.bench.events",
+    info, _ = store.catalog.register_table("bench", "events", KEYS, topic="hcat.bench.events",
                                    retention_seconds=30 * 86400)
-    other, _ = store.register_table("bench", "other", KEYS, topic="hcat.bench.other",
+    other, _ = store.catalog.register_table("bench", "other", KEYS, topic="hcat.bench.other",
                                     retention_seconds=30 * 86400)
     make = body_factory(info)
     now = time.time()
@@ -118,7 +118,7 @@ def one_pass(store: Store, info: TableInfo, rows: int, lookups: int, seed: int,
             profiler.enable()
         t0, c0 = time.perf_counter(), time.thread_time()
         candidates = spec.covering_specs(spec.coerce(wanted))
-        found = store.set_done_covering(info, candidates)
+        found = store.retention.set_done_covering(info, candidates)
         elapsed, cpu_used = time.perf_counter() - t0, time.thread_time() - c0
         if profiler is not None:
             profiler.disable()

@@ -96,9 +96,9 @@ def partition_set_done_sensor(
 
     def evaluate(context: Any) -> Any:
         store = shared.entry(settings or load_settings()).app.store
-        info = store.get_table(db, tname)
+        info = store.catalog.get_table(db, tname)
         after = _cursor(context.cursor, start_event_id)
-        events = store.events_after(after, max_events_per_tick)
+        events = store.log.events_after(after, max_events_per_tick)
         materializations = []
         for ev in events:
             if ev.headers.get(HCAT_EVENT) != PARTITION_DONE or ev.headers.get(PN_TABLE) != (

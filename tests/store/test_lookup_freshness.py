@@ -19,8 +19,8 @@ from tests.store._writer_process import mark_on_request
 
 
 def covering(store: Store, wanted: str) -> list[str]:
-    info = store.get_table("db", "t")
-    return store.set_done_covering(info, spec.covering_specs(spec.parse(wanted)))
+    info = store.catalog.get_table("db", "t")
+    return store.retention.set_done_covering(info, spec.covering_specs(spec.parse(wanted)))
 
 
 def test_commit_through_another_store_is_seen_at_once(store_url: str) -> None:
