@@ -11,10 +11,16 @@ sleep, no retry.
 from __future__ import annotations
 
 import multiprocessing
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from sqlalchemy import create_engine, text
 
 from partition_notify.app import build_app
 from partition_notify.contract import spec
 from store import Store
+from store.hot_read import MAX_KEPT
 from tests.store._writer_process import mark_on_request
 
 
@@ -59,3 +65,41 @@ def test_commit_in_another_process_is_seen_at_once(store_url: str) -> None:
             if proc.is_alive():
                 proc.kill()
     assert proc.exitcode == 0
+
+
+def test_lookup_survives_the_server_dropping_its_kept_connection(store_url: str) -> None:
+    """A kept connection killed while idle (a server restart) is replaced, not reported."""
+    if not store_url.startswith("postgresql"):
+        pytest.skip("only a server can drop the connection under the store")
+    with build_app(store_url=store_url, transport_url="embedded://") as app:
+        app.publisher.register_table("db", "t", ["ds", "region"], retention_seconds=3600)
+        app.publisher.send_mark_set_done("db", "t", "ds=1")
+        assert len(covering(app.store, "ds=1/region=eu")) == 1  # opens the kept connection
+        admin = create_engine(store_url, isolation_level="AUTOCOMMIT")
+        try:
+            with admin.connect() as conn:
+                killed = conn.execute(text(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()")).scalar()
+        finally:
+            admin.dispose()
+        assert killed and killed >= 1
+        assert len(covering(app.store, "ds=1/region=eu")) == 1
+        assert covering(app.store, "ds=2/region=eu") == []
+
+
+def test_concurrent_lookups_beyond_the_kept_connections_all_answer(store_url: str) -> None:
+    """More threads than kept connections: the rest go through the engine's pool."""
+    with build_app(store_url=store_url, transport_url="embedded://") as app:
+        app.publisher.register_table("db", "t", ["ds", "region"], retention_seconds=3600)
+        for day in range(0, 40, 2):
+            app.publisher.send_mark_set_done("db", "t", f"ds={day}")
+        barrier = threading.Barrier(3 * MAX_KEPT)
+
+        def ask(worker: int) -> list[bool]:
+            barrier.wait(30)
+            return [bool(covering(app.store, f"ds={day}/region=r{worker}")) for day in range(40)]
+
+        with ThreadPoolExecutor(3 * MAX_KEPT) as pool:
+            answers = list(pool.map(ask, range(3 * MAX_KEPT)))
+    assert answers == [[day % 2 == 0 for day in range(40)]] * (3 * MAX_KEPT)
