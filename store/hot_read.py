@@ -25,7 +25,7 @@ from typing import Any
 
 import psycopg
 from sqlalchemy import Engine
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from store.uow import map_db_error
@@ -66,7 +66,6 @@ class HotReader:
         self._engine = engine
         # An in-memory SQLite database lives in its one shared connection.
         self.enabled = not isinstance(engine.pool, StaticPool)
-        self._postgres = engine.dialect.name == "postgresql"
         self._idle: list[Conn] = []
         self._open: list[Conn] = []
         self._lock = threading.Lock()
@@ -77,11 +76,11 @@ class HotReader:
         if self._generation != _fork_generation:
             self._forget_inherited()
         try:
-            conn: Conn | None = self._idle.pop()  # atomic under the GIL: no lock needed
-            reused = True
-        except IndexError:
-            conn, reused = self._connect(), False
-        try:
+            try:
+                conn: Conn | None = self._idle.pop()  # atomic under the GIL: no lock needed
+                reused = True
+            except IndexError:
+                conn, reused = self._connect(), False
             if conn is None:
                 return None
             try:
@@ -95,6 +94,8 @@ class HotReader:
             return None if conn is None else self._run(conn, sql, params)
         except _DRIVER_ERRORS as exc:
             raise map_db_error(DBAPIError(sql, None, exc, hide_parameters=True)) from exc
+        except SQLAlchemyError as exc:  # the pool timing out while we connect
+            raise map_db_error(exc) from exc
 
     def _run(self, conn: Conn, sql: str, params: Sequence[Any]) -> list[Any]:
         try:

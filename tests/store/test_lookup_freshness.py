@@ -19,7 +19,8 @@ from sqlalchemy import create_engine, text
 
 from partition_notify.app import build_app
 from partition_notify.contract import spec
-from store import Store
+from partition_notify.errors import StoreError
+from store import Store, TableInfo, make_engine
 from store.hot_read import MAX_KEPT
 from tests.store._writer_process import mark_on_request
 
@@ -103,3 +104,15 @@ def test_concurrent_lookups_beyond_the_kept_connections_all_answer(store_url: st
         with ThreadPoolExecutor(3 * MAX_KEPT) as pool:
             answers = list(pool.map(ask, range(3 * MAX_KEPT)))
     assert answers == [[day % 2 == 0 for day in range(40)]] * (3 * MAX_KEPT)
+
+
+def test_lookup_against_an_unreachable_server_is_a_store_error() -> None:
+    """Opening a kept connection fails as every other store call does: StoreError."""
+    store = Store(make_engine("postgresql+psycopg://postgres@127.0.0.1:1/none",
+                              connect_timeout_seconds=1))
+    table = TableInfo(1, "db", "t", ("ds",), "topic", 3600)
+    try:
+        with pytest.raises(StoreError, match="OperationalError"):
+            store.retention.set_done_covering(table, ["ds=1"])
+    finally:
+        store.close()
