@@ -37,8 +37,8 @@ MAX_KEPT = 4
 
 #: The look-up's SQLite connections read pages through a memory map instead of
 #: one read() call per page missing from SQLite's small page cache: with
-#: 1,000,000 rows it cut the look-up's CPU p50 by ~27% and p99 by ~40%
-#: (A/B on one loaded file, docs/benchmarks.md). Address space only; the pages
+#: 1,000,000 rows it cut the look-up's CPU p50 by 7-27% and p99 by 22-41%
+#: (two A/B runs on one loaded file, docs/benchmarks.md). Address space only; the pages
 #: are the OS page cache's. Writers keep plain reads.
 SQLITE_MMAP_BYTES = 1 << 30
 
@@ -70,6 +70,7 @@ class HotReader:
         self._open: list[Conn] = []
         self._lock = threading.Lock()
         self._generation = _fork_generation
+        self._closed = False
 
     def column(self, sql: str, params: Sequence[Any]) -> list[Any] | None:
         """The first column of every row, or None when no connection is free."""
@@ -107,12 +108,15 @@ class HotReader:
         except BaseException:
             self._discard(conn)
             raise
-        self._idle.append(conn)
+        if self._closed:  # the store closed while this read ran
+            self._discard(conn)
+        else:
+            self._idle.append(conn)
         return [r[0] for r in rows]
 
     def _connect(self) -> Conn | None:
         with self._lock:
-            if not self.enabled or len(self._open) >= MAX_KEPT:
+            if self._closed or not self.enabled or len(self._open) >= MAX_KEPT:
                 return None
             proxied = self._engine.raw_connection()  # runs the engine's connect hooks
             proxied.detach()  # ours now: the pool neither counts nor resets it
@@ -146,7 +150,9 @@ class HotReader:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             conns, self._idle, self._open = self._open, [], []
         if self._generation == _fork_generation:
             for conn in conns:
-                conn.close()
+                with contextlib.suppress(Exception):  # one broken need not keep others open
+                    conn.close()
