@@ -21,9 +21,9 @@ import os
 import sqlite3
 import threading
 from collections.abc import Sequence
-from typing import Any
 
 import psycopg
+from psycopg.rows import TupleRow
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
@@ -54,13 +54,13 @@ def _after_fork() -> None:
 
 os.register_at_fork(after_in_child=_after_fork)
 
-Conn = sqlite3.Connection | psycopg.Connection[Any]
+Conn = sqlite3.Connection | psycopg.Connection[TupleRow]
 _DISCONNECTS = (sqlite3.OperationalError, psycopg.OperationalError)
 _DRIVER_ERRORS = (sqlite3.Error, psycopg.Error)
 
 
 class HotReader:
-    """Runs one SELECT of one column on a kept raw connection."""
+    """Runs one SELECT of one text column on a kept raw connection."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
@@ -72,8 +72,8 @@ class HotReader:
         self._generation = _fork_generation
         self._closed = False
 
-    def column(self, sql: str, params: Sequence[Any]) -> list[Any] | None:
-        """The first column of every row, or None when no connection is free."""
+    def column(self, sql: str, params: Sequence[object]) -> list[str] | None:
+        """The first (text) column of every row, or None when no connection is free."""
         if self._generation != _fork_generation:
             self._forget_inherited()
         try:
@@ -98,7 +98,7 @@ class HotReader:
         except SQLAlchemyError as exc:  # the pool timing out while we connect
             raise map_db_error(exc) from exc
 
-    def _run(self, conn: Conn, sql: str, params: Sequence[Any]) -> list[Any]:
+    def _run(self, conn: Conn, sql: str, params: Sequence[object]) -> list[str]:
         try:
             if isinstance(conn, sqlite3.Connection):
                 rows = conn.execute(sql, params).fetchall()
