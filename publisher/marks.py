@@ -51,6 +51,9 @@ class MarkBatcher:
         self.max_batch = max_batch
         self._pending: list[int] = []
         self._cond = threading.Condition()
+        # Held while a batch is out of _pending and being written: flush() waits
+        # for it, so a batch in flight (or put back after a failure) is not missed.
+        self._writing = threading.Lock()
         self._stop = False
         self._thread: threading.Thread | None = None
 
@@ -80,9 +83,14 @@ class MarkBatcher:
 
     def flush(self) -> None:
         """Write every pending mark now, in the caller's thread; errors propagate."""
-        with self._cond:
-            batch, self._pending = self._pending, []
-        self._write(batch)
+        with self._writing:
+            with self._cond:
+                batch, self._pending = self._pending, []
+            try:
+                self._write(batch)
+            except BaseException:
+                self._put_back(batch)
+                raise
 
     def close(self, timeout: float) -> bool:
         """Flush what is pending within ``timeout`` seconds; True when nothing is left.
@@ -108,20 +116,25 @@ class MarkBatcher:
         while True:
             with self._cond:
                 self._wait(full_batch_wakes=not failed)
-                batch, self._pending = self._pending, []
                 stopping = self._stop
-            try:
-                self._write(batch)
-                failed = False
-            except PartitionNotifyError as exc:
-                # Kept for the next flush; meanwhile they are merely unmarked.
-                log.warning("publisher: marking %d events published failed, will retry: %s",
-                            len(batch), exc)
-                failed = True
+            with self._writing:
                 with self._cond:
-                    self._pending[:0] = batch
+                    batch, self._pending = self._pending, []
+                try:
+                    self._write(batch)
+                    failed = False
+                except PartitionNotifyError as exc:
+                    # Kept for the next flush; meanwhile they are merely unmarked.
+                    log.warning("publisher: marking %d events published failed, will retry: %s",
+                                len(batch), exc)
+                    failed = True
+                    self._put_back(batch)
             if stopping:
                 return
+
+    def _put_back(self, batch: list[int]) -> None:
+        with self._cond:
+            self._pending[:0] = batch
 
     def _wait(self, *, full_batch_wakes: bool) -> None:
         """Wait (holding the condition) for the interval, a stop or, unless the

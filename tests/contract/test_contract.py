@@ -176,6 +176,7 @@ def test_publish_waits_for_the_receipt(bus_spec, sqlite_url, unique_db):
             app.publisher.send_mark_set_done(unique_db, "events", "datestamp=held")
         assert isinstance(err.value.__cause__, PublishTimeout)
         assert 0.9 <= time.monotonic() - started < 5
+        app.publisher.flush_marks()  # marks of confirmed events are written in batches
         assert app.store.log.relay_lag()[0] == 1, "the unconfirmed event stays for the relay"
     finally:
         proxy.release_replies()
@@ -217,6 +218,7 @@ def test_lost_connection_fails_pending_publish_then_reconnects(bus_spec, sqlite_
         proxy.release_replies()
         app.publisher.send_mark_set_done(unique_db, "events", "datestamp=after")  # reconnects
         assert proxy.accepted == 2
+        app.publisher.flush_marks()  # marks of confirmed events are written in batches
         assert app.store.log.relay_lag()[0] == 1  # only the one that was never confirmed
     finally:
         proxy.release_replies()
@@ -239,6 +241,7 @@ def test_broker_refusal_is_a_publish_error(bus_spec, sqlite_url, unique_db):
             assert time.monotonic() - started < 5
             assert "refused" in str(err.value) or "not authorized" in str(err.value)
             assert password not in str(err.value)
+        app.publisher.flush_marks()  # marks of confirmed events are written in batches
         assert app.store.log.relay_lag()[0] == 2
     finally:
         app.close()

@@ -10,6 +10,7 @@ deadline. SQLite and PostgreSQL.
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -18,7 +19,9 @@ import pytest
 from sqlalchemy import event
 
 from partition_notify.contract import Envelope
+from partition_notify.errors import StoreError
 from publisher import Publisher, PublisherConfig
+from publisher.marks import MarkBatcher
 from publisher.relay import Relay
 from store import Store
 from transports.base import Consumer, OnMessage, Transport
@@ -147,3 +150,29 @@ def _wait_for_no_lag(store: Store) -> None:
     while store.log.relay_lag()[0] and time.monotonic() < deadline:
         time.sleep(0.01)
     assert store.log.relay_lag()[0] == 0
+
+
+def test_flush_includes_the_batch_the_flusher_is_writing() -> None:
+    """flush_marks() returns only when what was confirmed so far is marked, even
+    the batch the background flusher holds (here its write fails and is retried)."""
+    in_flight, release = threading.Event(), threading.Event()
+    marked: list[int] = []
+
+    def mark(ids: Sequence[int]) -> None:
+        if not in_flight.is_set():
+            in_flight.set()
+            release.wait(10)
+            raise StoreError("database is locked")
+        marked.extend(ids)
+
+    marks = MarkBatcher(mark, interval=3600.0, max_batch=1)
+    marks.add([1])  # a full batch: the flusher takes it at once
+    assert in_flight.wait(10)
+    # The lock is released only after flush() started: a flush that returns at
+    # once (seeing nothing pending) has marked nothing.
+    timer = threading.Timer(0.3, release.set)
+    timer.start()
+    marks.flush()
+    timer.join()
+    assert marked == [1]
+    assert marks.close(5.0)
