@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 
@@ -18,7 +19,7 @@ from store.repositories import (
     TOPIC_LAST_SEQ,
     reserve,
 )
-from store.uow import Access, map_db_error
+from store.uow import Access, map_db_error, map_driver_error
 
 log = logging.getLogger(__name__)
 
@@ -139,6 +140,8 @@ class EventLog:
                     conn.execute(INSERT_SET_DONE, rows.dones)
         except SQLAlchemyError as exc:
             raise map_db_error(exc) from exc
+        except sqlite3.Error as exc:  # DriverAppend's statements bypass SQLAlchemy
+            raise map_driver_error(exc) from exc
         return rows.messages
 
     # -- reads ----------------------------------------------------------------
