@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import cast
 
 from sqlalchemy import Table
 
@@ -12,7 +12,7 @@ from partition_notify.errors import ConflictError, UnknownTableError
 from store.records import PartitionInfo, TableInfo
 from store.repositories import TABLE_INFO_BY_NAME
 from store.schema import PartitionRow, TableRow
-from store.uow import Access
+from store.uow import Access, DriverRow
 
 _TABLE_COLUMNS = (
     "id", "db", "name", "partition_keys", "topic", "retention_seconds", "location",
@@ -20,11 +20,19 @@ _TABLE_COLUMNS = (
 )
 
 
-def _driver_table_info(row: Sequence[Any]) -> TableInfo:
+def _driver_table_info(row: DriverRow) -> TableInfo:
     """TableInfo from a driver row of _TABLE_COLUMNS (JSON as SQLAlchemy stores it on SQLite)."""
     tid, db, name, keys, topic, retention, location, override = row
+    assert isinstance(tid, int) and isinstance(retention, int), row
     return TableInfo(
-        int(tid), db, name, tuple(json.loads(keys)), topic, int(retention), location, override
+        tid,
+        str(db),
+        str(name),
+        tuple(json.loads(str(keys))),
+        str(topic),
+        retention,
+        None if location is None else str(location),
+        None if override is None else str(override),
     )
 
 

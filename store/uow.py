@@ -31,6 +31,10 @@ def map_db_error(exc: SQLAlchemyError) -> StoreError | ConflictError:
     return StoreError(f"store operation failed: {type(orig).__name__}: {str(orig).strip()[:300]}")
 
 
+#: A row as SQLite's driver returns it.
+DriverRow = tuple[str | int | float | None, ...]
+
+
 def map_driver_error(exc: sqlite3.Error) -> StoreError | ConflictError:
     """:func:`map_db_error` for an error of SQLite's driver used directly."""
     wrapped = DBAPIError.instance(None, None, exc, sqlite3.Error)
@@ -108,7 +112,7 @@ class Access:
         except SQLAlchemyError as exc:
             raise map_db_error(exc) from exc
 
-    def read_driver(self, sql: str, params: Sequence[Any]) -> list[Any]:
+    def read_driver(self, sql: str, params: Sequence[str | int | float]) -> list[DriverRow]:
         """One prebuilt statement on the pool's driver connection (SQLite only).
 
         For the read every publish starts with: the Connection object, its
