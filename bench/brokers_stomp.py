@@ -6,7 +6,7 @@
 Rows (goal in brackets):
   sync     raw stomp.py SEND+RECEIPT one at a time  vs  StompTransport.publish of one
            envelope [>= 0.9x]; also Publisher.send_mark_set_done end to end, which adds
-           the store's two commits (log append, mark published).
+           the store's log commit (marks are batched: bench/durable_publish.py).
   batch    raw stomp.py 10,000 pipelined SENDs then all RECEIPTs  vs  StompTransport.publish
            of 10,000 envelopes [>= 0.8x]; also announce_partitions of 10,000 partitions.
   latency  commit -> subscriber callback, p50/p99 [<= 20 ms / <= 100 ms].

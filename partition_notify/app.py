@@ -68,6 +68,8 @@ class App:
         return Deadlines(self)
 
     def close(self) -> None:
+        # Pending marks first: they need the store, which closes last.
+        self.publisher.close(self.settings.close_timeout_seconds)
         self.transport.close(self.settings.close_timeout_seconds)
         self.store.close()
 

@@ -28,6 +28,7 @@ from partition_notify.errors import (
     TransportError,
     ValidationError,
 )
+from publisher.marks import DEFAULT_FLUSH_INTERVAL_SECONDS, DEFAULT_MAX_BATCH, MarkBatcher
 from store import EventDraft, Store, TableInfo
 from store.provider import InTxn
 from store.schema import MAX_SPEC_CHARS
@@ -50,6 +51,10 @@ class PublisherConfig:
     default_retention_seconds: int = 7 * 24 * 3600
     publish_timeout_seconds: float = 10.0
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    #: Marks of broker-confirmed events are written in batches this often (and
+    #: at ``mark_max_batch`` and on close); 0 marks each publish in its own commit.
+    mark_flush_interval_seconds: float = DEFAULT_FLUSH_INTERVAL_SECONDS
+    mark_max_batch: int = DEFAULT_MAX_BATCH
 
 
 class Publisher:
@@ -60,12 +65,29 @@ class Publisher:
     the transport holds the messages durably. If the transport fails after
     the commit, the messages stay in the log for the relay and the caller
     gets a :class:`PublishError` naming the logged event ids.
+
+    That the broker took them is recorded lazily, in batches (see
+    :mod:`publisher.marks`): one durable commit per publish. :meth:`close`
+    writes what is pending.
     """
 
     def __init__(self, store: Store, transport: Transport, config: PublisherConfig) -> None:
         self.store = store
         self.transport = transport
         self.config = config
+        self.marks = MarkBatcher(
+            store.log.mark_published,
+            interval=config.mark_flush_interval_seconds,
+            max_batch=config.mark_max_batch,
+        )
+
+    def flush_marks(self) -> None:
+        """Record now that every event the broker confirmed so far was published."""
+        self.marks.flush()
+
+    def close(self, timeout: float) -> bool:
+        """Write pending marks within ``timeout`` seconds; True when none is left."""
+        return self.marks.close(timeout)
 
     # -- tables ---------------------------------------------------------------
     def register_table(
@@ -345,7 +367,7 @@ class Publisher:
                 raise MessageRejected(text, exc.rejected, exc.confirmed) from exc
             kind = type(exc) if isinstance(exc, PublishError) else PublishError
             raise kind(text) from exc
-        self.store.log.mark_published([m.event_id for m in messages])
+        self.marks.add([m.event_id for m in messages])
 
 
 def _locations(

@@ -2,13 +2,38 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from typing import cast
+
+from sqlalchemy import Table
 
 from partition_notify.errors import ConflictError, UnknownTableError
 from store.records import PartitionInfo, TableInfo
 from store.repositories import TABLE_INFO_BY_NAME
 from store.schema import PartitionRow, TableRow
-from store.uow import Access
+from store.uow import Access, DriverRow
+
+_TABLE_COLUMNS = (
+    "id", "db", "name", "partition_keys", "topic", "retention_seconds", "location",
+    "topic_override",
+)
+
+
+def _driver_table_info(row: DriverRow) -> TableInfo:
+    """TableInfo from a driver row of _TABLE_COLUMNS (JSON as SQLAlchemy stores it on SQLite)."""
+    tid, db, name, keys, topic, retention, location, override = row
+    assert isinstance(tid, int) and isinstance(retention, int), row
+    return TableInfo(
+        tid,
+        str(db),
+        str(name),
+        tuple(json.loads(str(keys))),
+        str(topic),
+        retention,
+        None if location is None else str(location),
+        None if override is None else str(override),
+    )
 
 
 def _partition_info(row: PartitionRow) -> PartitionInfo:
@@ -22,6 +47,13 @@ class Catalog:
 
     def __init__(self, access: Access) -> None:
         self._db = access
+        t = cast(Table, TableRow.__table__)
+        # Every publish reads its table: on SQLite as driver SQL (see Access.read_driver).
+        self._table_sql = (
+            f"SELECT {', '.join(_TABLE_COLUMNS)} FROM {t.name} WHERE db = ? AND name = ?"
+            if access.engine.dialect.name == "sqlite"
+            else None
+        )
 
     def register_table(
         self,
@@ -84,13 +116,18 @@ class Catalog:
     def get_table(self, db: str, name: str) -> TableInfo:
         # Every publish starts here: a plain connection and a prebuilt
         # statement, not a unit of work (bench/core_latency.py).
-        rows = self._db.read(TABLE_INFO_BY_NAME, {"db": db, "name": name})
-        if not rows:
+        if self._table_sql is not None:
+            found = self._db.read_driver(self._table_sql, (db, name))
+            info = _driver_table_info(found[0]) if found else None
+        else:
+            rows = self._db.read(TABLE_INFO_BY_NAME, {"db": db, "name": name})
+            info = TableInfo.of(rows[0]) if rows else None
+        if info is None:
             raise UnknownTableError(
                 f"table {db}.{name} is not registered (register it first: "
                 f"partition-notify register {db}.{name} --keys ...)"
             )
-        return TableInfo.of(rows[0])
+        return info
 
     def get_tables(self, refs: Sequence[tuple[str, str]]) -> list[TableInfo]:
         """Many tables in one query, in the order asked; any unknown one is an error."""

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
-from typing import Any
 
-from partition_notify.contract import AnyMessage, SetDoneMessage, to_envelope
+from sqlalchemy.exc import SQLAlchemyError
+
+from partition_notify.contract import AnyMessage
+from store.append_rows import DriverAppend, Rows
 from store.records import EventDraft, InTxn, LoggedEvent
-from store.repositories import TOPIC_EVENTS_AFTER, TOPIC_LAST_SEQ
-from store.uow import Access, UnitOfWork
+from store.repositories import (
+    INSERT_EVENTS,
+    INSERT_SET_DONE,
+    TOPIC_EVENTS_AFTER,
+    TOPIC_LAST_SEQ,
+    reserve,
+)
+from store.uow import Access, map_db_error, map_driver_error
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +33,7 @@ class EventLog:
     def __init__(self, access: Access) -> None:
         self._db = access
         self._listeners: list[CommitListener] = []
+        self._driver_append = DriverAppend() if access.engine.dialect.name == "sqlite" else None
 
     # -- after-commit listeners -----------------------------------------------
     def add_listener(self, listener: CommitListener) -> None:
@@ -59,6 +69,10 @@ class EventLog:
         """
         if not drafts and in_txn is None:
             return []
+        if len(drafts) == 1 and drafts[0].partition_spec is None and in_txn is None:
+            messages = self._append_one(drafts[0], published)
+            self._committed()
+            return messages
         with self._db.uow(write=True) as uow:
             existing: dict[int, set[str]] = defaultdict(set)
             by_table: dict[int, list[str]] = defaultdict(list)
@@ -93,18 +107,42 @@ class EventLog:
                 t: uow.sequences.take(f"topic:{t}", n)
                 for t, n in Counter(d.table.topic for d in drafts).items()
             }
-            now = self._db.clock()
-            messages, events, parts, dones = _rows(drafts, first, seqs, now, existing, uow)
-            if published:
-                for e in events:
-                    e["published_at"] = now
-            uow.events.add_many(events)
-            uow.partitions.add_many(parts)
-            uow.set_done.add_many(dones)
+            rows = Rows.of(drafts, first, seqs, self._db.clock(), existing, published)
+            for table_id, spec, values in rows.replaced:
+                uow.partitions.replace(table_id, spec, values)
+            uow.events.add_many(rows.events)
+            uow.partitions.add_many(rows.parts)
+            uow.set_done.add_many(rows.dones)
+            messages = rows.messages
             if in_txn is not None:
                 in_txn(uow, messages)
         self._committed()
         return messages
+
+    def _append_one(self, draft: EventDraft, published: bool) -> list[AnyMessage]:
+        """One event with no partition row and no hook: every publish of a set-done.
+
+        The general path's statements on a plain connection, without the ORM
+        session, whose bookkeeping was most of an append's CPU after the commit
+        (bench/durable_publish.py); on SQLite as prebuilt driver SQL. Same
+        statements, locks and order as the general path.
+        """
+        topic = draft.table.topic
+        try:
+            with self._db.writer.begin() as conn:
+                if self._driver_append is not None:
+                    return self._driver_append.run(conn, draft, self._db.clock, published).messages
+                first = reserve(conn, "event", 1)
+                seqs = {topic: reserve(conn, f"topic:{topic}", 1)}
+                rows = Rows.of([draft], first, seqs, self._db.clock(), {}, published)
+                conn.execute(INSERT_EVENTS, rows.events)
+                if rows.dones:
+                    conn.execute(INSERT_SET_DONE, rows.dones)
+        except SQLAlchemyError as exc:
+            raise map_db_error(exc) from exc
+        except sqlite3.Error as exc:  # DriverAppend's statements bypass SQLAlchemy
+            raise map_driver_error(exc) from exc
+        return rows.messages
 
     # -- reads ----------------------------------------------------------------
     def max_event_id(self) -> int:
@@ -210,68 +248,3 @@ class EventLog:
             count = uow.events.pending_count()
             oldest = uow.events.oldest_pending_created()
         return count, (self._db.clock() - oldest) if oldest is not None else 0.0
-
-
-def _rows(
-    drafts: Sequence[EventDraft],
-    first: int,
-    seqs: dict[str, int],
-    now: float,
-    existing: dict[int, set[str]],
-    uow: UnitOfWork,
-) -> tuple[list[AnyMessage], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    """The messages and the rows of events, new partitions and set-done history.
-
-    A partition that exists already (an overwrite) is updated in place here.
-    """
-    messages: list[AnyMessage] = []
-    events: list[dict[str, Any]] = []
-    parts: list[dict[str, Any]] = []
-    dones: list[dict[str, Any]] = []
-    for offset, d in enumerate(drafts):
-        event_id = first + offset
-        seq = seqs[d.table.topic]
-        seqs[d.table.topic] = seq + 1
-        msg = d.build(event_id, seq, now)
-        env = to_envelope(msg)
-        body = env.body.decode()
-        messages.append(msg)
-        events.append(
-            {
-                "event_id": event_id,
-                "topic": d.table.topic,
-                "topic_seq": seq,
-                "event_type": msg.event_type,
-                "table_id": d.table.id,
-                "message_id": msg.message_id,
-                "headers": env.headers,
-                "body": body,
-                "created_at": now,
-                "published_at": None,
-                "attempts": 0,
-            }
-        )
-        if d.partition_spec is not None:
-            values = {
-                "values": d.partition_values,
-                "location": d.location,
-                "revision": d.revision,
-                "event_id": event_id,
-                "created_at": now,
-            }
-            if d.partition_spec in existing[d.table.id]:
-                uow.partitions.replace(d.table.id, d.partition_spec, values)
-            else:
-                parts.append({"table_id": d.table.id, "spec": d.partition_spec, **values})
-        if isinstance(msg, SetDoneMessage):
-            dones.append(
-                {
-                    "table_id": d.table.id,
-                    "spec": msg.spec,
-                    "event_id": event_id,
-                    "body": body,
-                    "published_at": now,
-                    "expires_at": now + d.table.retention_seconds,
-                }
-            )
-    return messages, events, parts, dones

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
 from sqlalchemy import (
+    Connection,
     Integer,
     Row,
     Table,
@@ -52,7 +53,7 @@ TABLE_INFO_BY_NAME = select(*_TABLES_T.c).where(
 )
 _EVENTS_T = cast(Table, EventRow.__table__)
 _EV = _EVENTS_T.c
-_INSERT_EVENTS = insert(_EVENTS_T)
+INSERT_EVENTS = insert(_EVENTS_T)
 # The relay's statements, built once (bench/relay_drain.py): expanding IN
 # lists compile once instead of once per batch.
 _UNPUBLISHED_HEAD = (
@@ -99,7 +100,7 @@ TOPIC_LAST_SEQ = (
     .group_by(_EVENTS_T.c.topic)
 )
 _INSERT_PARTITIONS = insert(cast(Table, PartitionRow.__table__))
-_INSERT_SET_DONE = insert(cast(Table, SetDoneRow.__table__))
+INSERT_SET_DONE = insert(cast(Table, SetDoneRow.__table__))
 
 
 def _chunks(items: Sequence[Any], n: int = _IN_CHUNK) -> Iterable[Sequence[Any]]:
@@ -187,17 +188,21 @@ class SequenceRepository:
         self.session.connection().execute(_SEQ_SET, {"counter": name, "value": next_value})
 
     def take(self, name: str, count: int) -> int:
-        """Reserve ``count`` values of counter ``name``; return the first.
+        """Reserve ``count`` values of counter ``name``; return the first."""
+        return reserve(self.session.connection(), name, count)
 
-        One statement: the UPDATE locks the row until commit and returns the
-        new value (a missing counter starts at 1).
-        """
-        conn = self.session.connection()
-        value = conn.execute(_SEQ_RESERVE, {"counter": name, "count": count}).scalar()
-        if value is None:
-            conn.execute(_SEQ_NEW, {"name": name, "next_value": 1 + count})
-            return 1
-        return int(value) - count
+
+def reserve(conn: Connection, name: str, count: int) -> int:
+    """Reserve ``count`` values of counter ``name`` in ``conn``'s transaction; the first.
+
+    One statement: the UPDATE locks the row until commit and returns the
+    new value (a missing counter starts at 1).
+    """
+    value = conn.execute(_SEQ_RESERVE, {"counter": name, "count": count}).scalar()
+    if value is None:
+        conn.execute(_SEQ_NEW, {"name": name, "next_value": 1 + count})
+        return 1
+    return int(value) - count
 
 
 class EventRepository:
@@ -206,7 +211,7 @@ class EventRepository:
 
     def add_many(self, rows: list[dict[str, Any]]) -> None:
         if rows:
-            self.session.connection().execute(_INSERT_EVENTS, rows)
+            self.session.connection().execute(INSERT_EVENTS, rows)
 
     def max_id(self) -> int:
         return int(self.session.scalar(select(func.coalesce(func.max(EventRow.event_id), 0))) or 0)
@@ -329,7 +334,7 @@ class SetDoneRepository:
 
     def add_many(self, rows: list[dict[str, Any]]) -> None:
         if rows:
-            self.session.connection().execute(_INSERT_SET_DONE, rows)
+            self.session.connection().execute(INSERT_SET_DONE, rows)
 
     def covering(self, table_id: int, specs: Sequence[str], now: float) -> list[str]:
         """Bodies of unexpired set-done rows whose spec is one of ``specs``."""
@@ -372,6 +377,8 @@ class SetDoneRepository:
 
 
 __all__ = [
+    "INSERT_EVENTS",
+    "INSERT_SET_DONE",
     "TOPIC_EVENTS_AFTER",
     "TOPIC_LAST_SEQ",
     "EventRepository",

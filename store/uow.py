@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
@@ -27,6 +29,16 @@ def map_db_error(exc: SQLAlchemyError) -> StoreError | ConflictError:
         return ConflictError(f"conflicting write: {exc.orig}")
     orig = exc.orig if isinstance(exc, DBAPIError) else exc
     return StoreError(f"store operation failed: {type(orig).__name__}: {str(orig).strip()[:300]}")
+
+
+#: A row as SQLite's driver returns it.
+DriverRow = tuple[str | int | float | None, ...]
+
+
+def map_driver_error(exc: sqlite3.Error) -> StoreError | ConflictError:
+    """:func:`map_db_error` for an error of SQLite's driver used directly."""
+    wrapped = DBAPIError.instance(None, None, exc, sqlite3.Error)
+    return map_db_error(wrapped)
 
 
 class UnitOfWork:
@@ -99,6 +111,27 @@ class Access:
                 return list(conn.execute(stmt, params))
         except SQLAlchemyError as exc:
             raise map_db_error(exc) from exc
+
+    def read_driver(self, sql: str, params: Sequence[str | int | float]) -> list[DriverRow]:
+        """One prebuilt statement on the pool's driver connection (SQLite only).
+
+        For the read every publish starts with: the Connection object, its
+        events and the statement's execution context cost more CPU than the
+        indexed look-up itself (bench/durable_publish.py). On PostgreSQL the
+        driver would open a transaction around it; use :meth:`read` there.
+        """
+        try:
+            raw = self.reader.raw_connection()
+            try:
+                cur = raw.cursor()
+                cur.execute(sql, params)
+                return list(cur.fetchall())
+            finally:
+                raw.close()  # back to the pool
+        except SQLAlchemyError as exc:
+            raise map_db_error(exc) from exc
+        except sqlite3.Error as exc:
+            raise map_driver_error(exc) from exc
 
     def uow(self, *, write: bool = False) -> UnitOfWork:
         return UnitOfWork(self.writer if write else self.engine, write=write)

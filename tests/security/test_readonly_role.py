@@ -112,7 +112,7 @@ def test_reader_store_api_writes_are_store_errors(pg: tuple[str, str]) -> None:
             lambda: app.publisher.announce_partitions("sales", "orders", ["ds=9"]),
             lambda: app.publisher.send_mark_set_done("sales", "orders", "ds=9"),
             lambda: app.publisher.register_table("sales", "other", ["ds"]),
-            lambda: later.purge_expired(),
+            lambda: later.retention.purge_expired(),
         ):
             with pytest.raises(StoreError, match="permission denied"):
                 call()

@@ -1,0 +1,139 @@
+"""Durable publish, one at a time: partition-notify next to its raw floor, in one run.
+
+    PYTHONPATH=. python bench/durable_publish.py [--url stomp://127.0.0.1:61613]
+        [--n 1000] [--rounds 5] [--eager]
+
+Every publish is ``Publisher.send_mark_set_done`` end to end: the log commit
+(SQLite, WAL, ``synchronous=FULL``, the store's default), the broker's receipt
+(ActiveMQ over STOMP) and the mark that it was published. In alternating
+rounds, medians:
+
+  sqlite   raw sqlite3: one INSERT of a set-done sized row + COMMIT, WAL, synchronous=FULL
+  stomp    raw stomp.py: one persistent SEND + its RECEIPT
+  floor    the two back to back: 1 / (1/sqlite + 1/stomp)
+  default  our publishes/s as configured by default (on this tree: marks batched off
+           the hot path, PublisherConfig.mark_flush_interval_seconds)
+  eager    our publishes/s marking each publish in its own commit (interval 0, the
+           mark path before; --no-eager on a tree without the setting)
+
+Goal: default >= 1,500 publishes/s. Needs ``eval "$(bash scripts/services.sh env)"``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from itertools import count
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from brokers_stomp import RawSender, app_for  # noqa: E402
+
+from partition_notify.app import App  # noqa: E402
+from partition_notify.contract import to_envelope  # noqa: E402
+from publisher import Publisher  # noqa: E402
+
+GOAL = 1500.0
+
+
+def raw_sqlite(path: str, body: str) -> Callable[[int], None]:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("CREATE TABLE IF NOT EXISTS ev (id INTEGER PRIMARY KEY, body TEXT)")
+
+    def run(n: int) -> None:
+        for _ in range(n):
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT INTO ev (body) VALUES (?)", (body,))
+            conn.execute("COMMIT")
+
+    return run
+
+
+def publishes(app: App, table: str) -> Callable[[int], None]:
+    app.publisher.register_table("bench", table, ["datestamp"])
+    seq = count()
+
+    def run(n: int) -> None:
+        for _ in range(n):
+            app.publisher.send_mark_set_done("bench", table, f"datestamp=d{next(seq)}")
+
+    return run
+
+
+def interleaved(rounds: int, n: int, runs: dict[str, Callable[[int], None]]) -> dict[str, float]:
+    rates: dict[str, list[float]] = {name: [] for name in runs}
+    for r in range(rounds):
+        order = list(runs.items()) if r % 2 == 0 else list(reversed(runs.items()))
+        for name, fn in order:
+            started = time.perf_counter()
+            fn(n)
+            rates[name].append(n / (time.perf_counter() - started))
+    return {name: statistics.median(v) for name, v in rates.items()}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--url", default=os.environ.get("PN_TEST_STOMP_URL", "stomp://127.0.0.1:61613"))
+    p.add_argument("--user", default=os.environ.get("PN_TEST_BROKER_USERNAME", "pn_service"))
+    p.add_argument("--password", default=os.environ.get("PN_TEST_BROKER_PASSWORD", ""))
+    p.add_argument("--n", type=int, default=1000, help="publishes per round and contender")
+    p.add_argument("--rounds", type=int, default=5, help="alternating rounds")
+    p.add_argument("--no-eager", action="store_true",
+                   help="leave out the eager row (a tree without mark_flush_interval_seconds)")
+    args = p.parse_args()
+
+    tmp = tempfile.mkdtemp(prefix="pn-bench-durable-")
+    host, port = args.url.split("://", 1)[1].split("/")[0].rsplit(":", 1)
+    lazy = app_for(args, f"sqlite:///{tmp}/lazy.db")
+    apps = [lazy]
+    runs: dict[str, Callable[[int], None]] = {}
+    raw = RawSender(host, int(port), args.user, args.password)
+    try:
+        runs["lazy"] = publishes(lazy, "lazy")
+        if not args.no_eager:
+            eager = app_for(args, f"sqlite:///{tmp}/eager.db")
+            apps.append(eager)
+            eager.publisher = Publisher(eager.store, eager.transport, dataclasses.replace(
+                eager.publisher.config, mark_flush_interval_seconds=0.0))
+            runs["eager"] = publishes(eager, "eager")
+        env = to_envelope(lazy.publisher.send_mark_set_done("bench", "lazy", "datestamp=x"))
+        dest = f"/topic/{env.topic}"
+        runs["sqlite"] = raw_sqlite(f"{tmp}/raw.db", env.body.decode())
+        runs["stomp"] = lambda n: [raw.send_sync(dest, env.body, env.headers) for _ in range(n)]
+        figures = interleaved(args.rounds, args.n, runs)
+    finally:
+        raw.close()
+        for app in apps:
+            app.close()
+    report(args, figures)
+
+
+def report(args: argparse.Namespace, f: dict[str, float]) -> None:
+    floor = 1 / (1 / f["sqlite"] + 1 / f["stomp"])
+    print(f"\nDurable publish, one at a time: SQLite synchronous=FULL + {args.url} "
+          f"(median of {args.rounds} alternating rounds of {args.n})\n")
+    print(f"{'raw sqlite3 INSERT+COMMIT':36}{f['sqlite']:>9.0f} /s  ({1e3 / f['sqlite']:.3f} ms)")
+    print(f"{'raw stomp.py SEND+RECEIPT':36}{f['stomp']:>9.0f} /s  ({1e3 / f['stomp']:.3f} ms)")
+    print(f"{'floor (both, back to back)':36}{floor:>9.0f} /s  ({1e3 / floor:.3f} ms)")
+    lazy = f["lazy"]
+    verdict = "ok" if lazy >= GOAL else "MISS"
+    print(f"{'send_mark_set_done, default':36}{lazy:>9.0f} /s  ({1e3 / lazy:.3f} ms)"
+          f"  {lazy / floor:.2f}x floor  goal >= {GOAL:,.0f}/s {verdict}")
+    if "eager" in f:
+        eager = f["eager"]
+        print(f"{'send_mark_set_done, eager marks':36}{eager:>9.0f} /s  ({1e3 / eager:.3f} ms)"
+              f"  {eager / floor:.2f}x floor")
+
+
+if __name__ == "__main__":
+    main()
