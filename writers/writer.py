@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from partition_notify.errors import (
+    CommitIncompleteError,
     ConfigurationError,
-    PartitionNotifyError,
     UnknownTableError,
     ValidationError,
 )
@@ -58,19 +58,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SpecLike = str | Mapping[str, object]
-
-
-class CommitIncompleteError(PartitionNotifyError):
-    """Spark committed the data but the notification step failed part-way.
-
-    The manifest stays in the staging directory: :meth:`NotifyingWriter.recover`
-    (or any later write to the table once the lease lapsed) finishes the job.
-    Do not re-run the write: its data may already be in the table.
-    """
-
-    def __init__(self, message: str, write_id: str) -> None:
-        super().__init__(message)
-        self.write_id = write_id
 
 
 class NotifyingWriter:
