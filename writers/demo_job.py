@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from partition_notify.app import App
+    from writers.writer import HasPublisher
 
 
 def write_demo_partitions(
-    app: App,
+    app: HasPublisher,
     db: str,
     table: str,
     day: str,

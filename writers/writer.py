@@ -19,7 +19,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from partition_notify.errors import (
     CommitIncompleteError,
@@ -60,6 +60,13 @@ log = logging.getLogger(__name__)
 SpecLike = str | Mapping[str, object]
 
 
+class HasPublisher(Protocol):
+    """What a writer takes instead of a :class:`Publisher`: one that holds it (the App)."""
+
+    @property
+    def publisher(self) -> Publisher: ...
+
+
 class NotifyingWriter:
     """Writes DataFrames to one partitioned table and announces what each write created.
 
@@ -72,7 +79,7 @@ class NotifyingWriter:
     when the writer is made, so subscribers can follow it before the first write.
     """
 
-    def __init__(self, target: Any, db: str, table: str, *,
+    def __init__(self, target: HasPublisher | Publisher, db: str, table: str, *,
                  location: str | None = None, partition_keys: Sequence[str] | None = None,
                  catalog_table: str | None = None, format: str = "parquet",
                  options: Mapping[str, str] | None = None, progress: bool = False,
