@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 from partition_notify import cli_deadletters, cli_deadlines, cli_http, cli_revisions, cli_spark
-from partition_notify.cli_types import integer, undecodable
+from partition_notify.cli_types import Handler, db_table, integer, undecodable
 from partition_notify.errors import PartitionNotifyError, WaitTimeout
 
 if TYPE_CHECKING:
@@ -66,14 +66,6 @@ def _dump(msg: BaseModel) -> str:
     return msg.model_dump_json(by_alias=True, exclude_none=True)
 
 
-def _db_table(args: argparse.Namespace) -> tuple[str, str]:
-    """The ``db.table`` argument, already split by :func:`_table`."""
-    db: str
-    table: str
-    db, table = args.table
-    return db, table
-
-
 def _app(args: argparse.Namespace) -> App:
     from partition_notify.app import build_app
 
@@ -86,7 +78,7 @@ def _app(args: argparse.Namespace) -> App:
 def cmd_register(args: argparse.Namespace) -> int:
     with _app(args) as app:
         info = app.publisher.register_table(
-            *_db_table(args),
+            *db_table(args),
             args.keys,
             retention_seconds=args.retention_seconds,
             topic=args.topic,
@@ -102,7 +94,7 @@ def cmd_register(args: argparse.Namespace) -> int:
 def cmd_announce(args: argparse.Namespace) -> int:
     with _app(args) as app:
         sent = app.publisher.announce_partitions(
-            *_db_table(args), args.partitions, replace=args.replace
+            *db_table(args), args.partitions, replace=args.replace
         )
         for msg in sent:
             print(_dump(msg))
@@ -114,7 +106,7 @@ def cmd_announce(args: argparse.Namespace) -> int:
 
 def cmd_mark_done(args: argparse.Namespace) -> int:
     with _app(args) as app:
-        print(_dump(app.publisher.send_mark_set_done(*_db_table(args), args.spec)))
+        print(_dump(app.publisher.send_mark_set_done(*db_table(args), args.spec)))
     return 0
 
 
@@ -123,7 +115,7 @@ def cmd_wait(args: argparse.Namespace) -> int:
         return cli_deadlines.wait_failing_on_late(args)
     started = time.monotonic()
     with _app(args) as app, app.subscriber() as sub:
-        msg = sub.wait_for_set_done(*_db_table(args), args.spec, timeout=args.timeout)
+        msg = sub.wait_for_set_done(*db_table(args), args.spec, timeout=args.timeout)
         print(_dump(msg))
         print(f"waited {time.monotonic() - started:.3f} s", file=sys.stderr)
     return 0
@@ -132,7 +124,7 @@ def cmd_wait(args: argparse.Namespace) -> int:
 def cmd_history(args: argparse.Namespace) -> int:
     since = time.time() - args.since_seconds if args.since_seconds else 0.0
     with _app(args) as app, app.subscriber() as sub:
-        for msg in sub.set_done_history(*_db_table(args), since=since):
+        for msg in sub.set_done_history(*db_table(args), since=since):
             print(_dump(msg))
     return 0
 
@@ -280,8 +272,6 @@ def _no_args(sp: argparse.ArgumentParser) -> None:
     del sp
 
 
-Handler = Callable[[argparse.Namespace], int]
-
 #: The core sub-commands, in ``--help`` order: name, handler, help, arguments.
 COMMANDS: tuple[tuple[str, Handler, str, Callable[[argparse.ArgumentParser], None]], ...] = (
     ("register", cmd_register, "register a table and its ordered partition keys",
@@ -309,7 +299,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--store-url", help="overrides PN_STORE_URL")
     p.add_argument("--transport-url", help="overrides PN_TRANSPORT_URL")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    # Typed as the base class, so the group modules take any ArgumentParser's sub-commands.
+    parser_class: type[argparse.ArgumentParser] = _Parser
+    sub = p.add_subparsers(dest="command", required=True, parser_class=parser_class)
     for name, fn, help_, add_arguments in COMMANDS:
         sp = sub.add_parser(name, help=help_, description=help_)
         sp.set_defaults(fn=fn)
