@@ -5,7 +5,7 @@
 
 What is timed is the subscriber's covering look-up (what wait_for_set_done
 reads after subscribing): spec.covering_specs of a 3-key spec (7 canonical
-strings) and Store.set_done_covering, one store round trip through the
+strings) and Store.retention.set_done_covering, one store round trip through the
 facade (connection, query, rows). Goals (issue #13): p99 <= 0.2 ms on SQLite,
 <= 1 ms on PostgreSQL with 1,000,000 retained rows. Beside it, interleaved
 look-up by look-up, the raw baseline: one indexed equality through
@@ -65,10 +65,10 @@ def run(backend: str, rows: int, lookups: int, seed: int) -> None:
     with scratch_store_url(backend) as url:
         store = Store.open(url)
         try:
-            info, _ = store.register_table("bench", "events", KEYS, topic="hcat.bench.events",
-                                           retention_seconds=30 * 86400)
-            other, _ = store.register_table("bench", "other", KEYS, topic="hcat.bench.other",
-                                            retention_seconds=30 * 86400)
+            info, _ = store.catalog.register_table(
+                "bench", "events", KEYS, topic="hcat.bench.events", retention_seconds=30 * 86400)
+            other, _ = store.catalog.register_table(
+                "bench", "other", KEYS, topic="hcat.bench.other", retention_seconds=30 * 86400)
             make = body_factory(info)
             now = time.time()
             t = time.perf_counter()
@@ -100,7 +100,7 @@ def run(backend: str, rows: int, lookups: int, seed: int) -> None:
                           "region": f"r{rnd.randrange(100):03d}"}
                 t0, c0 = time.perf_counter(), time.thread_time()
                 candidates = spec.covering_specs(spec.coerce(wanted))
-                found = store.set_done_covering(info, candidates)
+                found = store.retention.set_done_covering(info, candidates)
                 elapsed, cpu_used = time.perf_counter() - t0, time.thread_time() - c0
                 # Interleaved, so the machine's noise hits both alike.
                 t1 = time.perf_counter()

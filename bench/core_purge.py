@@ -4,7 +4,7 @@
         [--backend sqlite|postgresql|both] [--writer process|thread]
 
 Loads --rows expired set-done rows (plus --keep unexpired ones) straight into
-the retention table, then runs Store.purge_expired (the serve job's call)
+the retention table, then runs Store.retention.purge_expired (the serve job's call)
 while a writer publishes set-done messages through the real Publisher
 (embedded transport) as fast as it can, each publish timed. By default the
 writer is another process, as a Spark job's publisher would be; --writer
@@ -131,7 +131,7 @@ def run(backend: str, rows: int, keep: int, batch_size: int, writer: str,
                 if pause:
                     time.sleep(pause)
 
-            purged = store.purge_expired(batch_size=batch_size, between_batches=between)
+            purged = store.retention.purge_expired(batch_size=batch_size, between_batches=between)
             purge_seconds = time.perf_counter() - p0
             purge_end = time.time()
 
@@ -188,7 +188,8 @@ def main() -> None:
     ap.add_argument("--settle", type=float, default=2.0,
                     help="seconds of publishing before and after the purge")
     ap.add_argument("--pause-ms", type=float, default=0.0,
-                    help="sleep between batches (Store.purge_expired's between_batches hook), "
+                    help="sleep between batches (the between_batches hook of "
+                         "Store.retention.purge_expired), "
                          "so writers waiting on SQLite's lock get in")
     args = ap.parse_args()
     for backend in backends(args.backend):

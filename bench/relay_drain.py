@@ -53,13 +53,13 @@ def log_backlog(app: App, events: int, tables: int) -> None:
         drafts = [app.publisher._partition_draft(infos[i % tables], {"n": str(i)},
                                                  f"/warehouse/drain/t{i % tables}/n={i}", None)
                   for i in range(start, min(start + LOG_CHUNK, events))]
-        app.store.append(drafts)  # published=False: the broker was down
+        app.store.log.append(drafts)  # published=False: the broker was down
 
 
 def backlog_envelopes(app: App) -> list[Envelope]:
     out: list[Envelope] = []
     last = 0
-    while batch := app.store.events_after(last, 10_000):
+    while batch := app.store.log.events_after(last, 10_000):
         out += [_envelope(e) for e in batch]
         last = batch[-1].event_id
     return out
@@ -76,7 +76,7 @@ def drain(app: App, batch_size: int) -> Callable[[], None]:
         relay = Relay(app.store, app.transport, batch_size=batch_size, publish_timeout=120.0,
                       writer_grace_seconds=0.0)
         relay.run_once()
-        pending, _ = app.store.relay_lag()
+        pending, _ = app.store.log.relay_lag()
         if pending:
             raise SystemExit(f"relay: {pending} events still pending after run_once "
                              f"({relay.stats.failed_batches} failed batches)")

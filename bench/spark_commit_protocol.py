@@ -93,14 +93,14 @@ def main() -> int:
         if app is not None:
             app.publisher.register_table("bench", os.path.basename(path), ["part"],
                                          location=f"file:{path}")
-        before = app.store.max_event_id() if app is not None else 0
+        before = app.store.log.max_event_id() if app is not None else 0
         t = time.perf_counter()
         df.write.partitionBy("part").parquet(path)
         elapsed = time.perf_counter() - t
         deliver = 0.0
         if protocol == PROTOCOL_CLASS:  # wait for the delivery before the next run
             t = time.perf_counter()
-            while (app.store.max_event_id() - before < n) if app is not None else \
+            while (app.store.log.max_event_id() - before < n) if app is not None else \
                     not glob.glob(os.path.join(spool, "*.json")):
                 time.sleep(0.01)
             deliver = time.perf_counter() - t

@@ -19,6 +19,7 @@ from partition_notify.contract import SetDoneMessage, decode
 from partition_notify.contract.messages import HCAT_EVENT, PARTITION_DONE, PN_TABLE
 from partition_notify.errors import MalformedMessageError, PartitionNotifyError
 from store import Store
+from transports.embedded import commit_signal
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,7 @@ class LogFollower:
         self._watches: list[Watch] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._signal = commit_signal(store.log)
         self._thread = threading.Thread(target=self._run, name="pn-log-follower", daemon=True)
         self._thread.start()
 
@@ -74,14 +76,12 @@ class LogFollower:
         self._thread.join(timeout)
 
     def _nudge(self) -> None:
-        with self.store.appended:
-            self.store.appended.notify_all()
+        self._signal.nudge()
 
     def _run(self) -> None:
         backoff = self.poll
         while not self._stop.is_set():
-            with self.store.appended:
-                generation = self.store.append_generation
+            generation = self._signal.generation()
             try:
                 full = self._once()
                 backoff = self.poll
@@ -93,9 +93,7 @@ class LogFollower:
                 continue
             # In-process commits wake us at once; other processes' commits are
             # seen at the next poll.
-            with self.store.appended:
-                if self.store.append_generation == generation and not self._stop.is_set():
-                    self.store.appended.wait(backoff)
+            self._signal.wait(generation, backoff, self._stop)
 
     def _once(self) -> bool:
         with self._lock:
@@ -103,7 +101,7 @@ class LogFollower:
         if not watches:
             return False
         low = min(w.position for w in watches)
-        events = self.store.events_after(low, BATCH)
+        events = self.store.log.events_after(low, BATCH)
         self.queries += 1
         for ev in events:
             if ev.headers.get(HCAT_EVENT) != PARTITION_DONE:

@@ -149,7 +149,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
 
 def cmd_tables(args: argparse.Namespace) -> int:
     with _app(args) as app:
-        for t in app.store.tables():
+        for t in app.store.catalog.tables():
             print(
                 f"{t.qualified}\tkeys={','.join(t.partition_keys)}\ttopic={t.topic}\t"
                 f"retention_seconds={t.retention_seconds}"
@@ -159,7 +159,7 @@ def cmd_tables(args: argparse.Namespace) -> int:
 
 def cmd_purge(args: argparse.Namespace) -> int:
     with _app(args) as app:
-        n = app.store.purge_expired(batch_size=app.settings.purge_batch_size)
+        n = app.store.retention.purge_expired(batch_size=app.settings.purge_batch_size)
         print(f"purged {n} expired set-done row(s)")
     return 0
 
@@ -175,7 +175,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             svc.spark_commits_job()
             svc.relay_job()
             svc.purge_job()
-            count, age = app.store.relay_lag()
+            count, age = app.store.log.relay_lag()
             print(
                 f"relay published {svc.relay.stats.published}; pending {count} (oldest {age:.1f} s)"
             )

@@ -59,7 +59,7 @@ class Service:
         try:
             sent = self.relay.run_once()
             self.metrics.published.inc(sent)
-            count, age = self.app.store.relay_lag()
+            count, age = self.app.store.log.relay_lag()
             self.metrics.relay_lag_events.set(count)
             self.metrics.relay_lag_seconds.set(age)
         except PartitionNotifyError as exc:
@@ -75,7 +75,7 @@ class Service:
         # PostgreSQL writers never wait on the purge.
         sqlite = self.app.store.dialect == "sqlite"
         try:
-            n = self.app.store.purge_expired(
+            n = self.app.store.retention.purge_expired(
                 batch_size=min(s.purge_batch_size, SQLITE_PURGE_BATCH) if sqlite
                 else s.purge_batch_size,
                 between_batches=(lambda: time.sleep(SQLITE_PURGE_PAUSE_SECONDS)) if sqlite
@@ -103,7 +103,7 @@ class Service:
 
     def health_job(self) -> None:
         try:
-            self.app.store.max_event_id()
+            self.app.store.log.max_event_id()
         except PartitionNotifyError as exc:
             self.healthy.clear()
             self.metrics.up.set(0)

@@ -97,7 +97,7 @@ class Publisher:
             policy=self.config.topic_policy,
             override=topic,
         )
-        info, _ = self.store.register_table(
+        info, _ = self.store.catalog.register_table(
             db_n,
             table_n,
             keys,
@@ -111,7 +111,7 @@ class Publisher:
         return info
 
     def table(self, db: str, table: str) -> TableInfo:
-        return self.store.get_table(names.db_name(db), names.table_name(table))
+        return self.store.catalog.get_table(names.db_name(db), names.table_name(table))
 
     # -- messages -------------------------------------------------------------
     def announce_partitions(
@@ -237,7 +237,7 @@ class Publisher:
         in_txn: InTxn | None = None,
     ) -> list[AnyMessage]:
         """Log ``drafts`` in one transaction, then hand them to the transport."""
-        logged = self.store.append(
+        logged = self.store.log.append(
             drafts,
             replace_partitions=replace,
             published=self.transport.uses_store_log,
@@ -345,7 +345,7 @@ class Publisher:
                 raise MessageRejected(text, exc.rejected, exc.confirmed) from exc
             kind = type(exc) if isinstance(exc, PublishError) else PublishError
             raise kind(text) from exc
-        self.store.mark_published([m.event_id for m in messages])
+        self.store.log.mark_published([m.event_id for m in messages])
 
 
 def _locations(

@@ -6,7 +6,7 @@ leases them, sends them in event-id order, and marks them only after the
 broker confirmed. A failed batch is retried whole, with capped exponential
 backoff: nothing is skipped.
 
-Leases (see :meth:`store.Store.lease_unpublished`) cover a prefix of the log
+Leases (see :meth:`store.event_log.EventLog.lease_unpublished`) cover a prefix of the log
 only, so with several ``serve`` processes one relay works at a time and the
 others stand by; if it dies, its lease runs out and another takes over. An
 entry younger than ``writer_grace_seconds`` is left alone because the writer
@@ -149,7 +149,7 @@ class Relay:
     def _lease(self, after: int) -> list[LoggedEvent]:
         if self.stopping.is_set():
             return []
-        return self.store.lease_unpublished(
+        return self.store.log.lease_unpublished(
             self.owner,
             self.batch_size,
             self.lease_seconds,
@@ -182,7 +182,7 @@ class Relay:
         )
 
     def _published(self, batch: list[LoggedEvent]) -> None:
-        self.store.mark_published([e.event_id for e in batch])
+        self.store.log.mark_published([e.event_id for e in batch])
         self.stats.published += len(batch)
         self.stats.consecutive_failures = 0
 
@@ -247,7 +247,7 @@ class Relay:
             },
         )
         try:
-            self.store.mark_failed([e.event_id for e in batch], str(exc))
+            self.store.log.mark_failed([e.event_id for e in batch], str(exc))
         except PartitionNotifyError as err:
             # The lease runs out on its own; the entries will be retried then.
             log.warning("relay: could not record the failure: %s", err)

@@ -3,7 +3,7 @@
 An event the broker refuses for good (:class:`~partition_notify.errors.MessageRejected`:
 too large, not authorized, invalid destination) is *retried* a bounded number
 of times - its ``rejections`` count - with ``retry_at`` holding back its own
-topic meanwhile (see :meth:`store.Store.lease_unpublished`). Retriable
+topic meanwhile (see :meth:`store.event_log.EventLog.lease_unpublished`). Retriable
 failures (broker down, timeout) never count. At ``max_attempts`` rejections it
 is *dead-lettered*: ``dead_at`` set, out of the relay's lease, out of the lag
 figures, still in the event log (subscribers that fill ``topicSeq`` gaps from

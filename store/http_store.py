@@ -157,7 +157,7 @@ class HttpStore:
         body: Any,
         ttl_seconds: float,
     ) -> None:
-        """Store a response inside a write's own transaction (see ``Store.append``).
+        """Store a response inside a write's own transaction (see ``Store.log.append``).
 
         Every write holds the event counter's lock by now, so the check
         cannot race another writer with the same key.

@@ -471,7 +471,7 @@ def snapshot_partitions(
     limit = snapshot.revision(family)
     return [
         p
-        for p in store.partitions(table, max_revision=limit)
+        for p in store.catalog.partitions(table, max_revision=limit)
         if p.revision is not None and snapshot.includes(p.revision, family)
     ]
 

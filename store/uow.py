@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from types import TracebackType
+from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, Executable, Row
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from partition_notify.errors import ConflictError, StoreError
-from store.engine import WRITE
+from store.engine import SINGLE_READ, WRITE
+from store.records import Clock
 from store.repositories import (
     EventRepository,
     PartitionRepository,
@@ -68,3 +70,35 @@ class UnitOfWork:
             self.session.close()
         if isinstance(exc, SQLAlchemyError):
             raise map_db_error(exc) from exc
+
+
+class Access:
+    """The engine handles the store's parts share, and the store's clock.
+
+    Each part's method opens one unit of work (or one plain read) through
+    this: callers of the parts never see a transaction.
+    """
+
+    def __init__(self, engine: Engine, clock: Clock) -> None:
+        self.engine = engine
+        self.clock = clock
+        # Built once: execution_options() copies the engine on every call.
+        self.writer = engine.execution_options(**{WRITE: True})
+        # Single-statement reads on the hot path: on PostgreSQL autocommit saves
+        # the BEGIN and ROLLBACK round trips around them (bench/core_lookup.py).
+        self.reader = (
+            engine.execution_options(isolation_level="AUTOCOMMIT")
+            if engine.dialect.name == "postgresql"
+            else engine.execution_options(**{SINGLE_READ: True})
+        )
+
+    def read(self, stmt: Executable, params: dict[str, Any]) -> list[Row[Any]]:
+        """One statement on a plain connection: the hot reads skip the unit of work."""
+        try:
+            with self.reader.connect() as conn:
+                return list(conn.execute(stmt, params))
+        except SQLAlchemyError as exc:
+            raise map_db_error(exc) from exc
+
+    def uow(self, *, write: bool = False) -> UnitOfWork:
+        return UnitOfWork(self.writer if write else self.engine, write=write)

@@ -87,8 +87,8 @@ class Sequencer:
             new = sorted(t for t in set(topics) if t not in self._windows)
         if not new:
             return Followed((), 0)
-        since = self._store.max_event_id()
-        last = self._store.last_topic_seqs(new)
+        since = self._store.log.max_event_id()
+        last = self._store.log.last_topic_seqs(new)
         with self._lock:
             fresh = tuple(t for t in new if t not in self._windows)
             for t in fresh:
@@ -150,7 +150,7 @@ class Sequencer:
         after = followed.since_event_id
         try:
             while wanted:
-                batch = self._store.events_after(after, FILL_BATCH)
+                batch = self._store.log.events_after(after, FILL_BATCH)
                 for ev in batch:
                     if ev.topic in wanted:
                         self._take(ev.topic, self._windows[ev.topic], ev)
@@ -183,7 +183,7 @@ class Sequencer:
         at_upto: AnyMessage | None = None
         try:
             while True:
-                batch = self._store.topic_events_after(topic, after, FILL_BATCH, upto_seq=upto)
+                batch = self._store.log.topic_events_after(topic, after, FILL_BATCH, upto_seq=upto)
                 for ev in batch:
                     after = ev.topic_seq  # not w.high: numbers seen above it do not move it
                     msg = self._take(topic, w, ev)

@@ -8,7 +8,7 @@ subscription.
 Nothing lost, nothing doubled (issue #10): per topic the subscriber keeps a
 window of the gap-free ``topicSeq`` numbers it handled (seq_window.py). A
 repeat is dropped by number, in bounded memory; a jump, a reconnect or a new
-topic is filled from the event log (``Store.topic_events_after``), so what
+topic is filled from the event log (``Store.log.topic_events_after``), so what
 was published while the connection was down arrives whatever ``history=``
 says; only a number the log no longer holds is reported through ``on_gap``.
 """
@@ -126,7 +126,7 @@ class Subscriber:
         since_ts = since if since is not None else 0.0
 
         def load() -> list[AnyMessage]:
-            return self._decode_all(self.store.set_done_history(infos, since_ts))
+            return self._decode_all(self.store.retention.set_done_history(infos, since_ts))
 
         return self._start(infos, callback, load if history else list)
 
@@ -212,11 +212,11 @@ class Subscriber:
         self, info: TableInfo, wanted: spec.Spec
     ) -> Callable[[], list[AnyMessage]]:
         candidates = spec.covering_specs(wanted)
-        return lambda: self._decode_all(self.store.set_done_covering(info, candidates))
+        return lambda: self._decode_all(self.store.retention.set_done_covering(info, candidates))
 
     def set_done_history(self, db: str, table: str, since: float = 0.0) -> list[SetDoneMessage]:
         info = self._tables([(db, table)])[0]
-        msgs = self._decode_all(self.store.set_done_history([info], since))
+        msgs = self._decode_all(self.store.retention.set_done_history([info], since))
         return [m for m in msgs if isinstance(m, SetDoneMessage)]
 
     def is_partition_present(
@@ -225,7 +225,7 @@ class Subscriber:
         info = self._tables([(db, table)])[0]
         s = spec.coerce(partition)
         spec.check_against(s, info.partition_keys, full=True, table=info.qualified)
-        return self.store.partition(info, spec.canonical(s)) is not None
+        return self.store.catalog.partition(info, spec.canonical(s)) is not None
 
     def close(self) -> None:
         for sub in list(self._subs):
@@ -245,8 +245,8 @@ class Subscriber:
     def _tables(self, tables: TableRef | Iterable[TableRef]) -> list[TableInfo]:
         keys = table_keys(tables)
         if len(keys) == 1:
-            return [self.store.get_table(*keys[0])]
-        return self.store.get_tables(keys)
+            return [self.store.catalog.get_table(*keys[0])]
+        return self.store.catalog.get_tables(keys)
 
     def _start(
         self,

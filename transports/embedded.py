@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -16,9 +17,58 @@ from partition_notify.backoff import Backoff
 from partition_notify.contract import Envelope
 from partition_notify.errors import ConfigurationError, PartitionNotifyError, SubscribeError
 from store import Store
+from store.event_log import EventLog
 from transports.base import Consumer, OnMessage, RawMessage, Transport
 
 log = logging.getLogger(__name__)
+
+
+class CommitSignal:
+    """Wakes in-process readers of a store's log when an append commits.
+
+    Consumers wait on this instead of sleeping between polls. The generation
+    tells a reader that a commit landed while it was reading, so it does not
+    sleep through a notify it was not waiting for. One per event log (see
+    :func:`commit_signal`), fed by the log's after-commit listener hook.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._generation = 0
+
+    def generation(self) -> int:
+        with self._cond:
+            return self._generation
+
+    def committed(self) -> None:
+        with self._cond:
+            self._generation += 1
+            self._cond.notify_all()
+
+    def wait(self, generation: int, timeout: float, stop: threading.Event) -> None:
+        """Sleep up to ``timeout`` unless a commit landed after ``generation`` was read."""
+        with self._cond:
+            if self._generation == generation and not stop.is_set():
+                self._cond.wait(timeout)
+
+    def nudge(self) -> None:
+        """Wake every waiter now (to notice a stop or new work)."""
+        with self._cond:
+            self._cond.notify_all()
+
+
+_signals: weakref.WeakKeyDictionary[EventLog, CommitSignal] = weakref.WeakKeyDictionary()
+_signals_lock = threading.Lock()
+
+
+def commit_signal(event_log: EventLog) -> CommitSignal:
+    """The one signal of ``event_log``, registered on its after-commit hook at first use."""
+    with _signals_lock:
+        signal = _signals.get(event_log)
+        if signal is None:
+            signal = _signals[event_log] = CommitSignal()
+            event_log.add_listener(signal.committed)
+        return signal
 
 
 class EmbeddedTransport(Transport):
@@ -58,12 +108,13 @@ class EmbeddedConsumer(Consumer):
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._signal = commit_signal(store.log)
 
     def subscribe(self, topics: Sequence[str], *, timeout: float) -> None:
         # Anything committed after this cursor is delivered; ids are assigned
         # in commit order, so nothing can appear below it later.
         try:
-            cursor = self._store.max_event_id()
+            cursor = self._store.log.max_event_id()
         except PartitionNotifyError as exc:
             raise SubscribeError(f"cannot read the event log: {exc}") from exc
         with self._lock:
@@ -83,10 +134,9 @@ class EmbeddedConsumer(Consumer):
         while not self._stop.is_set():
             with self._lock:
                 cursor = self._cursor or 0
-            with self._store.appended:
-                generation = self._store.append_generation
+            generation = self._signal.generation()
             try:
-                batch = self._store.events_after(cursor, 1000)
+                batch = self._store.log.events_after(cursor, 1000)
             except PartitionNotifyError as exc:
                 log.warning("embedded consumer: reading the log failed, retrying: %s", exc)
                 backoff.wait(self._stop, backoff.failed())
@@ -110,13 +160,10 @@ class EmbeddedConsumer(Consumer):
                 with self._lock:
                     self._cursor = batch[-1].event_id
                 continue
-            with self._store.appended:
-                if self._store.append_generation == generation and not self._stop.is_set():
-                    self._store.appended.wait(self._poll)
+            self._signal.wait(generation, self._poll, self._stop)
 
     def close(self, timeout: float) -> None:
         self._stop.set()
-        with self._store.appended:
-            self._store.appended.notify_all()
+        self._signal.nudge()
         if self._thread is not None:
             self._thread.join(timeout)

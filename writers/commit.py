@@ -203,7 +203,7 @@ def _logged_since(publisher: Publisher, info: TableInfo, mark: int,
     dones: set[str] = set()
     cursor = mark
     while True:
-        batch = publisher.store.events_after(cursor, 1000)
+        batch = publisher.store.log.events_after(cursor, 1000)
         if not batch:
             return parts, dones
         for event in batch:

@@ -200,7 +200,7 @@ def plan(publisher: Publisher, manifest: CommitManifest) -> Outcome | TableInfo:
     """The table to announce into, or the outcome when there is nothing to do."""
     if already_processed(publisher, manifest.job_id):
         return Outcome("duplicate", manifest.job_id, manifest.table)
-    info = resolve_table(publisher.store.tables(), manifest)
+    info = resolve_table(publisher.store.catalog.tables(), manifest)
     if info is None:
         _log_unmatched_once(manifest)
         return Outcome("ignored", manifest.job_id, manifest.table)

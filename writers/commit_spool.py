@@ -53,7 +53,7 @@ def local_dir(location: str) -> Path | None:
 
 def spool_dirs(publisher: Publisher, extra: Iterable[str] = ()) -> list[Path]:
     out: list[Path] = []
-    for t in publisher.store.tables():
+    for t in publisher.store.catalog.tables():
         d = local_dir(t.location) if t.location else None
         if d is not None:
             out.append(d / SPOOL)

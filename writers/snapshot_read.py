@@ -57,7 +57,7 @@ def read_snapshot(spark: SparkSession, store: Store, db: str, table: str, *,
     Only data written by transactional writes is tracked per revision: a
     snapshot that covers no file raises :class:`NotFoundError`.
     """
-    info = store.get_table(names.db_name(db), names.table_name(table))
+    info = store.catalog.get_table(names.db_name(db), names.table_name(table))
     manager = revisions or RevisionManager(store, clock=store.clock)
     if snapshot is None:
         snapshot = manager.create_snapshot(info.qualified)

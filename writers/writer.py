@@ -210,7 +210,7 @@ class NotifyingWriter:
                 write_id=write_id, db=target.info.db, table=target.info.name,
                 location=target.location, keys=list(target.keys), mode=mode,
                 partitions=sorted(partitions), set_done=set_done, revision=revision,
-                store_mark=self.publisher.store.max_event_id(),
+                store_mark=self.publisher.store.log.max_event_id(),
                 catalog_table=target.catalog_table, owns_revision=owns_revision,
             )
             # Anything the publisher would refuse fails here, before data is visible.

@@ -40,6 +40,6 @@ class PartitionNotifyHook(BaseHook):  # type: ignore[misc]
 
         try:
             store = shared.entry(get_settings(self.conn_id)).app.store
-            return True, f"store reachable, last event id {store.max_event_id()}"
+            return True, f"store reachable, last event id {store.log.max_event_id()}"
         except Exception as exc:  # reported to the UI, not raised
             return False, f"{type(exc).__name__}: {exc}"

@@ -178,7 +178,7 @@ class AirflowPushSink:
     def _table(self, qualified: str) -> TableInfo:
         if qualified not in self._tables:
             db, name = qualified.split(".", 1)
-            self._tables[qualified] = self.store.get_table(db, name)
+            self._tables[qualified] = self.store.catalog.get_table(db, name)
         return self._tables[qualified]
 
     def run_once(self) -> int:
@@ -199,7 +199,7 @@ class AirflowPushSink:
         if cur.pending_event_id is not None and cur.pending_since is not None:
             self._settle(cur.pending_event_id, cur.pending_since)
             cur = self.cursors.open(self.cursor)
-        events = self.store.events_after(cur.event_id, self.config.batch_size)
+        events = self.store.log.events_after(cur.event_id, self.config.batch_size)
         sent = 0
         for ev in events:
             table = str(ev.headers.get(PN_TABLE, ""))
@@ -233,7 +233,7 @@ class AirflowPushSink:
         Matched by messageId (a UUID): event ids repeat across stores, and
         one Airflow may hear from several.
         """
-        logged = self.store.events_after(event_id - 1, 1)
+        logged = self.store.log.events_after(event_id - 1, 1)
         if not logged or logged[0].event_id != event_id:
             self.cursors.advance(self.cursor, event_id)
             return

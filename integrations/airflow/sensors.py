@@ -73,10 +73,10 @@ class PartitionSetDoneSensor(BaseSensorOperator):  # type: ignore[misc]
         """Poke mode: one indexed look-up of the covering set-dones in the retention table."""
         store = shared.entry(get_settings(self.conn_id)).app.store
         db, name = shared.split_table(self.table)
-        info = store.get_table(db, name)
+        info = store.catalog.get_table(db, name)
         wanted = spec.coerce(self.spec)
         spec.check_against(wanted, info.partition_keys, full=False, table=info.qualified)
-        bodies = store.set_done_covering(info, spec.covering_specs(wanted))
+        bodies = store.retention.set_done_covering(info, spec.covering_specs(wanted))
         if not bodies:
             return False
         msg = decode(bodies[0])

@@ -85,7 +85,7 @@ class PartitionSetDoneTrigger(BaseTrigger):  # type: ignore[misc]
 
         def arm() -> tuple[TableInfo, Subscription]:  # blocking: one worker-thread hop
             subscriber = shared.subscriber(settings)
-            info = subscriber.store.get_table(db, name)
+            info = subscriber.store.catalog.get_table(db, name)
             sub = subscriber.watch_set_done(
                 db, name, wanted, on_message, timeout=settings.connect_timeout_seconds
             )
@@ -154,7 +154,7 @@ class PartitionSetDoneEventTrigger(BaseEventTrigger):  # type: ignore[misc]
 
         def arm() -> tuple[TableInfo, Cursors, Cursor, LogFollower]:  # blocking: one hop
             store = shared.entry(settings).app.store
-            info = store.get_table(db, name)
+            info = store.catalog.get_table(db, name)
             if wanted is not None:
                 spec.check_against(wanted, info.partition_keys, full=False, table=info.qualified)
             cursors = Cursors(store)

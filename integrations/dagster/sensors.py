@@ -96,9 +96,9 @@ def partition_set_done_sensor(
 
     def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         store = shared.entry(settings or load_settings()).app.store
-        info = store.get_table(db, tname)
+        info = store.catalog.get_table(db, tname)
         after = _cursor(context.cursor, start_event_id)
-        events = store.events_after(after, max_events_per_tick)
+        events = store.log.events_after(after, max_events_per_tick)
         materializations = [
             dg.AssetMaterialization(asset_key=key, partition=pk, metadata=_metadata(msg, info))
             for msg in _set_dones(events, info, context.log)

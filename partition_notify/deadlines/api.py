@@ -98,7 +98,7 @@ class Deadlines:
     def expectations(
         self, db: str | None = None, table: str | None = None
     ) -> list[ExpectationView]:
-        tables = {t.id: t for t in self.app.store.tables()}
+        tables = {t.id: t for t in self.app.store.catalog.tables()}
         ids = None if db is None or table is None else [self._table(db, table).id]
         return [self._view(tables[e.table_id], e) for e in self.store.expectations(ids)]
 
@@ -133,7 +133,7 @@ class Deadlines:
         canon = spec.canonical(wanted)
         with self.app.subscriber() as sub:
             live = sub.subscribe((info.db, info.name), history=False)
-            bodies = self.app.store.set_done_covering(info, spec.covering_specs(wanted))
+            bodies = self.app.store.retention.set_done_covering(info, spec.covering_specs(wanted))
             if bodies:
                 done = decode(bodies[0].encode())
                 assert isinstance(done, SetDoneMessage)

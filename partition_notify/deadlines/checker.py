@@ -97,7 +97,7 @@ class DeadlineChecker:
         report = CheckReport()
         with self._busy:
             now = self.clock()
-            tables = {t.id: t for t in self.app.store.tables()}
+            tables = {t.id: t for t in self.app.store.catalog.tables()}
             for exp in self.store.expectations():
                 info = tables.get(exp.table_id)
                 if info is not None:
@@ -171,7 +171,7 @@ class DeadlineChecker:
         self, exp: ExpectationInfo, info: TableInfo, inst: Instance, canon: str,
         candidates: list[str], report: CheckReport,
     ) -> bool:
-        bodies = self.app.store.set_done_covering(info, candidates)
+        bodies = self.app.store.retention.set_done_covering(info, candidates)
         if not bodies:
             return False
         first = min(json.loads(b).get("timestampMs", 0) / 1000.0 for b in bodies)
@@ -204,7 +204,7 @@ class DeadlineChecker:
         self, exp: ExpectationInfo, info: TableInfo, check: CheckInfo, report: CheckReport
     ) -> None:
         wanted = spec.parse(check.spec)
-        bodies = self.app.store.set_done_covering(info, spec.covering_specs(wanted))
+        bodies = self.app.store.retention.set_done_covering(info, spec.covering_specs(wanted))
         if not bodies:
             return
         done = json.loads(bodies[0])

@@ -97,7 +97,7 @@ class EventHub:
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self.cursor = await run_in_threadpool(self.store.max_event_id)
+        self.cursor = await run_in_threadpool(self.store.log.max_event_id)
         self.ready.set()
         self._task = asyncio.create_task(self._run(), name="pn-event-hub")
 
@@ -126,7 +126,7 @@ class EventHub:
         backoff = self.poll_interval
         while not self.stopping:
             try:
-                events = await run_in_threadpool(self.store.events_after, self.cursor, PAGE)
+                events = await run_in_threadpool(self.store.log.events_after, self.cursor, PAGE)
             except PartitionNotifyError as exc:
                 log.warning("hub: reading the event log failed: %s", exc)
                 await asyncio.sleep(backoff)

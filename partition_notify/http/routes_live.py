@@ -70,7 +70,7 @@ async def wait(
     ctx.waits.inc()
     try:
         bodies = await run_in_threadpool(
-            ctx.app.store.set_done_covering, info, spec.covering_specs(wanted)
+            ctx.app.store.retention.set_done_covering, info, spec.covering_specs(wanted)
         )
         if bodies:
             return _json(bodies[0])

@@ -19,7 +19,7 @@ Ctx = Annotated[HttpContext, Depends(context)]
 
 @router.get("/tables", summary="Registered tables")
 def list_tables(_: Reader, ctx: Ctx) -> dict[str, object]:
-    return {"tables": [table_json(t) for t in ctx.app.store.tables()]}
+    return {"tables": [table_json(t) for t in ctx.app.store.catalog.tables()]}
 
 
 @router.get("/tables/{table}", summary="One table")
@@ -36,7 +36,7 @@ def get_table(table: str, _: Reader, ctx: Ctx) -> dict[str, object]:
 def get_partition(table: str, partition: str, _: Reader, ctx: Ctx) -> dict[str, object]:
     info = table_info(ctx, table)
     s = wanted_spec(info, partition, full=True, field="path.partition")
-    found = ctx.app.store.partition(info, spec.canonical(s))
+    found = ctx.app.store.catalog.partition(info, spec.canonical(s))
     out: dict[str, object] = {"table": info.qualified, "spec": spec.canonical(s)}
     if found is None:
         return {**out, "present": False}
@@ -65,7 +65,7 @@ def set_done_history(
     since_event_id: Annotated[int | None, Query(ge=0)] = None,
 ) -> dict[str, object]:
     info = table_info(ctx, table)
-    bodies = ctx.app.store.set_done_history([info], since or 0.0)
+    bodies = ctx.app.store.retention.set_done_history([info], since or 0.0)
     out = [json.loads(b) for b in bodies]
     if since_event_id is not None:
         out = [m for m in out if int(m.get("eventId", 0)) > since_event_id]
@@ -86,7 +86,7 @@ def covering(
 ) -> dict[str, object]:
     info = table_info(ctx, table)
     wanted = wanted_spec(info, spec_, full=False, field="query.spec")
-    bodies = ctx.app.store.set_done_covering(info, spec.covering_specs(wanted))
+    bodies = ctx.app.store.retention.set_done_covering(info, spec.covering_specs(wanted))
     out: dict[str, object] = {"table": info.qualified, "spec": spec.canonical(wanted)}
     if not bodies:
         return {**out, "done": False}

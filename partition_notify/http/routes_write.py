@@ -99,7 +99,7 @@ def register(body: RegisterBody, _: Admin, ctx: Ctx) -> JSONResponse:
 
 
 def _exists(ctx: HttpContext, db: str, name: str) -> bool:
-    return any(t.db == db and t.name == name for t in ctx.app.store.tables())
+    return any(t.db == db and t.name == name for t in ctx.app.store.catalog.tables())
 
 
 @router.post(

@@ -60,13 +60,13 @@ class Follower:
 
 def relay(app) -> list[str]:
     """One relay pass: send what the log holds unpublished, mark it published."""
-    events = app.store.lease_unpublished("restart-test", 1000, 60)
+    events = app.store.log.lease_unpublished("restart-test", 1000, 60)
     if not events:
         return []
     envelopes = [Envelope(topic=e.topic, key=e.topic, headers=dict(e.headers),
                           body=e.body.encode(), event_id=e.event_id) for e in events]
     app.transport.publish(envelopes, timeout=30)
-    app.store.mark_published([e.event_id for e in events])
+    app.store.log.mark_published([e.event_id for e in events])
     return [e.headers["PN_MESSAGE_ID"] for e in events]
 
 
@@ -132,7 +132,7 @@ def test_every_acknowledged_set_done_survives_a_broker_crash(broker, sqlite_url,
         assert follower.ids == acked, "delivered something never acknowledged or logged"
         assert subscriber.stats.reconnects >= 1, tally
         assert failures, "the crash should have failed some publishes"
-        assert pub.store.relay_lag()[0] == 0
+        assert pub.store.log.relay_lag()[0] == 0
         subscriber.close()
     finally:
         stop.set()

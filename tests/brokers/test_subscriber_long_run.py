@@ -63,7 +63,7 @@ def test_many_messages_and_reconnects_no_duplicate_bounded_rss(store_url, monkey
             assert sub.stats.reconnects >= ROUNDS
             assert growth < RSS_GROWTH_LIMIT_MB
             # What de-dup keeps: a mark per topic, nothing per message.
-            window = sub._seq._windows[publisher.store.get_table("soak", "events").topic]
+            window = sub._seq._windows[publisher.store.catalog.get_table("soak", "events").topic]
             assert (window.high, window.above) == (len(ids), set())
             assert len(subscription._seen) <= WINDOW  # recent ids only
     finally:

@@ -151,7 +151,7 @@ def test_publish_returns_after_broker_confirmed(bus, bus_spec, unique_db):
         assert got.headers[HCAT_EVENT] == "PARTITION_DONE"
         assert got.headers[PN_MESSAGE_ID] == sent.message_id
         assert decode(got.body, got.headers).message_id == sent.message_id
-        assert bus.store.relay_lag()[0] == 0, "a confirmed event must be marked published"
+        assert bus.store.log.relay_lag()[0] == 0, "a confirmed event must be marked published"
     finally:
         raw.close()
 
@@ -175,7 +175,7 @@ def test_publish_waits_for_the_receipt(bus_spec, sqlite_url, unique_db):
             app.publisher.send_mark_set_done(unique_db, "events", "datestamp=held")
         assert isinstance(err.value.__cause__, PublishTimeout)
         assert 0.9 <= time.monotonic() - started < 5
-        assert app.store.relay_lag()[0] == 1, "the unconfirmed event stays for the relay"
+        assert app.store.log.relay_lag()[0] == 1, "the unconfirmed event stays for the relay"
     finally:
         proxy.release_replies()
         app.close()
@@ -216,7 +216,7 @@ def test_lost_connection_fails_pending_publish_then_reconnects(bus_spec, sqlite_
         proxy.release_replies()
         app.publisher.send_mark_set_done(unique_db, "events", "datestamp=after")  # reconnects
         assert proxy.accepted == 2
-        assert app.store.relay_lag()[0] == 1  # only the one that was never confirmed
+        assert app.store.log.relay_lag()[0] == 1  # only the one that was never confirmed
     finally:
         proxy.release_replies()
         app.close()
@@ -238,7 +238,7 @@ def test_broker_refusal_is_a_publish_error(bus_spec, sqlite_url, unique_db):
             assert time.monotonic() - started < 5
             assert "refused" in str(err.value) or "not authorized" in str(err.value)
             assert password not in str(err.value)
-        assert app.store.relay_lag()[0] == 2
+        assert app.store.log.relay_lag()[0] == 2
     finally:
         app.close()
 

@@ -20,7 +20,7 @@ def _skip_topic_seq(engine, topic: str, by: int) -> None:
 
 def test_gap_in_the_log_is_reported(app):
     app.publisher.register_table("g", "t", ["ds"])
-    topic = app.store.get_table("g", "t").topic
+    topic = app.store.catalog.get_table("g", "t").topic
     gaps: list[tuple[str, int, int]] = []
     got = Collector()
     with app.subscriber(on_gap=lambda *g: gaps.append(g)) as sub:

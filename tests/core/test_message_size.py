@@ -29,7 +29,7 @@ def _location_of_body_size(app: App, db: str, target: int) -> str:
 def test_too_large_refused_before_logging(store_url: str) -> None:
     with build_app(store_url=store_url, transport_url="embedded://") as app:
         app.publisher.register_table("db", "t", ["ds"])
-        before = app.store.max_event_id()
+        before = app.store.log.max_event_id()
         big = "/data/" + "x" * (DEFAULT_MAX_MESSAGE_BYTES + 100 * 1024)
         with pytest.raises(ValidationError) as err:
             app.publisher.announce_partitions("db", "t", ["ds=1", "ds=2"],
@@ -38,8 +38,8 @@ def test_too_large_refused_before_logging(store_url: str) -> None:
         assert "locations[1]" in text and "ds=2" in text, text
         assert str(DEFAULT_MAX_MESSAGE_BYTES) in text and "PN_MAX_MESSAGE_BYTES" in text, text
         # Nothing of the call was stored: not even the partition that fitted.
-        assert app.store.max_event_id() == before
-        assert app.store.partitions(app.publisher.table("db", "t")) == []
+        assert app.store.log.max_event_id() == before
+        assert app.store.catalog.partitions(app.publisher.table("db", "t")) == []
 
 
 def test_limit_is_configurable(sqlite_url: str) -> None:

@@ -106,7 +106,7 @@ def test_repeats_past_the_window_are_dropped_by_number(app, monkeypatch):
         s = sub.subscribe("w.t", got, history=False)
         sent = [app.publisher.send_mark_set_done("w", "t", f"ds={i}") for i in range(30)]
         assert got.wait_for(lambda ms: len(ms) == 30, 10)
-        for ev in reversed(app.store.events_after(0, 100)):
+        for ev in reversed(app.store.log.events_after(0, 100)):
             sub._on_raw(RawMessage(ev.topic, {k: str(v) for k, v in ev.headers.items()},
                                    ev.body.encode()))
         marker = app.publisher.send_mark_set_done("w", "t", "ds=last")
@@ -124,7 +124,7 @@ def test_a_number_the_log_does_not_hold_does_not_move_the_mark(app):
     from transports import RawMessage
 
     app.publisher.register_table("w", "t", ["ds"])
-    topic = app.store.get_table("w", "t").topic
+    topic = app.store.catalog.get_table("w", "t").topic
     gaps: list[tuple[str, int, int]] = []
     got = Collector()
     with app.subscriber(on_gap=lambda *g: gaps.append(g)) as sub:

@@ -363,13 +363,13 @@ def bulk_set_done(app: object, db: str, table: str, start: int, count: int, *,
     """
     from partition_notify.contract import spec
 
-    info = app.store.get_table(db, table)  # type: ignore[attr-defined]
+    info = app.store.catalog.get_table(db, table)  # type: ignore[attr-defined]
     draft = app.publisher._set_done_draft  # type: ignore[attr-defined]
     ids: list[str] = []
     for lo in range(start, start + count, batch):
         drafts = [draft(info, spec.coerce({key: str(i)}), None)
                   for i in range(lo, min(lo + batch, start + count))]
-        logged = app.store.append(drafts, published=True)  # type: ignore[attr-defined]
+        logged = app.store.log.append(drafts, published=True)  # type: ignore[attr-defined]
         ids.extend(m.message_id for m in logged)
     return ids
 

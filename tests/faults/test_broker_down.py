@@ -70,10 +70,10 @@ def test_broker_down_then_relay_delivers_everything(
         with pytest.raises(PublishError):
             pub.publisher.send_mark_set_done(db_name, "events", "ds=d0")
         # The writes are committed: partitions present, set-done retained, all pending.
-        table = pub.store.get_table(db_name, "events")
-        assert len(pub.store.partitions(table)) == 1 + 3 * BATCHES
+        table = pub.store.catalog.get_table(db_name, "events")
+        assert len(pub.store.catalog.partitions(table)) == 1 + 3 * BATCHES
         assert len(subscriber.set_done_history(db_name, "events")) == 1
-        pending, _ = pub.store.relay_lag()
+        pending, _ = pub.store.log.relay_lag()
         assert pending == 3 * BATCHES + 1
 
         relay = Relay(pub.store, pub.transport, publish_timeout=5.0, lease_seconds=15.0,
@@ -83,7 +83,7 @@ def test_broker_down_then_relay_delivers_everything(
         wait_until(lambda: relay.stats.failed_batches >= 3, 30, "three failed relay attempts")
         down.set()
         loop.join(10)
-        assert relay.stats.published == 0 and pub.store.relay_lag()[0] == pending
+        assert relay.stats.published == 0 and pub.store.log.relay_lag()[0] == pending
         assert relay.backoff() > 0, "the relay backs off after failures"
 
         restart = broker.start()
@@ -102,7 +102,7 @@ def test_broker_down_then_relay_delivers_everything(
         )
         took = time.monotonic() - back
         stop.set()
-        wait_until(lambda: pub.store.relay_lag()[0] == 0, 10, "every entry to be marked")
+        wait_until(lambda: pub.store.log.relay_lag()[0] == 0, 10, "every entry to be marked")
         delivered = collect.delivered(logged)
         tally(
             f"broker-down[{pub.store.dialect}]",

@@ -68,7 +68,7 @@ def test_frozen_broker_times_out_then_relay_delivers(
         assert frozen_for > 2 * HEARTBEAT_MS / 1000
         # Every call gave up within its deadline (plus scheduling slack), none hung.
         assert max(elapsed) < PUBLISH_TIMEOUT + 2.0, elapsed
-        assert pub.store.relay_lag()[0] == 5 * CALLS
+        assert pub.store.log.relay_lag()[0] == 5 * CALLS
 
         relay = Relay(pub.store, pub.transport, publish_timeout=PUBLISH_TIMEOUT,
                       lease_seconds=15.0, writer_grace_seconds=0.0)

@@ -182,7 +182,7 @@ def test_database_unavailable_gives_store_error_and_no_partial_state(
 
         after = _counts(outage.direct_url, db_name)
         assert after == before, f"partial state after failed writes: {before} -> {after}"
-        assert pub.store.relay_lag()[0] == 0, "a failed write left an entry for the relay"
+        assert pub.store.log.relay_lag()[0] == 0, "a failed write left an entry for the relay"
         # The store is back: the next write works and is delivered; nothing from the
         # failed calls reached the broker (the sentinel follows on the same connection).
         sentinel = pub.publisher.announce_partitions(db_name, "events", ["ds=z/n=0"])

@@ -102,7 +102,7 @@ def _run_episode(name: str, up: App, down: App, db: str, big_location: str | Non
                 # Delivered is not enough: confirmed and marked, or they are re-sent forever.
                 # Left pending: the poison, and the later event of its topic behind it.
                 left = 1 + len(after)
-                wait_until(lambda: up.store.relay_lag()[0] <= left, PROMPT_SECONDS,
+                wait_until(lambda: up.store.log.relay_lag()[0] <= left, PROMPT_SECONDS,
                            "the other tables' events to be marked published (only the poisoned "
                            "topic left pending)")
                 confirmed = time.monotonic() - started

@@ -80,7 +80,7 @@ def test_relay_killed_before_marking_duplicates_are_suppressed(
                 cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         warm = set(logged_message_ids(store_url))
         assert collect.wait_for(warm, 60), "the relay process never published"
-        wait_until(lambda: writer.store.relay_lag()[0] == 0, 10, "the warm-up mark")
+        wait_until(lambda: writer.store.log.relay_lag()[0] == 0, 10, "the warm-up mark")
 
         proxy.hold_replies()
         _log_unpublished(writer, db_name, [f"ds=d/n={n}" for n in range(N)])
@@ -95,10 +95,10 @@ def test_relay_killed_before_marking_duplicates_are_suppressed(
         taker = Relay(taker_app.store, taker_app.transport, owner="taker", lease_seconds=30,
                       publish_timeout=5.0, writer_grace_seconds=0.0)
         assert taker.run_once() == 0, "the dead relay's lease must be respected"
-        wait_until(lambda: taker.run_once() > 0 or writer.store.relay_lag()[0] == 0,
+        wait_until(lambda: taker.run_once() > 0 or writer.store.log.relay_lag()[0] == 0,
                    LEASE + 10, "the lease to expire and the taker to publish", interval=0.2)
         took_over = time.time() - killed_at
-        assert writer.store.relay_lag()[0] == 0
+        assert writer.store.log.relay_lag()[0] == 0
         # Same connection as the taker's publish: the broker delivers in order, so
         # once the sentinel is in, every re-sent duplicate has been offered.
         sentinel = taker_app.publisher.announce_partitions(db_name, "events", ["ds=end/n=0"])

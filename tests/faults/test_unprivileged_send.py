@@ -64,7 +64,7 @@ def test_reader_send_refused_service_send_delivered(
             forged_delivered=len(leaked),
         )
         assert not leaked
-        assert pub.store.relay_lag()[0] == 0
+        assert pub.store.log.relay_lag()[0] == 0
     finally:
         sub_app.close()
         pub.close()

@@ -45,7 +45,7 @@ def test_killed_writers_are_announced_by_serve(
     serve: subprocess.Popen[bytes] | None = None
     try:
         sub_app.publisher.register_table(db_name, "events", ["ds", "n"])
-        table = sub_app.store.get_table(db_name, "events")
+        table = sub_app.store.catalog.get_table(db_name, "events")
         collect = Collector()
         subscriber = sub_app.subscriber()
         subscription = subscriber.subscribe(f"{db_name}.events", collect)
@@ -56,13 +56,13 @@ def test_killed_writers_are_announced_by_serve(
                  db_name, str(w), str(PER_WRITER)],
                 cwd=ROOT, env=env, stderr=subprocess.DEVNULL))
         total = WRITERS * PER_WRITER
-        wait_until(lambda: len(sub_app.store.partitions(table)) == total, 60,
+        wait_until(lambda: len(sub_app.store.catalog.partitions(table)) == total, 60,
                    "every writer's commit")
         for c in children:
             assert c.poll() is None, "a writer finished: its publish did not hang"
             c.send_signal(signal.SIGKILL)
         assert all(c.wait(30) == -signal.SIGKILL for c in children)
-        pending, _ = sub_app.store.relay_lag()
+        pending, _ = sub_app.store.log.relay_lag()
         assert pending == total, "the killed writers' entries wait in the log"
         assert collect.delivered(set(logged_message_ids(store_url))) == 0
 
@@ -85,7 +85,7 @@ def test_killed_writers_are_announced_by_serve(
         assert collect.wait_for(logged, 60), (
             f"serve announced {collect.delivered(logged)}/{len(logged)}")
         took = time.monotonic() - started
-        wait_until(lambda: sub_app.store.relay_lag()[0] == 0, 10, "every entry to be marked")
+        wait_until(lambda: sub_app.store.log.relay_lag()[0] == 0, 10, "every entry to be marked")
         serve.send_signal(signal.SIGTERM)
         assert serve.wait(30) == 0, serve_log.read_text()[-2000:]
         assert "stopped" in serve_log.read_text()

@@ -23,7 +23,7 @@ def test_keys_expire_and_are_purged(store_url: str) -> None:
         app.publisher.register_table("db", "t", ["ds"])
 
         def write(key: str, body: dict[str, int]) -> None:
-            store.append([], in_txn=lambda uow, _m: http.record_in(
+            store.log.append([], in_txn=lambda uow, _m: http.record_in(
                 uow, principal="p", key=key, fingerprint="f", status=201, body=body,
                 ttl_seconds=60))
 

@@ -16,7 +16,7 @@ PROBLEM = "application/problem+json"
 
 
 def events(server: Server) -> int:
-    return server.app.store.max_event_id()
+    return server.app.store.log.max_event_id()
 
 
 def idem_rows(server: Server) -> int:

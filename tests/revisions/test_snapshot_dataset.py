@@ -203,8 +203,8 @@ def test_new_version_is_announced(spark: Any, app: Any, tmp_path: Path) -> None:
     v1 = ds.write(frame(spark, {"x": 1}))
     v2 = ds.write(frame(spark, {"x": 2}))
     assert v1.notify_error is None and v2.notify_error is None
-    info = app.store.get_table("warehouse", "customers")
-    parts = {p.spec: p for p in app.store.partitions(info)}
+    info = app.store.catalog.get_table("warehouse", "customers")
+    parts = {p.spec: p for p in app.store.catalog.partitions(info)}
     assert set(parts) == {f"version={v1.version}", f"version={v2.version}"}
     assert parts[f"version={v2.version}"].revision == v2.version
     assert parts[f"version={v2.version}"].location == v2.path

@@ -115,7 +115,7 @@ def test_reader_store_api_writes_are_store_errors(pg: tuple[str, str]) -> None:
         ):
             with pytest.raises(StoreError, match="permission denied"):
                 call()
-        assert app.store.max_event_id() == 1
+        assert app.store.log.max_event_id() == 1
         with app.subscriber() as sub:
             assert len(sub.set_done_history("sales", "orders")) == 1
     finally:

@@ -14,12 +14,12 @@ def claim_all(store_url: str, owner: str, batch: int, barrier: Any, out: Any) ->
     barrier.wait(60)
     idle = 0
     while idle < 3:
-        events = store.lease_unpublished(owner, batch, 30.0)
+        events = store.log.lease_unpublished(owner, batch, 30.0)
         if not events:
             idle += 1
             continue
         idle = 0
         claimed.append([e.event_id for e in events])
-        store.mark_published([e.event_id for e in events])
+        store.log.mark_published([e.event_id for e in events])
     out.put((owner, claimed))
     store.close()

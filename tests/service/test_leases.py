@@ -21,9 +21,9 @@ EVENTS = 400
 def _fill(store_url: str, n: int) -> object:
     app = build_app(store_url=store_url, transport_url="embedded://")
     app.publisher.register_table("lease", "events", ["n"])
-    table = app.store.get_table("lease", "events")
+    table = app.store.catalog.get_table("lease", "events")
     drafts = [app.publisher._partition_draft(table, {"n": str(i)}, None, None) for i in range(n)]
-    app.store.append(drafts)  # published=False: as after a failed publish
+    app.store.log.append(drafts)  # published=False: as after a failed publish
     return app
 
 
@@ -46,7 +46,7 @@ def test_every_entry_claimed_once_in_log_order(store_url: str) -> None:
     # Each claim is a contiguous run of the log, and claims never interleave.
     assert all(b == list(range(b[0], b[0] + len(b))) for b in batches)
     print(f"claims per relay: { {o: sum(map(len, c)) for o, c in results.items()} }")
-    assert app.store.relay_lag()[0] == 0
+    assert app.store.log.relay_lag()[0] == 0
     app.close()
 
 
@@ -54,12 +54,12 @@ def test_live_lease_blocks_others_until_it_expires(store_url: str) -> None:
     app = _fill(store_url, 10)
     now = [time.time()]
     store = Store.open(store_url, clock=lambda: now[0])
-    first = store.lease_unpublished("a", 4, lease_seconds=30)
+    first = store.log.lease_unpublished("a", 4, lease_seconds=30)
     assert [e.event_id for e in first] == [1, 2, 3, 4]
     # 'b' may not overtake a's entries: the log's head is held.
-    assert store.lease_unpublished("b", 10, lease_seconds=30) == []
+    assert store.log.lease_unpublished("b", 10, lease_seconds=30) == []
     now[0] += 31  # a died; its lease ran out
-    taken = store.lease_unpublished("b", 10, lease_seconds=30)
+    taken = store.log.lease_unpublished("b", 10, lease_seconds=30)
     assert [e.event_id for e in taken] == list(range(1, 11))
     store.close()
     app.close()
@@ -67,15 +67,15 @@ def test_live_lease_blocks_others_until_it_expires(store_url: str) -> None:
 
 def test_young_entries_left_to_their_writer(store_url: str) -> None:
     app = _fill(store_url, 3)
-    assert app.store.lease_unpublished("r", 10, 30, min_age_seconds=3600) == []
-    assert len(app.store.lease_unpublished("r", 10, 30, min_age_seconds=0)) == 3
+    assert app.store.log.lease_unpublished("r", 10, 30, min_age_seconds=3600) == []
+    assert len(app.store.log.lease_unpublished("r", 10, 30, min_age_seconds=0)) == 3
     app.close()
 
 
 def test_failed_batch_is_released_for_retry(store_url: str) -> None:
     app = _fill(store_url, 5)
-    batch = app.store.lease_unpublished("a", 10, 30)
-    app.store.mark_failed([e.event_id for e in batch], "broker down")
-    again = app.store.lease_unpublished("b", 10, 30)
+    batch = app.store.log.lease_unpublished("a", 10, 30)
+    app.store.log.mark_failed([e.event_id for e in batch], "broker down")
+    again = app.store.log.lease_unpublished("b", 10, 30)
     assert [e.event_id for e in again] == [e.event_id for e in batch], "nothing is skipped"
     app.close()

@@ -83,7 +83,7 @@ def test_several_serve_processes_publish_each_entry_once(
             wait_until(lambda p=p: "serving:" in p.text(), 60, "every serve process to start")
         logged = set(logged_message_ids(store_url))
         assert collect.wait_for(logged, 90), f"{collect.delivered(logged)}/{n} delivered"
-        wait_until(lambda: writer.store.relay_lag()[0] == 0, 10, "every entry marked")
+        wait_until(lambda: writer.store.log.relay_lag()[0] == 0, 10, "every entry marked")
 
         status, text = scrape(port)
         assert status == 200
@@ -149,7 +149,7 @@ def test_relay_dying_with_lease_is_replaced_nothing_lost(
             relay_process(name, activemq_url, 30.0, 5.0)
         logged = set(logged_message_ids(store_url))
         assert collect.wait_for(logged, 60), f"{collect.delivered(logged)}/{n} delivered"
-        wait_until(lambda: writer.store.relay_lag()[0] == 0, 10, "every entry marked")
+        wait_until(lambda: writer.store.log.relay_lag()[0] == 0, 10, "every entry marked")
         for name in ("heir1", "heir2"):
             procs[name].kill()
             procs[name].wait(30)
@@ -185,7 +185,7 @@ def test_sigterm_drains_the_batch_in_flight(
         log_unpublished(writer, db_name, ["n=warm"])
         backdate(store_url, 60)
         proc = serve(store_url, proxy.url(), publish_timeout_seconds="30")
-        wait_until(lambda: writer.store.relay_lag()[0] == 0, 60, "serve to publish the warm-up")
+        wait_until(lambda: writer.store.log.relay_lag()[0] == 0, 60, "serve to publish the warm-up")
 
         proxy.hold_replies()  # the broker gets the batch; serve waits for its receipts
         log_unpublished(writer, db_name, [f"n={i}" for i in range(10)])
@@ -200,7 +200,7 @@ def test_sigterm_drains_the_batch_in_flight(
             pass  # still draining, as it should
         proxy.release_replies()
         assert proc.proc.wait(30) == 0, proc.text()[-2000:]
-        assert writer.store.relay_lag()[0] == 0, "the drained batch was marked published"
+        assert writer.store.log.relay_lag()[0] == 0, "the drained batch was marked published"
         assert "stopping: waiting for the relay batch in flight" in proc.text()
         assert published_ranges(proc.text())[-1] == (2, 11)
     finally:

@@ -98,7 +98,7 @@ def main() -> None:
                       f"{t1 - t0:.1f} s, caught up in {time.monotonic() - t1:.1f} s, "
                       f"rss {rss_mb():.1f} MiB", flush=True)
             rss_after = rss_mb()
-            window = sub._seq._windows[pub.store.get_table("soak", "events").topic]
+            window = sub._seq._windows[pub.store.catalog.get_table("soak", "events").topic]
             tally(f"subscriber {total} messages with {args.reconnects} reconnects, window "
                   f"{args.window}", acknowledged=total, delivered=got.delivered,
                   duplicates_suppressed=sub.stats.duplicates + subscription.duplicates,

@@ -53,7 +53,7 @@ def writer_for(publisher: Any, tmp_path: Path, **kw: Any) -> NotifyingWriter:
 def logged(app: Any) -> list[Any]:
     from partition_notify.contract import decode
 
-    return [decode(e.body) for e in app.store.events_after(0, 100_000)]
+    return [decode(e.body) for e in app.store.log.events_after(0, 100_000)]
 
 
 def age_locks(tmp_path: Path, seconds: float) -> None:

@@ -75,7 +75,7 @@ def test_n_partitions_give_n_messages_after_the_data_is_readable(spark, spark_ap
     nulls = df.where(F.col("region").isNull()).count()
     assert nulls == 2 * 3, "null partition values read back as null"
     assert staging_entries(root) == []
-    stored = spark_app.store.partitions(spark_app.publisher.table("sales", "orders"))
+    stored = spark_app.store.catalog.partitions(spark_app.publisher.table("sales", "orders"))
     assert len(stored) == n
 
 
@@ -83,7 +83,7 @@ def test_a_failing_task_publishes_nothing_and_cleans_up(spark, spark_app, tmp_pa
     from pyspark.sql import functions as F
 
     writer = path_writer(spark_app, tmp_path)
-    before = spark_app.store.max_event_id()
+    before = spark_app.store.log.max_event_id()
 
     @F.udf("string")
     def explode_on_boom(region: str | None) -> str | None:
@@ -96,9 +96,9 @@ def test_a_failing_task_publishes_nothing_and_cleans_up(spark, spark_app, tmp_pa
     with pytest.raises(Exception, match="task failure injected"):
         writer.write(df, mark_set_done="datestamp=20110301")
 
-    assert spark_app.store.max_event_id() == before, "nothing logged, nothing published"
+    assert spark_app.store.log.max_event_id() == before, "nothing logged, nothing published"
     info = spark_app.publisher.table("sales", "orders")
-    assert spark_app.store.partitions(info) == []
+    assert spark_app.store.catalog.partitions(info) == []
     assert spark_app.subscriber().set_done_history("sales", "orders") == []
     table = tmp_path / "warehouse" / "orders"
     assert staging_entries(f"file:{table}") == []
@@ -135,7 +135,7 @@ def test_set_done_spec_is_validated_before_any_data_is_written(spark, spark_app,
     with pytest.raises(ValidationError, match="lacks partition column"):
         writer.write(df.drop("region"))
     assert not (tmp_path / "warehouse" / "orders").exists(), "nothing touched the table"
-    assert spark_app.store.max_event_id() == 0
+    assert spark_app.store.log.max_event_id() == 0
 
 
 def test_unregistered_table_without_keys_is_refused(spark, spark_app):
@@ -164,7 +164,7 @@ def test_append_adds_data_without_reannouncing_and_overwrite_replaces(spark, spa
               spark.read.parquet(root).groupBy("region").count().collect()}
     assert counts == {"us": 5, "eu": 2, "ap": 2}, "only the written partition was replaced"
     info = spark_app.publisher.table("sales", "orders")
-    us = spark_app.store.partition(info, "datestamp=20110228/region=us")
+    us = spark_app.store.catalog.partition(info, "datestamp=20110228/region=us")
     assert us is not None and us.revision == 7
 
 
@@ -174,7 +174,7 @@ def test_empty_write_sends_no_add_partition_but_the_set_done(spark, spark_app, t
     result = writer.write(empty, mark_set_done="datestamp=20110305")
     assert result.partitions == [] and result.announced == []
     assert result.set_done is not None and result.set_done.spec == "datestamp=20110305"
-    assert spark_app.store.max_event_id() == 1
+    assert spark_app.store.log.max_event_id() == 1
 
 
 def test_catalog_table(spark, spark_app, tmp_path):

@@ -156,7 +156,7 @@ class Collector:
 def events_of(app: Any, db: str, table: str) -> list[Any]:
     """Every event logged for a table (the store is the ground truth of 'exactly once')."""
     topic = app.publisher.table(db, table).topic
-    return [e for e in app.store.events_after(0, limit=100_000) if e.topic == topic]
+    return [e for e in app.store.log.events_after(0, limit=100_000) if e.topic == topic]
 
 
 def spool_files(location: Path) -> list[Path]:

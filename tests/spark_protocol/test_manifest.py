@@ -61,23 +61,23 @@ def test_path_resolution_and_exactly_once(mapp: Any, tmp_path: Path) -> None:
     assert (first.status, first.table, first.messages) == ("announced", "lake.events", 3)
     assert apply_manifest(mapp.publisher, m).status == "duplicate"
     info = mapp.publisher.table("lake", "events")
-    parts = {p.spec: p.values for p in mapp.store.partitions(info)}
+    parts = {p.spec: p.values for p in mapp.store.catalog.partitions(info)}
     assert parts["ds=1/region=e%2Fu"] == {"ds": "1", "region": "e/u"}
-    assert mapp.store.max_event_id() == 3
+    assert mapp.store.log.max_event_id() == 3
     # a job that wrote into one partition directory (partitionBy the rest)
     deeper = manifest_from_obj(manifest(f"{base}/ds=2", ["region=us"]))
     assert apply_manifest(mapp.publisher, deeper).status == "announced"
-    assert mapp.store.partition(mapp.publisher.table("lake", "events"), "ds=2/region=us")
+    assert mapp.store.catalog.partition(mapp.publisher.table("lake", "events"), "ds=2/region=us")
     assert apply_manifest(mapp.publisher, manifest_from_obj(
         manifest(f"file:{tmp_path}/other", ["ds=1/region=us"]))).status == "ignored"
-    assert mapp.store.max_event_id() == 4
+    assert mapp.store.log.max_event_id() == 4
 
 
 def test_manifest_that_does_not_fit_the_table_is_rejected(mapp: Any, tmp_path: Path) -> None:
     m = manifest_from_obj(manifest(f"file:{tmp_path}/events", ["region=us/ds=1"]))
     with pytest.raises(InvalidManifestError, match="partitions\\[0\\]"):
         apply_manifest(mapp.publisher, m)
-    assert mapp.store.max_event_id() == 0
+    assert mapp.store.log.max_event_id() == 0
 
 
 def test_spool_pick_up(mapp: Any, tmp_path: Path) -> None:
@@ -90,7 +90,7 @@ def test_spool_pick_up(mapp: Any, tmp_path: Path) -> None:
     stats = scan(mapp.publisher)
     assert (stats.announced, stats.rejected) == (1, 1)
     assert sorted(p.name for p in spool.iterdir()) == [".half.json.tmp", "bad.json.rejected"]
-    assert mapp.store.max_event_id() == 1
+    assert mapp.store.log.max_event_id() == 1
 
 
 def test_http_route(mapp: Any, store_url: str, tmp_path: Path) -> None:
@@ -107,7 +107,7 @@ def test_http_route(mapp: Any, store_url: str, tmp_path: Path) -> None:
         assert r.json() == {"status": "announced", "jobId": doc["jobId"],
                             "table": "lake.events", "announced": 1, "setDone": True}
         again = httpx.post(url, json=doc, headers=hdr, timeout=30)
-        assert again.status_code in (200, 201) and mapp.store.max_event_id() == 2
+        assert again.status_code in (200, 201) and mapp.store.log.max_event_id() == 2
         bad = httpx.post(url, json={**doc, "jobId": "x", "version": 9}, headers=auth, timeout=30)
         assert bad.status_code == 422 and "version" in bad.json()["detail"]
         assert bad.headers["content-type"].startswith("application/problem+json")
@@ -115,7 +115,7 @@ def test_http_route(mapp: Any, store_url: str, tmp_path: Path) -> None:
         other = manifest(f"file:{tmp_path}/nobody", ["ds=1/region=us"])
         ign = httpx.post(url, json=other, headers=auth, timeout=30)
         assert (ign.status_code, ign.json()["status"]) == (200, "ignored")
-        assert mapp.store.max_event_id() == 2
+        assert mapp.store.log.max_event_id() == 2
     finally:
         serve.stop()
 
@@ -165,4 +165,4 @@ def test_write_into_hidden_staging_dir_is_ignored(mapp: Any, tmp_path: Path) -> 
     staged = f"file:{tmp_path}/events/_pn_staging/20110228T000000-abc/data"
     m = manifest_from_obj(manifest(staged, ["ds=1/region=us"]))
     assert apply_manifest(mapp.publisher, m).status == "ignored"
-    assert mapp.store.max_event_id() == 0
+    assert mapp.store.log.max_event_id() == 0

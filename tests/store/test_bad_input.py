@@ -173,7 +173,7 @@ def test_subscriber_side_validation(seeded):
 
 
 def test_malformed_message_in_log_is_logged_and_skipped(seeded, caplog):
-    info = seeded.store.get_table(DB, TABLE)
+    info = seeded.store.catalog.get_table(DB, TABLE)
     got = Collector()
     with seeded.subscriber() as sub:
         sub.subscribe((DB, TABLE), got, history=False)
@@ -195,12 +195,12 @@ def test_malformed_message_in_log_is_logged_and_skipped(seeded, caplog):
     assert len(warnings) == 2 and all(info.topic in w for w in warnings), warnings
     assert "not JSON" in warnings[0] and "9 error(s)" in warnings[1]
     # Still in the log: nothing was lost or rewritten.
-    assert [e.event_id for e in seeded.store.events_after(bad_id - 1)] == [
+    assert [e.event_id for e in seeded.store.log.events_after(bad_id - 1)] == [
         bad_id, wrong_type, good.event_id]
 
 
 def test_malformed_row_in_retention_table_is_skipped_from_history(seeded):
-    info = seeded.store.get_table(DB, TABLE)
+    info = seeded.store.catalog.get_table(DB, TABLE)
     from sqlalchemy import text
 
     with seeded.store.engine.begin() as conn:

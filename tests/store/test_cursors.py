@@ -19,7 +19,7 @@ def cursors(app: Any) -> Any:
 
 
 def test_new_cursor_starts_at_the_end_of_the_log_and_only_moves_forward(cursors: Any) -> None:
-    end = cursors.store.max_event_id()
+    end = cursors.store.log.max_event_id()
     assert cursors.open("a").event_id == end
     assert cursors.open("b", start=0).event_id == 0
     cursors.advance("a", end + 5)

@@ -36,15 +36,15 @@ def logged(store_url: str) -> Iterator[tuple[App, Store, Clock, list[int]]]:
         app.publisher.register_table("dl", t, ["n"])
     ids = []
     for t, n in (("a", 1), ("a", 2), ("b", 1), ("a", 3), ("b", 2)):
-        info = app.store.get_table("dl", t)
+        info = app.store.catalog.get_table("dl", t)
         draft = app.publisher._partition_draft(info, {"n": str(n)}, None, None)
-        ids += [m.event_id for m in store.append([draft])]  # published=False: broker down
+        ids += [m.event_id for m in store.log.append([draft])]  # published=False: broker down
     yield app, store, clock, ids
     app.close()
 
 
 def _lease(store: Store) -> list[int]:
-    return [e.event_id for e in store.lease_unpublished("r", 100, 30)]
+    return [e.event_id for e in store.log.lease_unpublished("r", 100, 30)]
 
 
 def _reject(store: Store, event_id: int, max_attempts: int = 3) -> list[int]:
@@ -59,11 +59,11 @@ def test_refused_event_holds_back_its_topic_only(
     assert _reject(store, a1) == []
     # Not due: a1 waits, and its topic's later events wait behind it; table b flows.
     assert _lease(store) == [b1, b2]
-    store.mark_published([b1, b2])
+    store.log.mark_published([b1, b2])
     clock.now += 10
     # Due: a1 alone is tried again; a2 and a3 still wait behind it.
     assert _lease(store) == [a1]
-    assert store.relay_lag()[0] == 3
+    assert store.log.relay_lag()[0] == 3
 
 
 def test_quarantine_after_max_attempts_then_topic_flows(
@@ -78,7 +78,7 @@ def test_quarantine_after_max_attempts_then_topic_flows(
         (a1, "dl.a", 3, False)]
     assert "not authorized" in dead[0].error
     assert _lease(store) == [a2, b1, a3, b2]
-    assert store.relay_lag()[0] == 4  # the dead letter is not lag
+    assert store.log.relay_lag()[0] == 4  # the dead letter is not lag
     assert DeadLetters(store).find(("dl", "b")) == []
 
 

@@ -39,7 +39,7 @@ class Follower(threading.Thread):
         cursor = 0
         try:
             while len(self.seen) < self.expected and not self.stop.is_set():
-                batch = self.store.events_after(cursor, 500)
+                batch = self.store.log.events_after(cursor, 500)
                 for ev in batch:
                     if ev.event_id <= cursor:
                         self.out_of_order.append((cursor, ev.event_id))

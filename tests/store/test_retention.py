@@ -38,8 +38,8 @@ class Rig:
         self.publisher = Publisher(self.store, self.transport, PublisherConfig())
         self.publisher.register_table("db", "short", ["ds", "region"], retention_seconds=SHORT)
         self.publisher.register_table("db", "long", ["ds", "region"], retention_seconds=LONG)
-        self.short = self.store.get_table("db", "short")
-        self.long = self.store.get_table("db", "long")
+        self.short = self.store.catalog.get_table("db", "short")
+        self.long = self.store.catalog.get_table("db", "long")
         self.deletes: list[int] = []
         event.listen(self.store.engine, "after_cursor_execute", self._count)
 
@@ -69,7 +69,7 @@ def rig(store_url):
 def history_specs(rig: Rig, table) -> list[str]:
     from partition_notify.contract import decode
 
-    return [decode(b.encode()).spec for b in rig.store.set_done_history([table], 0.0)]
+    return [decode(b.encode()).spec for b in rig.store.retention.set_done_history([table], 0.0)]
 
 
 def test_rows_expire_after_their_tables_period(rig):
@@ -78,13 +78,13 @@ def test_rows_expire_after_their_tables_period(rig):
     assert short.expires_at == int(T0 + SHORT)
     rig.clock.now = T0 + SHORT - 0.5
     assert history_specs(rig, rig.short) == ["ds=1"]
-    assert len(rig.store.set_done_covering(rig.short, ["ds=1"])) == 1
+    assert len(rig.store.retention.set_done_covering(rig.short, ["ds=1"])) == 1
 
     rig.clock.now = T0 + SHORT  # expires_at is exclusive: gone at exactly T0 + period
     assert history_specs(rig, rig.short) == []
-    assert rig.store.set_done_covering(rig.short, ["ds=1", "region=us"]) == []
+    assert rig.store.retention.set_done_covering(rig.short, ["ds=1", "region=us"]) == []
     assert history_specs(rig, rig.long) == ["ds=1"]
-    assert len(rig.store.set_done_covering(rig.long, ["ds=1"])) == 1
+    assert len(rig.store.retention.set_done_covering(rig.long, ["ds=1"])) == 1
     # Expired rows are invisible before any purge has run.
     assert len(rig.rows()) == 2
 
@@ -113,12 +113,15 @@ def test_purge_removes_only_expired_rows_in_batches(rig):
     unexpired = [r for r in rig.rows() if r[2] > rig.clock.now]
     assert len(unexpired) == 10
 
-    assert rig.store.purge_expired(batch_size=10, max_batches=1) == 10
+    assert rig.store.retention.purge_expired(batch_size=10, max_batches=1) == 10
     assert rig.deletes == [10]
     assert len(rig.rows()) == 25
 
     between = []
-    assert rig.store.purge_expired(batch_size=10, between_batches=lambda: between.append(1)) == 15
+    purged = rig.store.retention.purge_expired(
+        batch_size=10, between_batches=lambda: between.append(1)
+    )
+    assert purged == 15
     assert rig.deletes == [10, 10, 5], "one DELETE per batch, each at most batch_size rows"
     assert len(between) == 1
     assert rig.rows() == unexpired
@@ -126,11 +129,11 @@ def test_purge_removes_only_expired_rows_in_batches(rig):
     assert snapshot(rig.store.engine)["pn_events"] == events_before
 
     # Nothing expired: one empty batch, nothing removed.
-    assert rig.store.purge_expired(batch_size=10) == 0
+    assert rig.store.retention.purge_expired(batch_size=10) == 0
     assert rig.rows() == unexpired
 
     rig.clock.now = T0 + 50 + SHORT
-    assert rig.store.purge_expired(batch_size=2) == 5
+    assert rig.store.retention.purge_expired(batch_size=2) == 5
     assert rig.deletes[-3:] == [2, 2, 1]
     assert [r[0] for r in rig.rows()] == [rig.long.id] * 5
 
@@ -146,7 +149,7 @@ def test_purge_never_removes_unexpired_rows_randomised(rig):
     for _ in range(8):
         rig.clock.now = T0 + rnd.uniform(0, 3500)
         before = rig.rows()
-        removed = rig.store.purge_expired(batch_size=rnd.randint(1, 7))
+        removed = rig.store.retention.purge_expired(batch_size=rnd.randint(1, 7))
         after = rig.rows()
         assert after == [r for r in before if r[2] > rig.clock.now]
         assert removed == len(before) - len(after)

@@ -1,0 +1,120 @@
+"""The catalog: registered tables and the partitions announced for them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from partition_notify.errors import ConflictError, UnknownTableError
+from store.records import PartitionInfo, TableInfo
+from store.repositories import TABLE_INFO_BY_NAME
+from store.schema import PartitionRow, TableRow
+from store.uow import Access
+
+
+def _partition_info(row: PartitionRow) -> PartitionInfo:
+    return PartitionInfo(
+        row.spec, dict(row.values), row.location, row.revision, row.event_id, row.created_at
+    )
+
+
+class Catalog:
+    """Tables and partitions; each method is one unit of work."""
+
+    def __init__(self, access: Access) -> None:
+        self._db = access
+
+    def register_table(
+        self,
+        db: str,
+        name: str,
+        keys: Sequence[str],
+        *,
+        topic: str,
+        retention_seconds: int,
+        topic_override: str | None = None,
+        location: str | None = None,
+        update_retention: bool = False,
+    ) -> tuple[TableInfo, bool]:
+        """Register a table; returns (info, created).
+
+        Re-registering an existing table applies a given ``location`` and, with
+        ``update_retention``, the retention; different keys or topic conflict.
+        """
+        with self._db.uow(write=True) as uow:
+            row = uow.tables.get(db, name)
+            if row is not None:
+                info = TableInfo.of(row)
+                if info.partition_keys != tuple(keys):
+                    raise ConflictError(
+                        f"table {db}.{name} is registered with partition keys "
+                        f"{list(info.partition_keys)}, not {list(keys)}"
+                    )
+                if topic_override and topic_override != info.topic:
+                    raise ConflictError(
+                        f"table {db}.{name} is registered on topic {info.topic!r}, "
+                        f"not {topic_override!r}"
+                    )
+                if update_retention:
+                    row.retention_seconds = retention_seconds
+                if location is not None:
+                    row.location = location
+                return TableInfo.of(row), False
+            row = uow.tables.add(
+                TableRow(
+                    db=db,
+                    name=name,
+                    partition_keys=list(keys),
+                    topic=topic,
+                    topic_override=topic_override,
+                    retention_seconds=retention_seconds,
+                    location=location,
+                    created_at=self._db.clock(),
+                )
+            )
+            return TableInfo.of(row), True
+
+    def set_retention(self, db: str, name: str, seconds: int) -> TableInfo:
+        with self._db.uow(write=True) as uow:
+            row = uow.tables.get(db, name)
+            if row is None:
+                raise UnknownTableError(f"table {db}.{name} is not registered")
+            row.retention_seconds = seconds
+            return TableInfo.of(row)
+
+    def get_table(self, db: str, name: str) -> TableInfo:
+        # Every publish starts here: a plain connection and a prebuilt
+        # statement, not a unit of work (bench/core_latency.py).
+        rows = self._db.read(TABLE_INFO_BY_NAME, {"db": db, "name": name})
+        if not rows:
+            raise UnknownTableError(
+                f"table {db}.{name} is not registered (register it first: "
+                f"partition-notify register {db}.{name} --keys ...)"
+            )
+        return TableInfo.of(rows[0])
+
+    def get_tables(self, refs: Sequence[tuple[str, str]]) -> list[TableInfo]:
+        """Many tables in one query, in the order asked; any unknown one is an error."""
+        found = {(info.db, info.name): info for info in self.tables()}
+        missing = [f"{db}.{name}" for db, name in refs if (db, name) not in found]
+        if missing:
+            more = f" (and {len(missing) - 5} more)" if len(missing) > 5 else ""
+            raise UnknownTableError(f"table(s) {', '.join(missing[:5])}{more} not registered")
+        return [found[ref] for ref in refs]
+
+    def tables(self) -> list[TableInfo]:
+        with self._db.uow() as uow:
+            return [TableInfo.of(r) for r in uow.tables.all()]
+
+    def partition(self, table: TableInfo, spec: str) -> PartitionInfo | None:
+        with self._db.uow() as uow:
+            row = uow.partitions.get(table.id, spec)
+            return None if row is None else _partition_info(row)
+
+    def partitions(
+        self,
+        table: TableInfo,
+        *,
+        max_revision: int | None = None,
+    ) -> list[PartitionInfo]:
+        with self._db.uow() as uow:
+            return [_partition_info(r) for r in uow.partitions.list(table.id, max_revision)]

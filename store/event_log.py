@@ -1,0 +1,277 @@
+"""The event log, which is also the outbox: append, read after, lease and mark."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from partition_notify.contract import AnyMessage, SetDoneMessage, to_envelope
+from store.records import EventDraft, InTxn, LoggedEvent
+from store.repositories import TOPIC_EVENTS_AFTER, TOPIC_LAST_SEQ
+from store.uow import Access, UnitOfWork
+
+log = logging.getLogger(__name__)
+
+#: Called after an append commits (in the appending thread, outside the transaction).
+CommitListener = Callable[[], None]
+
+
+class EventLog:
+    """The log of every event, in commit order; each method is one unit of work."""
+
+    def __init__(self, access: Access) -> None:
+        self._db = access
+        self._listeners: list[CommitListener] = []
+
+    # -- after-commit listeners -----------------------------------------------
+    def add_listener(self, listener: CommitListener) -> None:
+        """Call ``listener`` after every append of this process commits."""
+        self._listeners = [*self._listeners, listener]  # copy: appends iterate lock-free
+
+    def remove_listener(self, listener: CommitListener) -> None:
+        self._listeners = [f for f in self._listeners if f is not listener]
+
+    def _committed(self) -> None:
+        for listener in self._listeners:
+            try:
+                listener()
+            except Exception:  # the append committed: a listener must not undo its result
+                log.exception("event log: an after-commit listener failed")
+
+    # -- the write path -------------------------------------------------------
+    def append(
+        self,
+        drafts: Sequence[EventDraft],
+        *,
+        replace_partitions: bool = False,
+        published: bool = False,
+        in_txn: InTxn | None = None,
+    ) -> list[AnyMessage]:
+        """Append events, their partitions and set-done rows in one transaction.
+
+        Drafts for partitions that already exist are dropped unless
+        ``replace_partitions`` (an overwrite announces the partition again).
+        Returns the messages actually logged, in event-id order. ``published``
+        marks them delivered at once: when the log itself is the bus.
+        ``in_txn`` runs last inside the transaction (even when nothing is logged).
+        """
+        if not drafts and in_txn is None:
+            return []
+        with self._db.uow(write=True) as uow:
+            existing: dict[int, set[str]] = defaultdict(set)
+            by_table: dict[int, list[str]] = defaultdict(list)
+            for d in drafts:
+                if d.partition_spec is not None:
+                    by_table[d.table.id].append(d.partition_spec)
+            if not drafts and in_txn is not None:
+                uow.sequences.lock("event")  # serialise the hook with every writer
+                in_txn(uow, [])
+                return []
+            if not by_table:
+                # Nothing to de-duplicate (set-done only): lock and reserve at once.
+                first = uow.sequences.take("event", len(drafts))
+            else:
+                # Lock the event counter first: everything after is serialised.
+                first = uow.sequences.lock("event")
+                for table_id, specs in by_table.items():
+                    existing[table_id] = uow.partitions.existing(table_id, specs)
+                if not replace_partitions:
+                    drafts = [
+                        d
+                        for d in drafts
+                        if d.partition_spec is None
+                        or d.partition_spec not in existing[d.table.id]
+                    ]
+                if not drafts:
+                    if in_txn is not None:
+                        in_txn(uow, [])
+                    return []
+                uow.sequences.advance("event", first + len(drafts))
+            seqs = {
+                t: uow.sequences.take(f"topic:{t}", n)
+                for t, n in Counter(d.table.topic for d in drafts).items()
+            }
+            now = self._db.clock()
+            messages, events, parts, dones = _rows(drafts, first, seqs, now, existing, uow)
+            if published:
+                for e in events:
+                    e["published_at"] = now
+            uow.events.add_many(events)
+            uow.partitions.add_many(parts)
+            uow.set_done.add_many(dones)
+            if in_txn is not None:
+                in_txn(uow, messages)
+        self._committed()
+        return messages
+
+    # -- reads ----------------------------------------------------------------
+    def max_event_id(self) -> int:
+        with self._db.uow() as uow:
+            return uow.events.max_id()
+
+    def events_after(self, event_id: int, limit: int = 1000) -> list[LoggedEvent]:
+        """Logged events with id > ``event_id``, oldest first.
+
+        Because ids are handed out under the sequence lock and only visible
+        once committed, nothing with a smaller id can appear later: a cursor
+        never skips an event.
+        """
+        with self._db.uow() as uow:
+            return [LoggedEvent(*row) for row in uow.events.after(event_id, limit)]
+
+    def topic_events_after(
+        self, topic: str, after_seq: int, limit: int = 1000, *, upto_seq: int | None = None
+    ) -> list[LoggedEvent]:
+        """Logged events of ``topic`` with ``after_seq`` < topicSeq <= ``upto_seq``, in order.
+
+        A subscriber's catch-up read after a reconnect or a sequence jump. A
+        topic's sequence is allocated under the event lock, so once seq N is
+        visible every seq below it that was ever logged is visible too; a
+        number absent here is not in the log (never logged, or gone).
+        """
+        upto = upto_seq if upto_seq is not None else 2**62
+        params = {"topic": topic, "after": after_seq, "upto": upto, "limit": limit}
+        return [
+            LoggedEvent(r.event_id, r.topic, r.topic_seq, r.body, dict(r.headers))
+            for r in self._db.read(TOPIC_EVENTS_AFTER, params)
+        ]
+
+    def last_topic_seqs(self, topics: Sequence[str]) -> dict[str, int]:
+        """The highest topicSeq logged so far per topic (0 when none)."""
+        found: dict[str, int] = {}
+        for i in range(0, len(topics), 500):  # within SQLite's bound-parameter limit
+            rows = self._db.read(TOPIC_LAST_SEQ, {"topics": list(topics[i : i + 500])})
+            found.update((str(r.topic), int(r.last_seq or 0)) for r in rows)
+        return {t: found.get(t, 0) for t in topics}
+
+    # -- the outbox (relay) ---------------------------------------------------
+    def lease_unpublished(
+        self,
+        owner: str,
+        limit: int,
+        lease_seconds: float,
+        *,
+        min_age_seconds: float = 0.0,
+        after_event_id: int = 0,
+    ) -> list[LoggedEvent]:
+        """Claim the oldest unpublished events for ``owner`` until the lease ends.
+
+        ``after_event_id`` continues a scan past a batch already claimed (the
+        relay leases the next batch while the broker confirms the last one).
+
+        Only a prefix of the log is claimed: the scan stops at the first entry
+        another owner holds, or one younger than ``min_age_seconds`` (its
+        writer may still be publishing it). So no relay overtakes an earlier
+        entry: event-id order, hence per-topic order, holds across processes.
+
+        One exception keeps a poison message from stalling everything: an
+        event the broker refused for good (``retry_at`` set) holds back its own
+        topic only. It is claimed alone once its retry time has come, and the
+        later events of its topic wait until it is published or dead-lettered;
+        other topics go on.
+        """
+        now = self._db.clock()
+        with self._db.uow(write=True) as uow:
+            held_back: dict[str, int] = {}
+            due: set[int] = set()
+            for event_id, topic, retry_at in uow.events.retrying():
+                held_back[topic] = min(event_id, held_back.get(topic, event_id))
+                if retry_at <= now:
+                    due.add(event_id)
+            claimed = []
+            for r in uow.events.unpublished_head(limit, held_back, after_event_id):
+                held = r.lease_owner not in (None, owner) and (r.lease_until or 0.0) >= now
+                if held or r.created_at > now - min_age_seconds:
+                    break
+                if held_back.get(r.topic) == r.event_id and r.event_id not in due:
+                    continue  # its retry time has not come; its topic waits behind it
+                claimed.append(r)
+            uow.events.lease([r.event_id for r in claimed], owner, now + lease_seconds)
+            return [
+                LoggedEvent(r.event_id, r.topic, r.topic_seq, r.body, dict(r.headers))
+                for r in claimed
+            ]
+
+    def mark_published(self, event_ids: Sequence[int]) -> None:
+        if event_ids:
+            with self._db.uow(write=True) as uow:
+                uow.events.mark_published(event_ids, self._db.clock())
+
+    def mark_failed(self, event_ids: Sequence[int], error: str) -> None:
+        if event_ids:
+            with self._db.uow(write=True) as uow:
+                uow.events.mark_failed(event_ids, error)
+
+    def relay_lag(self) -> tuple[int, float]:
+        """(unpublished events, age in seconds of the oldest)."""
+        with self._db.uow() as uow:
+            count = uow.events.pending_count()
+            oldest = uow.events.oldest_pending_created()
+        return count, (self._db.clock() - oldest) if oldest is not None else 0.0
+
+
+def _rows(
+    drafts: Sequence[EventDraft],
+    first: int,
+    seqs: dict[str, int],
+    now: float,
+    existing: dict[int, set[str]],
+    uow: UnitOfWork,
+) -> tuple[list[AnyMessage], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The messages and the rows of events, new partitions and set-done history.
+
+    A partition that exists already (an overwrite) is updated in place here.
+    """
+    messages: list[AnyMessage] = []
+    events: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = []
+    dones: list[dict[str, Any]] = []
+    for offset, d in enumerate(drafts):
+        event_id = first + offset
+        seq = seqs[d.table.topic]
+        seqs[d.table.topic] = seq + 1
+        msg = d.build(event_id, seq, now)
+        env = to_envelope(msg)
+        body = env.body.decode()
+        messages.append(msg)
+        events.append(
+            {
+                "event_id": event_id,
+                "topic": d.table.topic,
+                "topic_seq": seq,
+                "event_type": msg.event_type,
+                "table_id": d.table.id,
+                "message_id": msg.message_id,
+                "headers": env.headers,
+                "body": body,
+                "created_at": now,
+                "published_at": None,
+                "attempts": 0,
+            }
+        )
+        if d.partition_spec is not None:
+            values = {
+                "values": d.partition_values,
+                "location": d.location,
+                "revision": d.revision,
+                "event_id": event_id,
+                "created_at": now,
+            }
+            if d.partition_spec in existing[d.table.id]:
+                uow.partitions.replace(d.table.id, d.partition_spec, values)
+            else:
+                parts.append({"table_id": d.table.id, "spec": d.partition_spec, **values})
+        if isinstance(msg, SetDoneMessage):
+            dones.append(
+                {
+                    "table_id": d.table.id,
+                    "spec": msg.spec,
+                    "event_id": event_id,
+                    "body": body,
+                    "published_at": now,
+                    "expires_at": now + d.table.retention_seconds,
+                }
+            )
+    return messages, events, parts, dones

@@ -1,0 +1,81 @@
+"""What the store's parts hand out and take in: plain records, no sessions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Row
+
+from partition_notify.contract import AnyMessage
+from store.schema import TableRow
+
+if TYPE_CHECKING:
+    from store.uow import UnitOfWork
+
+Clock = Callable[[], float]
+#: Runs inside :meth:`store.event_log.EventLog.append`'s transaction with the
+#: messages logged (idempotency keys, late-message rows); raising rolls
+#: everything back.
+InTxn = Callable[["UnitOfWork", list[AnyMessage]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class TableInfo:
+    id: int
+    db: str
+    name: str
+    partition_keys: tuple[str, ...]
+    topic: str
+    retention_seconds: int
+    location: str | None = None
+    topic_override: str | None = None
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.db}.{self.name}"
+
+    @classmethod
+    def of(cls, row: TableRow | Row[Any]) -> TableInfo:
+        return cls(
+            row.id,
+            row.db,
+            row.name,
+            tuple(row.partition_keys),
+            row.topic,
+            row.retention_seconds,
+            row.location,
+            row.topic_override,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionInfo:
+    spec: str
+    values: dict[str, str]
+    location: str | None
+    revision: int | None
+    event_id: int
+    created_at: float
+
+
+@dataclass(slots=True)
+class EventDraft:
+    """An event to append; ``build`` makes the message once ids are allocated."""
+
+    table: TableInfo
+    build: Callable[[int, int, float], AnyMessage]
+    partition_spec: str | None = None
+    partition_values: dict[str, str] = field(default_factory=dict)
+    location: str | None = None
+    revision: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedEvent:
+    event_id: int
+    topic: str
+    topic_seq: int
+    body: str
+    headers: dict[str, Any]

@@ -1,0 +1,74 @@
+"""Retention: the set-done history, its look-up and the purge of expired rows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from store.records import TableInfo
+from store.repositories import covering_sql
+from store.uow import Access, map_db_error
+
+
+class Retention:
+    """Set-done rows kept for each table's retention; each method is one unit of work."""
+
+    def __init__(self, access: Access) -> None:
+        self._db = access
+        self._reader = access.reader
+        self.clock = access.clock
+        # The covering look-up's SQL by number of candidate specs, sent as is:
+        # compiling the expanding IN on every call was most of its CPU.
+        self._covering_sql: dict[int, str] = {}
+        self._placeholder = "?" if access.engine.dialect.paramstyle == "qmark" else "%s"
+
+    def set_done_covering(self, table: TableInfo, specs: Sequence[str]) -> list[str]:
+        """Unexpired set-done bodies of ``table`` whose canonical spec is in ``specs``.
+
+        The hot read of every wait: a plain connection, not an ORM session,
+        which was most of its CPU (bench/core_lookup.py).
+        """
+        if not specs:
+            return []
+        sql = self._covering_sql.get(len(specs))
+        if sql is None:
+            sql = self._covering_sql[len(specs)] = covering_sql(len(specs), self._placeholder)
+        params = (table.id, *specs, self.clock())
+        try:
+            with self._reader.connect() as conn:
+                return [r[0] for r in conn.exec_driver_sql(sql, params)]
+        except SQLAlchemyError as exc:
+            raise map_db_error(exc) from exc
+
+    def set_done_history(self, tables: Sequence[TableInfo], since: float) -> list[str]:
+        """Unexpired set-done bodies of ``tables`` published at or after ``since``."""
+        if not tables:
+            return []
+        with self._db.uow() as uow:
+            return uow.set_done.history([t.id for t in tables], since, self.clock())
+
+    def purge_expired(
+        self,
+        *,
+        batch_size: int = 5000,
+        max_batches: int | None = None,
+        between_batches: Callable[[], None] | None = None,
+    ) -> int:
+        """Delete expired set-done rows, one short transaction per batch.
+
+        Small batches keep each write lock short so publishers are never held
+        up behind one giant delete; rows not yet expired are never touched.
+        """
+        total = 0
+        batches = 0
+        while max_batches is None or batches < max_batches:
+            with self._db.uow(write=True) as uow:
+                n = uow.set_done.purge_batch(self.clock(), batch_size)
+            total += n
+            batches += 1
+            if n < batch_size:
+                break
+            if between_batches is not None:
+                between_batches()
+        return total
