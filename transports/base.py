@@ -14,9 +14,12 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypedDict, Unpack
 
 from partition_notify.contract import Envelope
+
+if TYPE_CHECKING:
+    from store import Store
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +32,21 @@ class RawMessage:
 
 
 OnMessage = Callable[[RawMessage], None]
+
+
+class TransportOptions(TypedDict, total=False):
+    """What the composition root passes to every transport's ``from_url``.
+
+    Each transport takes the keywords it needs and accepts the rest with ``**_``.
+    """
+
+    store: Store
+    poll_interval_seconds: float
+    username: str | None
+    password: str | None
+    connect_timeout: float
+    heartbeat_ms: int
+    client_id: str
 
 
 class Consumer(abc.ABC):
@@ -68,7 +86,7 @@ class Transport(abc.ABC):
 
     @classmethod
     @abc.abstractmethod
-    def from_url(cls, url: str, **options: Any) -> Transport:
+    def from_url(cls, url: str, **options: Unpack[TransportOptions]) -> Transport:
         """Build the transport for ``url``.
 
         ``options`` are the keyword arguments the composition root passes to
