@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Any
 
-from sqlalchemy import Engine, Executable, Row
+from sqlalchemy import CursorResult, Engine, Executable, Row
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
@@ -27,6 +27,13 @@ def map_db_error(exc: SQLAlchemyError) -> StoreError | ConflictError:
         return ConflictError(f"conflicting write: {exc.orig}")
     orig = exc.orig if isinstance(exc, DBAPIError) else exc
     return StoreError(f"store operation failed: {type(orig).__name__}: {str(orig).strip()[:300]}")
+
+
+def affected_rows(result: object) -> int:
+    """Rows an UPDATE or DELETE matched (SQLAlchemy types ``Session.execute`` as a plain
+    Result, but DML always returns a CursorResult, which counts them)."""
+    assert isinstance(result, CursorResult)
+    return int(result.rowcount)
 
 
 class UnitOfWork:
