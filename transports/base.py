@@ -1,8 +1,10 @@
 """The transport interface: publish durably, and consume with a confirmed subscription.
 
-Adding a transport: subclass :class:`Transport` (and :class:`Consumer`) in
+Adding a transport (the whole recipe, with the layer rules, is in
+docs/architecture.md): subclass :class:`Transport` (and :class:`Consumer`) in
 its own subpackage like ``transports/stomp/``, implement ``from_url`` (mypy
-refuses a subclass without it), parse the URL's host list with
+refuses a subclass without it, and checks its keywords against
+:class:`TransportOptions`), parse the URL's host list with
 ``transports.hosts.parse_hosts`` and retry with ``partition_notify.backoff``,
 map driver errors to the ``partition_notify.errors`` tree at this boundary,
 add the scheme to ``TRANSPORTS`` in ``transports/registry.py`` (imported only
