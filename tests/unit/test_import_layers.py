@@ -157,3 +157,14 @@ def test_every_exception_is_still_needed() -> None:
         path = path.with_suffix(".py") if path.with_suffix(".py").is_file() \
             else path / "__init__.py"
         assert imported in imports_of(path), f"stale exception: {importer} -> {imported}"
+
+
+def test_the_architecture_page_names_every_layer() -> None:
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    table = page.split("## The layers", 1)[1].split("\n\n", 2)[1]
+    for layer, prefixes in LAYERS.items():
+        if layer == "api":
+            continue  # the package itself: its own section
+        shown = [p for p in prefixes if f"`{p.replace('.', '/')}" in table
+                 or f"`{p.rsplit('.', 1)[-1]}" in table]
+        assert shown, f"layer {layer} ({prefixes}) is not in docs/architecture.md's table"
