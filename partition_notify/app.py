@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from partition_notify.settings import Settings, load_settings
 from publisher import Publisher, PublisherConfig
+from publisher.relay import Relay
+from revisions import RevisionManager
+from revisions.datasets import SnapshotDatasets
 from store import Store
 from subscriber import Subscriber
 from subscriber.subscriber import OnGap
@@ -18,10 +22,35 @@ if TYPE_CHECKING:
 
 @dataclass
 class App:
+    """What :func:`build_app` wired; callers take parts from here instead of building them."""
+
     settings: Settings
     store: Store
     transport: Transport
     publisher: Publisher
+    #: Revisions, write transactions and snapshots, on the store's clock.
+    revisions: RevisionManager = field(init=False)
+    #: SNAPSHOT datasets (their Spark side: :class:`writers.snapshot_dataset.SnapshotDataset`).
+    datasets: SnapshotDatasets = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.revisions = RevisionManager(self.store, clock=self.store.clock)
+        self.datasets = SnapshotDatasets(self.revisions)
+
+    @cached_property
+    def relay(self) -> Relay:
+        """The outbox relay ``serve`` runs, configured from the settings."""
+        s = self.settings
+        return Relay(
+            self.store,
+            self.transport,
+            batch_size=s.relay_batch_size,
+            publish_timeout=s.publish_timeout_seconds,
+            lease_seconds=s.relay_lease_seconds,
+            writer_grace_seconds=s.relay_writer_grace_seconds,
+            max_backoff_seconds=s.relay_max_backoff_seconds,
+            max_attempts=s.relay_max_attempts,
+        )
 
     def subscriber(self, on_gap: OnGap | None = None) -> Subscriber:
         return Subscriber(

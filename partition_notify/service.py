@@ -16,10 +16,10 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from partition_notify.app import App
 from partition_notify.errors import PartitionNotifyError
 from partition_notify.metrics import Metrics
-from publisher.relay import Relay
 
 if TYPE_CHECKING:
     from partition_notify.http.server import HttpServer
+    from publisher.relay import Relay
 
 log = logging.getLogger(__name__)
 #: SQLite purge: batches short enough that a writer queued behind one waits
@@ -36,19 +36,9 @@ class Service:
     def __init__(
         self, app: App, metrics: Metrics | None = None, relay: Relay | None = None
     ) -> None:
-        s = app.settings
         self.app = app
         self.metrics = metrics or Metrics()
-        self.relay = relay or Relay(
-            app.store,
-            app.transport,
-            batch_size=s.relay_batch_size,
-            publish_timeout=s.publish_timeout_seconds,
-            lease_seconds=s.relay_lease_seconds,
-            writer_grace_seconds=s.relay_writer_grace_seconds,
-            max_backoff_seconds=s.relay_max_backoff_seconds,
-            max_attempts=s.relay_max_attempts,
-        )
+        self.relay = relay or app.relay
         self.scheduler = BackgroundScheduler(job_defaults={"coalesce": True, "max_instances": 1})
         self.healthy = threading.Event()
         self.metrics.healthy = self.healthy.is_set
@@ -101,6 +91,19 @@ class Service:
             log.info("spark commits picked up: %s", stats,
                      extra={"pn_event": "spark_commit.picked_up"})
 
+    def dataset_expiry_job(self) -> None:
+        """Retention of SNAPSHOT datasets; without Spark, only local paths can be deleted."""
+        from revisions.datasets import LocalFileSystem
+
+        try:
+            removed = self.app.datasets.expire(LocalFileSystem())
+        except PartitionNotifyError as exc:
+            log.warning("SNAPSHOT dataset expiry failed: %s", exc)
+            return
+        if removed:
+            log.info("SNAPSHOT dataset versions expired: %s", removed,
+                     extra={"pn_event": "dataset.expired"})
+
     def health_job(self) -> None:
         try:
             self.app.store.log.max_event_id()
@@ -134,6 +137,13 @@ class Service:
             "interval",
             seconds=s.spark_spool_interval_seconds,
             id="spark-commits",
+            next_run_time=_now(),
+        )
+        self.scheduler.add_job(
+            self.dataset_expiry_job,
+            "interval",
+            seconds=s.dataset_expiry_interval_seconds,
+            id="dataset-expiry",
             next_run_time=_now(),
         )
         self.scheduler.add_job(self.health_job, "interval", seconds=15, id="health")

@@ -67,6 +67,11 @@ class Settings(BaseSettings):
     )
 
     purge_interval_seconds: float = Field(60.0, gt=0)
+    dataset_expiry_interval_seconds: float = Field(
+        3600.0, gt=0,
+        description="serve: remove SNAPSHOT-dataset versions retention lets go, this often "
+        "(local paths; hdfs:// or s3a:// need `dataset expire --spark`)",
+    )
     purge_batch_size: int = Field(5000, gt=0)
     relay_interval_seconds: float = Field(1.0, gt=0)
     relay_batch_size: int = Field(500, gt=0)

@@ -12,7 +12,7 @@ trap cleanup EXIT
 PN_PYTHON="$PWD/.venv/bin/python" bash scripts/services.sh up
 started=1
 eval "$(bash scripts/services.sh env)"
-echo "== ruff" && .venv/bin/ruff check partition_notify store publisher transports subscriber writers integrations
+echo "== ruff" && .venv/bin/ruff check partition_notify store revisions publisher transports subscriber writers integrations
 echo "== mypy --strict" && .venv/bin/mypy
 # Three pytest runs; each runs even if an earlier one failed, and the script
 # fails if any did. The Spark commit protocol needs its jar and settings when

@@ -40,7 +40,7 @@ from writers.target import add_catalog_partitions
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from store.revision_files import RevisionFiles
+    from revisions.files import RevisionFiles
 
 log = logging.getLogger(__name__)
 

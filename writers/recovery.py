@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from partition_notify.errors import ConflictError
 from publisher import Publisher
-from store.revisions import DEFAULT_FAMILY
+from revisions import DEFAULT_FAMILY
 from writers.commit import WriteResult, complete
 from writers.hadoop import HadoopFs
 from writers.layout import ADOPTED, LOCK, MANIFEST, STAGING, Manifest, staging_dir
@@ -35,7 +35,7 @@ from writers.lease import Lease
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from store.revision_files import RevisionFiles
+    from revisions.files import RevisionFiles
 
 log = logging.getLogger(__name__)
 

@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from partition_notify.contract import names
 from partition_notify.errors import ConfigurationError, NotFoundError
-from store import Store
-from store.revision_files import RevisionFiles
-from store.revisions import DEFAULT_FAMILY, RevisionManager, Snapshot
+from revisions import DEFAULT_FAMILY, RevisionManager, Snapshot
+from revisions.files import RevisionFiles
 from writers.hadoop import HadoopFs
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from partition_notify.app import App
 
 
 @dataclass(frozen=True)
@@ -48,17 +49,18 @@ class SnapshotRead:
         return getattr(self.frame, name)
 
 
-def read_snapshot(spark: SparkSession, store: Store, db: str, table: str, *,
+def read_snapshot(spark: SparkSession, app: App, db: str, table: str, *,
                   snapshot: Snapshot | None = None, family: str = DEFAULT_FAMILY,
                   format: str = "parquet", revisions: RevisionManager | None = None,
                   **options: Any) -> SnapshotRead:
     """The rows of ``db.table`` that ``snapshot`` covers (default: the latest snapshot).
 
     Only data written by transactional writes is tracked per revision: a
-    snapshot that covers no file raises :class:`NotFoundError`.
+    snapshot that covers no file raises :class:`NotFoundError`. ``revisions``
+    defaults to ``app.revisions``.
     """
-    info = store.catalog.get_table(names.db_name(db), names.table_name(table))
-    manager = revisions or RevisionManager(store, clock=store.clock)
+    info = app.store.catalog.get_table(names.db_name(db), names.table_name(table))
+    manager = revisions or app.revisions
     if snapshot is None:
         snapshot = manager.create_snapshot(info.qualified)
     if not info.location:

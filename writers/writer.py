@@ -28,10 +28,10 @@ from partition_notify.errors import (
     ValidationError,
 )
 from publisher import Publisher
+from revisions import DEFAULT_FAMILY as DATA_FAMILY
+from revisions import RevisionManager, WriteTransaction
+from revisions.files import RevisionFiles
 from store import TableInfo
-from store.revision_files import RevisionFiles
-from store.revisions import DEFAULT_FAMILY as DATA_FAMILY
-from store.revisions import RevisionManager, WriteTransaction
 from writers.commit import WriteResult, canonical_set_done, complete
 from writers.hadoop import HadoopFs
 from writers.layout import (
@@ -70,7 +70,9 @@ class HasPublisher(Protocol):
 class NotifyingWriter:
     """Writes DataFrames to one partitioned table and announces what each write created.
 
-    ``target`` is an :class:`~partition_notify.app.App` or a :class:`Publisher`.
+    ``target`` is an :class:`~partition_notify.app.App` or a :class:`Publisher`;
+    writes are transactions of ``app.revisions`` (with a bare Publisher, pass
+    ``revisions=`` or ``transactional=False``).
     The table is either a *path table*, registered in partition-notify with its
     partition keys and location (pass ``partition_keys`` and ``location`` to
     register it), or a *Spark catalog table* (``catalog_table=``, e.g.
@@ -104,9 +106,15 @@ class NotifyingWriter:
         self.lease_seconds = lease_seconds
         #: With a revision manager every write is a write transaction:
         #: its partitions and messages carry the revision, a failed write aborts it.
-        self.revisions = revisions
+        #: An App brings its own (``app.revisions``); with a bare Publisher pass ``revisions=``.
         if revisions is None and transactional:
-            self.revisions = RevisionManager(publisher.store)
+            revisions = getattr(target, "revisions", None)
+            if not isinstance(revisions, RevisionManager):
+                raise ConfigurationError(
+                    "a transactional NotifyingWriter needs an App, or a Publisher with "
+                    "revisions=app.revisions (or transactional=False)"
+                )
+        self.revisions = revisions
         #: Keep-alive of each write transaction (default: the manager's); a heartbeat
         #: renews it every third of that from begin to commit, however long Spark runs.
         self.keep_alive_seconds = keep_alive_seconds

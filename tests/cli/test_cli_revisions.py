@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
+from partition_notify.app import build_app
 from partition_notify.cli import EXIT_ERROR, EXIT_USAGE, build_parser, main
+from revisions import RevisionManager, Snapshot
 from store import Store
-from store.revisions import RevisionManager, Snapshot
 from tests.revisions.conftest import FakeClock
 from writers.snapshot_dataset import SnapshotDataset
 
@@ -198,17 +199,14 @@ def test_needs_no_broker(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _versions(store_url: str, name: str, n: int, files: bool) -> None:
     """``n`` committed runs; their directories hold a file when ``files``."""
-    store = Store.open(store_url)
-    try:
-        ds = SnapshotDataset.open(store, name)
+    with build_app(store_url=store_url, transport_url="embedded://") as app:
+        ds = SnapshotDataset.open(app.datasets, name)  # no announcements
         for _ in range(n):
             run = ds.start()
             if files:
                 Path(run.path).mkdir(parents=True)
                 (Path(run.path) / "part-00000.parquet").write_bytes(b"PAR1")
             run.commit()
-    finally:
-        store.close()
 
 
 def test_dataset_define_versions_and_expire(cli: Cli, sqlite_url: str, tmp_path: Path) -> None:

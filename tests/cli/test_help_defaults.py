@@ -19,7 +19,7 @@ from partition_notify.cli import build_parser
 from partition_notify.settings import Settings
 from publisher import relay as relay_module
 from publisher.relay import Relay
-from store.revisions import DEFAULT_KEEP_ALIVE_SECONDS
+from revisions import DEFAULT_KEEP_ALIVE_SECONDS
 
 ROOT = Path(__file__).resolve().parents[2]
 NUMBER = re.compile(r"(?<![\w.=])\d[\d,_]*(?:\.\d+)?(?![\w.])")

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from revisions import RevisionManager
+from revisions.datasets import SnapshotDatasets
 from store import Store
-from store.revisions import RevisionManager
 from tests.conftest import require
 
 
@@ -42,6 +43,12 @@ def store(store_url: str, clock: FakeClock) -> Iterator[Store]:
 @pytest.fixture
 def rm(store: Store, clock: FakeClock) -> RevisionManager:
     return RevisionManager(store, clock=clock)
+
+
+@pytest.fixture
+def datasets(rm: RevisionManager) -> SnapshotDatasets:
+    """SNAPSHOT datasets over ``rm`` (what ``app.datasets`` is, on the test's clock)."""
+    return SnapshotDatasets(rm)
 
 
 @pytest.fixture(scope="session")

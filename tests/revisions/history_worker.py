@@ -18,8 +18,8 @@ MAX_OPEN = 4
 
 
 def run(url: str, proc: int, transactions: int, out_path: str, seed: int, barrier: Any) -> None:
+    from revisions import RevisionManager
     from store.engine import make_engine
-    from store.revisions import RevisionManager
 
     engine = make_engine(url)
     rm = RevisionManager(engine)

@@ -17,7 +17,7 @@ def main(url: str, name: str) -> None:
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType
 
-    from store import Store
+    from partition_notify.app import build_app
     from writers.snapshot_dataset import SnapshotDataset
 
     spark = (
@@ -33,8 +33,8 @@ def main(url: str, name: str) -> None:
             os.kill(driver, signal.SIGKILL)
         return x
 
-    store = Store.open(url)
-    ds = SnapshotDataset.open(store, name, keep_alive_seconds=60)
+    app = build_app(store_url=url, transport_url="embedded://")
+    ds = SnapshotDataset.open(app, name, keep_alive_seconds=60)
     df = spark.range(0, 200, numPartitions=2).select(
         F.udf(boom, LongType())("id").alias("key"), F.lit("doomed").alias("value")
     )

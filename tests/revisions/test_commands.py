@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from partition_notify import cli_rev_commands as cmd
 from partition_notify.errors import ConflictError, NotFoundError
+from revisions import RevisionManager
+from revisions.datasets import SnapshotDatasets
 from store import Store
-from store import revision_commands as cmd
-from store.revisions import RevisionManager
 from tests.revisions.conftest import FakeClock
-from writers.snapshot_dataset import SnapshotDataset, describe_dataset
 
 
 def test_transaction_begun_by_one_command_is_finished_by_another(
@@ -43,9 +43,9 @@ def test_transaction_begun_by_one_command_is_finished_by_another(
     assert cmd.tables(other) == ["db.t"]
 
 
-def test_describe_dataset(store: Store, tmp_path: Path) -> None:
-    SnapshotDataset.define(store, "db.snap", str(tmp_path / "s"), ttl_seconds=60, min_versions=3)
-    d = describe_dataset(store, "db.snap")
+def test_describe_dataset(datasets: SnapshotDatasets, tmp_path: Path) -> None:
+    datasets.define("db.snap", str(tmp_path / "s"), ttl_seconds=60, min_versions=3)
+    d = datasets.describe("db.snap")
     assert d == {
         "dataset": "db.snap",
         "location": str(tmp_path / "s"),
@@ -55,21 +55,5 @@ def test_describe_dataset(store: Store, tmp_path: Path) -> None:
         "versions": [],
     }
     with pytest.raises(NotFoundError):
-        describe_dataset(store, "db.none")
+        datasets.describe("db.none")
 
-
-def test_schedule_expiry_adds_a_job_that_expires(store: Store, tmp_path: Path) -> None:
-    from apscheduler.schedulers.background import BackgroundScheduler
-
-    from writers.snapshot_dataset import schedule_expiry
-
-    ds = SnapshotDataset.define(store, "db.snap", str(tmp_path / "s"))
-    stale = ds.start()
-    Path(stale.path).mkdir(parents=True)
-    stale.abort("source unavailable")
-    scheduler = BackgroundScheduler()
-    job = schedule_expiry(scheduler, store, interval_seconds=600)
-    assert job.id == "snapshot-dataset-expiry" and job.trigger.interval.total_seconds() == 600
-    # Run what the scheduler would run: the failed run's row goes.
-    assert job.func(**job.kwargs) == [("db.snap", stale.version)]
-    assert describe_dataset(store, "db.snap")["versions"] == []

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from partition_notify.errors import ConflictError
+from revisions import RevisionManager, snapshot_partitions
+from revisions.files import RevisionFiles
 from store import Store
-from store.revision_files import RevisionFiles
-from store.revisions import RevisionManager, snapshot_partitions
 from tests.revisions.conftest import FakeClock
 
 T = "sales.orders"

@@ -12,9 +12,9 @@ from collections import defaultdict
 import pytest
 
 from partition_notify.errors import ConflictError, NotFoundError, StoreError, ValidationError
+from revisions import RevisionManager, Snapshot, WriteTransaction
+from revisions.schema import RevisionTxnRow
 from store import Store
-from store.revision_schema import RevisionTxnRow
-from store.revisions import RevisionManager, Snapshot, WriteTransaction
 from tests.revisions.conftest import FakeClock
 
 T = "news.articles"

@@ -19,17 +19,9 @@ from partition_notify.errors import (
     NotFoundError,
     ValidationError,
 )
-from store import Store
-from store.revisions import RevisionManager
+from revisions.datasets import COMPLETE, FAILED, WRITING, SnapshotDatasets
 from tests.revisions.conftest import FakeClock
-from writers.snapshot_dataset import (
-    COMPLETE,
-    FAILED,
-    WRITING,
-    SnapshotDataset,
-    dataset_versions,
-    expire_versions,
-)
+from writers.snapshot_dataset import SnapshotDataset, expire_versions
 
 pytestmark = pytest.mark.spark
 NAME = "warehouse.customers"
@@ -44,8 +36,8 @@ def frame(spark: Any, data: dict[str, int]) -> Any:
 
 
 @pytest.fixture
-def ds(store: Store, tmp_path: Path) -> SnapshotDataset:
-    return SnapshotDataset.define(store, NAME, str(tmp_path / "customers"), min_versions=2)
+def ds(datasets: SnapshotDatasets, tmp_path: Path) -> SnapshotDataset:
+    return SnapshotDataset.define(datasets, NAME, str(tmp_path / "customers"), min_versions=2)
 
 
 def test_seed_example_reads_back_exactly(spark: Any, ds: SnapshotDataset) -> None:
@@ -76,7 +68,7 @@ def test_readers_see_the_old_version_until_the_commit(spark: Any, ds: SnapshotDa
 
 
 def test_failing_spark_job_leaves_the_pointer_and_no_files(
-    spark: Any, ds: SnapshotDataset, store: Store
+    spark: Any, ds: SnapshotDataset, datasets: SnapshotDatasets
 ) -> None:
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType
@@ -96,15 +88,15 @@ def test_failing_spark_job_leaves_the_pointer_and_no_files(
 
     assert ds.current_version() == good.version
     assert rows(ds.read(spark)) == {"x": 1}
-    failed = [v for v in dataset_versions(store, NAME) if v.state == FAILED]
+    failed = [v for v in datasets.versions(NAME) if v.state == FAILED]
     assert len(failed) == 1 and "corrupt" in (failed[0].error or "")
     assert not Path(failed[0].path).exists()
-    snap = RevisionManager(store, clock=store.clock).create_snapshot(NAME)
+    snap = datasets.revisions.create_snapshot(NAME)
     assert failed[0].version in snap.aborted
 
 
 def test_killed_writer_leaves_readers_on_the_old_version(
-    spark: Any, ds: SnapshotDataset, store: Store, store_url: str, clock: FakeClock
+    spark: Any, ds: SnapshotDataset, datasets: SnapshotDatasets, store_url: str, clock: FakeClock
 ) -> None:
     good = ds.write(frame(spark, {"x": 1, "y": 2}))
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
@@ -129,16 +121,16 @@ def test_killed_writer_leaves_readers_on_the_old_version(
     assert ds.current_version() == good.version
     assert rows(ds.read(spark)) == {"x": 1, "y": 2}
     assert Path(path).exists(), "the killed job should have left partial files"
-    states = {v.version: v.state for v in dataset_versions(store, NAME)}
+    states = {v.version: v.state for v in datasets.versions(NAME)}
     assert states[int(version)] == WRITING
 
     # Its transaction is still within its keep-alive: retention leaves it alone...
     clock.now = time.time()
-    assert expire_versions(store, spark=spark) == []
+    assert expire_versions(datasets, spark=spark) == []
     assert Path(path).exists()
     # ...and removes it once the transaction has expired (counts as aborted).
     clock.now = time.time() + 61
-    assert expire_versions(store, spark=spark) == [(NAME, int(version))]
+    assert expire_versions(datasets, spark=spark) == [(NAME, int(version))]
     assert not Path(path).exists()
     assert rows(ds.read(spark)) == {"x": 1, "y": 2}
 
@@ -154,51 +146,55 @@ def test_a_late_run_never_moves_the_pointer_back(spark: Any, ds: SnapshotDataset
 
 
 def test_retention_keeps_min_versions_even_after_the_ttl(
-    spark: Any, store: Store, tmp_path: Path, clock: FakeClock
+    spark: Any, datasets: SnapshotDatasets, tmp_path: Path, clock: FakeClock
 ) -> None:
-    ds = SnapshotDataset.define(store, NAME, str(tmp_path / "d"), ttl_seconds=100, min_versions=2)
+    ds = SnapshotDataset.define(datasets, NAME, str(tmp_path / "d"), ttl_seconds=100,
+                                min_versions=2)
     written = []
     for i in range(4):
         written.append(ds.write(frame(spark, {"k": i})))
         clock.advance(1000)
     v = [w.version for w in written]
     # Everything is far past the TTL: only the newest two survive.
-    assert sorted(expire_versions(store, spark=spark)) == [(NAME, v[0]), (NAME, v[1])]
+    assert sorted(expire_versions(datasets, spark=spark)) == [(NAME, v[0]), (NAME, v[1])]
     assert [x.version for x in ds.versions()] == [v[3], v[2]]
     assert not Path(written[0].path).exists() and not Path(written[1].path).exists()
     assert rows(ds.read(spark, version=v[2])) == {"k": 2}
 
     # The runs stop for a long time: TTL alone would empty the dataset; min_versions won't.
     clock.advance(10 * 365 * 86400)
-    assert expire_versions(store, spark=spark) == []
+    assert expire_versions(datasets, spark=spark) == []
     assert rows(ds.read(spark)) == {"k": 3}
 
 
 def test_ttl_keeps_recently_superseded_versions(
-    spark: Any, store: Store, tmp_path: Path, clock: FakeClock
+    spark: Any, datasets: SnapshotDatasets, tmp_path: Path, clock: FakeClock
 ) -> None:
-    ds = SnapshotDataset.define(store, NAME, str(tmp_path / "d"), ttl_seconds=100, min_versions=1)
+    ds = SnapshotDataset.define(datasets, NAME, str(tmp_path / "d"), ttl_seconds=100,
+                                min_versions=1)
     a = ds.write(frame(spark, {"k": 1}))
     clock.advance(1000)
     b = ds.write(frame(spark, {"k": 2}))  # supersedes a now: a's grace starts here
     clock.advance(50)
-    assert expire_versions(store, spark=spark) == []
+    assert expire_versions(datasets, spark=spark) == []
     assert rows(ds.read(spark, version=a.version)) == {"k": 1}  # a reader still on a is safe
     clock.advance(51)
-    assert expire_versions(store, spark=spark) == [(NAME, a.version)]
+    assert expire_versions(datasets, spark=spark) == [(NAME, a.version)]
     assert [x.version for x in ds.versions()] == [b.version]
 
 
-def test_without_ttl_only_min_versions_are_kept(spark: Any, store: Store, tmp_path: Path) -> None:
-    ds = SnapshotDataset.define(store, NAME, str(tmp_path / "d"), min_versions=1)
+def test_without_ttl_only_min_versions_are_kept(
+    spark: Any, datasets: SnapshotDatasets, tmp_path: Path
+) -> None:
+    ds = SnapshotDataset.define(datasets, NAME, str(tmp_path / "d"), min_versions=1)
     a = ds.write(frame(spark, {"k": 1}))
     b = ds.write(frame(spark, {"k": 2}))
-    assert expire_versions(store) == [(NAME, a.version)]  # local paths: no Spark needed
+    assert expire_versions(datasets) == [(NAME, a.version)]  # local paths: no Spark needed
     assert [x.version for x in ds.versions()] == [b.version]
 
 
 def test_new_version_is_announced(spark: Any, app: Any, tmp_path: Path) -> None:
-    ds = SnapshotDataset.define(app.store, NAME, str(tmp_path / "d"), publisher=app.publisher)
+    ds = SnapshotDataset.define(app, NAME, str(tmp_path / "d"))  # announces through app
     ds.register()
     v1 = ds.write(frame(spark, {"x": 1}))
     v2 = ds.write(frame(spark, {"x": 2}))
@@ -214,21 +210,21 @@ def test_new_version_is_announced(spark: Any, app: Any, tmp_path: Path) -> None:
     assert done.revision == v2.version
 
 
-def test_register_without_a_publisher_says_so(store: Store, tmp_path: Path) -> None:
-    ds = SnapshotDataset.define(store, NAME, str(tmp_path / "d"))
+def test_register_without_a_publisher_says_so(datasets: SnapshotDatasets, tmp_path: Path) -> None:
+    ds = SnapshotDataset.define(datasets, NAME, str(tmp_path / "d"))
     with pytest.raises(ConfigurationError, match="publisher="):
         ds.register()
 
 
-def test_definition_rules(store: Store, tmp_path: Path) -> None:
-    SnapshotDataset.define(store, NAME, str(tmp_path / "a"))
+def test_definition_rules(datasets: SnapshotDatasets, tmp_path: Path) -> None:
+    SnapshotDataset.define(datasets, NAME, str(tmp_path / "a"))
     with pytest.raises(ConflictError, match="cannot move"):
-        SnapshotDataset.define(store, NAME, str(tmp_path / "b"))
+        SnapshotDataset.define(datasets, NAME, str(tmp_path / "b"))
     with pytest.raises(ValidationError, match="min_versions"):
-        SnapshotDataset.define(store, NAME, str(tmp_path / "a"), ttl_seconds=10, min_versions=0)
+        SnapshotDataset.define(datasets, NAME, str(tmp_path / "a"), ttl_seconds=10, min_versions=0)
     with pytest.raises(ValidationError, match="ttl_seconds"):
-        SnapshotDataset.define(store, NAME, str(tmp_path / "a"), ttl_seconds=-1)
+        SnapshotDataset.define(datasets, NAME, str(tmp_path / "a"), ttl_seconds=-1)
     with pytest.raises(NotFoundError, match="not defined"):
-        SnapshotDataset.open(store, "warehouse.other")
+        SnapshotDataset.open(datasets, "warehouse.other")
     with pytest.raises(NotFoundError, match="no complete version"):
-        SnapshotDataset.open(store, NAME).resolve()
+        SnapshotDataset.open(datasets, NAME).resolve()

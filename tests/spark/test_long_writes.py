@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from partition_notify.contract import AddPartitionMessage, SetDoneMessage
-from store.revisions import RevisionManager
+from revisions import RevisionManager
 from tests.faults.support import tally
 from tests.spark.conftest import Collector
 from tests.spark.test_writers import frame, path_writer, rows_for
@@ -62,7 +62,7 @@ def test_a_write_longer_than_the_keep_alive_succeeds_and_is_covered(spark, spark
     snap = revisions.create_snapshot("sales.orders")
     assert snap.includes(revision, "data"), f"revision {revision} committed: {snap}"
     assert revisions.running_transactions("sales.orders") == []
-    covered = read_snapshot(spark, spark_app.store, "sales", "orders", snapshot=snap)
+    covered = read_snapshot(spark, spark_app, "sales", "orders", snapshot=snap)
     assert covered.frame.count() == len(rows), "the snapshot covers the write's data"
     adds = [m for m in messages if isinstance(m, AddPartitionMessage)]
     assert len(adds) == 2 and isinstance(messages[-1], SetDoneMessage)
@@ -112,7 +112,7 @@ def test_a_write_whose_revision_expired_while_publishing_still_succeeds(spark, s
     """The heartbeat could not help (say the database was away longer than the
     keep-alive): the write published, so it succeeds at a new committed revision."""
     from publisher import Publisher
-    from store.revisions import snapshot_partitions
+    from revisions import snapshot_partitions
     from tests.revisions.conftest import FakeClock
 
     clock = FakeClock(time.time())
@@ -135,7 +135,7 @@ def test_a_write_whose_revision_expired_while_publishing_still_succeeds(spark, s
     info = spark_app.publisher.table("sales", "orders")
     assert {p.revision for p in snapshot_partitions(spark_app.store, info, snap)} == {
         result.revision}
-    covered = read_snapshot(spark, spark_app.store, "sales", "orders", snapshot=snap,
+    covered = read_snapshot(spark, spark_app, "sales", "orders", snapshot=snap,
                             revisions=revisions)
     assert covered.frame.count() == 6
     assert keep_alive_threads() == []

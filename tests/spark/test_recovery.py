@@ -29,6 +29,7 @@ class StoreDownPublisher(Publisher):
     def __init__(self, app: Any, *, fail: set[str]) -> None:
         super().__init__(app.store, app.transport, app.publisher.config)
         self.fail = fail
+        self.app = app
 
     def announce_partitions(self, *a: Any, **kw: Any) -> list[AddPartitionMessage]:
         if "announce" in self.fail:
@@ -46,6 +47,8 @@ def location(tmp_path: Path) -> str:
 
 
 def writer_for(publisher: Any, tmp_path: Path, **kw: Any) -> NotifyingWriter:
+    if isinstance(publisher, StoreDownPublisher):  # a bare Publisher: revisions explicitly
+        kw.setdefault("revisions", publisher.app.revisions)
     return NotifyingWriter(publisher, "sales", "orders", partition_keys=KEYS,
                            location=location(tmp_path), **kw)
 
@@ -119,13 +122,11 @@ def test_never_committed_staging_is_deleted_and_nothing_announced(spark, spark_a
 def _snapshot_rows(spark: Any, app: Any, snap: Any) -> int:
     from writers.snapshot_read import read_snapshot
 
-    return int(read_snapshot(spark, app.store, "sales", "orders", snapshot=snap).frame.count())
+    return int(read_snapshot(spark, app, "sales", "orders", snapshot=snap).frame.count())
 
 
 def test_recovery_commits_the_live_revision_it_announced_under(spark, spark_app, tmp_path):
-    from store.revisions import RevisionManager
-
-    rm = RevisionManager(spark_app.store)
+    rm = spark_app.revisions
     broken = writer_for(StoreDownPublisher(spark_app, fail={"announce"}), tmp_path, revisions=rm)
     with pytest.raises(CommitIncompleteError):
         broken.write(frame(spark, rows_for(["20110228"], ["us", "eu"])))
@@ -140,7 +141,7 @@ def test_recovery_commits_the_live_revision_it_announced_under(spark, spark_app,
 
 
 def test_recovery_after_the_revision_expired_commits_a_new_one(spark, spark_app, tmp_path):
-    from store.revisions import RevisionManager, snapshot_partitions
+    from revisions import RevisionManager, snapshot_partitions
     from tests.revisions.conftest import FakeClock
 
     clock = FakeClock(time.time())
@@ -167,7 +168,7 @@ def test_recovery_after_the_revision_expired_commits_a_new_one(spark, spark_app,
 
 def test_a_recovery_that_fails_is_continued_under_the_revision_it_adopted(spark, spark_app,
                                                                           tmp_path):
-    from store.revisions import RevisionManager
+    from revisions import RevisionManager
     from tests.revisions.conftest import FakeClock
 
     clock = FakeClock(time.time())

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from store.revisions import RevisionManager
 from tests.spark.test_writers import frame, path_writer, rows_for
 from writers.snapshot_read import read_snapshot
 
@@ -14,7 +13,7 @@ def _rows(df):
 
 
 def test_writes_carry_revisions_and_snapshot_reads_repeat(spark, spark_app, tmp_path):
-    revisions = RevisionManager(spark_app.store)
+    revisions = spark_app.revisions
     writer = path_writer(spark_app, tmp_path, revisions=revisions)
 
     first = writer.write(frame(spark, rows_for(["20110228"], ["us", "eu"])))
@@ -22,15 +21,15 @@ def test_writes_carry_revisions_and_snapshot_reads_repeat(spark, spark_app, tmp_
     assert first.announced[0].revision is not None
 
     snap = revisions.create_snapshot("sales.orders")
-    before = _rows(read_snapshot(spark, spark_app.store, "sales", "orders", snapshot=snap))
+    before = _rows(read_snapshot(spark, spark_app, "sales", "orders", snapshot=snap))
     assert {r[1:] for r in before} == {("20110228", "us"), ("20110228", "eu")}
 
     second = writer.write(frame(spark, rows_for(["20110301"], ["us"])))
     assert second.announced[0].revision > first.announced[0].revision
 
-    again = _rows(read_snapshot(spark, spark_app.store, "sales", "orders", snapshot=snap))
+    again = _rows(read_snapshot(spark, spark_app, "sales", "orders", snapshot=snap))
     assert again == before, "the same snapshot reads the same rows after a later commit"
-    latest = read_snapshot(spark, spark_app.store, "sales", "orders")
+    latest = read_snapshot(spark, spark_app, "sales", "orders")
     assert {r[1:] for r in _rows(latest)} == {("20110228", "us"), ("20110228", "eu"),
                                               ("20110301", "us")}
 
@@ -38,7 +37,7 @@ def test_writes_carry_revisions_and_snapshot_reads_repeat(spark, spark_app, tmp_
 def test_a_failed_write_aborts_its_revision(spark, spark_app, tmp_path):
     from pyspark.sql import functions as F
 
-    revisions = RevisionManager(spark_app.store)
+    revisions = spark_app.revisions
     writer = path_writer(spark_app, tmp_path, revisions=revisions)
     ok = writer.write(frame(spark, rows_for(["20110228"], ["us"])))
 
@@ -54,7 +53,7 @@ def test_a_failed_write_aborts_its_revision(spark, spark_app, tmp_path):
     snap = revisions.create_snapshot("sales.orders")
     assert snap.revision("data") > ok.announced[0].revision, "the failed revision was used"
     assert snap.aborted, "the failed write's revision is recorded as aborted"
-    assert {r[1:] for r in _rows(read_snapshot(spark, spark_app.store, "sales", "orders",
+    assert {r[1:] for r in _rows(read_snapshot(spark, spark_app, "sales", "orders",
                                                snapshot=snap))} == {("20110228", "us")}
 
 
@@ -64,33 +63,33 @@ def _count(read) -> int:
 
 def test_a_snapshot_returns_the_same_rows_after_an_append_into_its_partition(
         spark, spark_app, tmp_path):
-    revisions = RevisionManager(spark_app.store)
+    revisions = spark_app.revisions
     writer = path_writer(spark_app, tmp_path, revisions=revisions)
     writer.write(frame(spark, rows_for(["20110228"], ["us"])))
     snap = revisions.create_snapshot("sales.orders")
-    assert _count(read_snapshot(spark, spark_app.store, "sales", "orders", snapshot=snap)) == 3
+    assert _count(read_snapshot(spark, spark_app, "sales", "orders", snapshot=snap)) == 3
 
     again = writer.write(frame(spark, rows_for(["20110228"], ["us"])))
     assert again.announced == [], "an append into a known partition is not announced"
-    assert _count(read_snapshot(spark, spark_app.store, "sales", "orders", snapshot=snap)) == 3
-    assert _count(read_snapshot(spark, spark_app.store, "sales", "orders")) == 6
+    assert _count(read_snapshot(spark, spark_app, "sales", "orders", snapshot=snap)) == 3
+    assert _count(read_snapshot(spark, spark_app, "sales", "orders")) == 6
 
 
 def test_a_snapshot_returns_the_same_rows_after_an_overwrite_of_its_partition(
         spark, spark_app, tmp_path):
-    revisions = RevisionManager(spark_app.store)
+    revisions = spark_app.revisions
     writer = path_writer(spark_app, tmp_path, revisions=revisions)
     writer.write(frame(spark, rows_for(["20110228"], ["us", "eu"])))
     snap = revisions.create_snapshot("sales.orders")
-    before = _rows(read_snapshot(spark, spark_app.store, "sales", "orders",
+    before = _rows(read_snapshot(spark, spark_app, "sales", "orders",
                                  snapshot=snap).frame)
     assert len(before) == 6
 
     writer.write(frame(spark, rows_for(["20110228"], ["us"], per=1)), mode="overwrite")
-    again = read_snapshot(spark, spark_app.store, "sales", "orders", snapshot=snap)
+    again = read_snapshot(spark, spark_app, "sales", "orders", snapshot=snap)
     assert _rows(again.frame) == before, "3 rows of us stay 3 rows"
     assert again.snapshot == snap and any("/_pn_retired/" in f for f in again.files)
-    latest = read_snapshot(spark, spark_app.store, "sales", "orders")
+    latest = read_snapshot(spark, spark_app, "sales", "orders")
     assert _count(latest) == 1 + 3
     # Plain readers of the table directory see only the new data.
     table = str(tmp_path / "warehouse" / "orders")

@@ -22,10 +22,10 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
 from partition_notify.errors import ConflictError, NotFoundError
-from store.revision_file_repositories import RevisionFileUnitOfWork
-from store.revision_file_schema import RevisionFileRow, RevisionReplacementRow
-from store.revision_schema import ABORTED
-from store.revisions import DEFAULT_FAMILY, RevisionManager, Snapshot, WriteTransaction
+from revisions.manager import RevisionManager
+from revisions.model import DEFAULT_FAMILY, Snapshot, WriteTransaction
+from revisions.repositories import RevisionUnitOfWork
+from revisions.schema import ABORTED, RevisionFileRow, RevisionReplacementRow
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +38,8 @@ class RevisionFiles:
     def __init__(self, manager: RevisionManager) -> None:
         self.manager = manager
 
-    def _uow(self, *, write: bool) -> RevisionFileUnitOfWork:
-        return RevisionFileUnitOfWork(self.manager.engine, write=write)
+    def _uow(self, *, write: bool) -> RevisionUnitOfWork:
+        return RevisionUnitOfWork(self.manager.engine, write=write)
 
     # -- files ------------------------------------------------------------------
     def record(self, table: str, revision: int, write_id: str,

@@ -13,150 +13,50 @@ Everything lives in the store (``pn_revision_*``), so it survives restarts
 and is shared by every process using the same database. Every state change
 of a table locks that table's counter row first, which serialises them.
 
-Expiry, as the seed decided, is lazy and needs no timer thread: a running
+Expiry is lazy by design and needs no timer thread: a running
 transaction whose keep-alive has run out counts as aborted from that moment
 on. ``create_snapshot`` skips it (listing it as aborted); the next
 ``begin_write_transaction`` (or abort) of the table records it as aborted;
 ``commit``/``keep_alive`` refuse it. Expiry compares the callers' clocks
 with the stored deadline, so hosts must agree on the time to well within a
-keep-alive period. Like the seed, an aborted transaction's data is not
+keep-alive period. An aborted transaction's data is not
 rolled back: readers exclude it through ``Snapshot.aborted``.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from sqlalchemy import Engine
 
 from partition_notify.errors import ConflictError, NotFoundError, ValidationError
-from store.revision_repositories import RevisionUnitOfWork
-from store.revision_schema import (
-    ABORTED,
-    MAX_FAMILY_CHARS,
-    MAX_TABLE_CHARS,
-    RUNNING,
-    RevisionTxnRow,
+from revisions.model import (
+    DEFAULT_FAMILY,
+    DEFAULT_KEEP_ALIVE_SECONDS,
+    Clock,
+    Snapshot,
+    WriteTransaction,
+    family_names,
+    keep_alive_seconds,
+    table_name,
 )
+from revisions.repositories import RevisionUnitOfWork
+from revisions.schema import ABORTED, RUNNING, RevisionTxnRow
 
 if TYPE_CHECKING:
     from store.provider import PartitionInfo, Store, TableInfo
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], float]
-
-#: The family of writers that do not split a table into column families.
-DEFAULT_FAMILY = "data"
-#: Keep-alive of a transaction begun without one, in seconds.
-DEFAULT_KEEP_ALIVE_SECONDS = 600.0
-
 
 class _HasEngine(Protocol):
     @property
     def engine(self) -> Engine: ...
-
-
-@dataclass(frozen=True, slots=True)
-class WriteTransaction:
-    """A running write transaction: tag everything written with ``revision``."""
-
-    table: str
-    revision: int
-    families: tuple[str, ...]
-    keep_alive: float
-    started_at: float
-    expires_at: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "table": self.table,
-            "revision": self.revision,
-            "families": list(self.families),
-            "keepAlive": self.keep_alive,
-            "startedAt": self.started_at,
-            "expiresAt": self.expires_at,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> WriteTransaction:
-        """Rebuild a transaction handed over as JSON (e.g. to another process)."""
-        try:
-            return cls(
-                str(data["table"]),
-                int(data["revision"]),
-                tuple(str(f) for f in data["families"]),
-                float(data["keepAlive"]),
-                float(data["startedAt"]),
-                float(data["expiresAt"]),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValidationError(f"not a write transaction: {exc!r} in {dict(data)!r}") from exc
-
-    @classmethod
-    def _of(cls, row: RevisionTxnRow) -> WriteTransaction:
-        return cls(
-            row.table_name,
-            int(row.revision),
-            tuple(row.families),
-            float(row.keep_alive_seconds),
-            float(row.started_at),
-            float(row.expires_at),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """A repeatable view of a table: one revision per family, minus the aborted ones."""
-
-    table: str
-    revisions: Mapping[str, int]
-    latest_revision: int
-    aborted: frozenset[int] = field(default_factory=frozenset)
-
-    def revision(self, family: str) -> int:
-        """Highest revision of ``family`` this snapshot covers.
-
-        A family no transaction had declared when the snapshot was taken has
-        nothing running, so it gets :attr:`latest_revision`.
-        """
-        return self.revisions.get(family, self.latest_revision)
-
-    def includes(self, revision: int, family: str) -> bool:
-        """Whether data written at ``revision`` to ``family`` is part of this snapshot."""
-        return revision <= self.revision(family) and revision not in self.aborted
-
-    def visible(self, revisions: Iterable[int], family: str) -> list[int]:
-        return [r for r in revisions if self.includes(r, family)]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "table": self.table,
-            "revisions": dict(sorted(self.revisions.items())),
-            "latestRevision": self.latest_revision,
-            "aborted": sorted(self.aborted),
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Snapshot:
-        """Rebuild a snapshot passed to a job as JSON, so every task reads the same view."""
-        try:
-            return cls(
-                str(data["table"]),
-                {str(k): int(v) for k, v in dict(data["revisions"]).items()},
-                int(data["latestRevision"]),
-                frozenset(int(r) for r in data.get("aborted", ())),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValidationError(f"not a snapshot: {exc!r} in {dict(data)!r}") from exc
-
 
 class RevisionManager:
     """Revisions, write transactions and snapshots of tables, kept in the SQL store.
@@ -164,7 +64,7 @@ class RevisionManager:
     ``store`` is a :class:`store.Store` (or anything with an ``engine``) or a
     SQLAlchemy engine whose database has been migrated. Table names are free
     strings (``"db.table"`` by convention): the manager does not require the
-    table to be registered for notifications, as the seed keeps it
+    table to be registered for notifications, keeping it
     independent of the catalogue.
     """
 
@@ -177,7 +77,7 @@ class RevisionManager:
     ) -> None:
         self.engine: Engine = store if isinstance(store, Engine) else store.engine
         self.clock = clock
-        self.default_keep_alive = _keep_alive(default_keep_alive)
+        self.default_keep_alive = keep_alive_seconds(default_keep_alive)
         # A snapshot is several reads that must agree with each other.
         self._read_engine = (
             self.engine.execution_options(isolation_level="REPEATABLE READ")
@@ -209,7 +109,7 @@ class RevisionManager:
         """:meth:`begin_write_transaction` inside the caller's unit of work."""
         name = table_name(table)
         fams = family_names(families, table=name)
-        seconds = self.default_keep_alive if keep_alive is None else _keep_alive(keep_alive)
+        seconds = self.default_keep_alive if keep_alive is None else keep_alive_seconds(keep_alive)
         now = self.clock()
         last = uow.revisions.lock_table(name, now, create=True)
         assert last is not None
@@ -286,7 +186,7 @@ class RevisionManager:
 
     def keep_alive(self, tx: WriteTransaction, seconds: float | None = None) -> WriteTransaction:
         """Push ``tx``'s expiry to now + ``seconds`` (default: its own keep-alive)."""
-        extend = None if seconds is None else _keep_alive(seconds)
+        extend = None if seconds is None else keep_alive_seconds(seconds)
         with self._write() as uow:
             now = self.clock()
             row = self._locked_txn(uow, tx)
@@ -476,55 +376,4 @@ def snapshot_partitions(
     ]
 
 
-def table_name(table: object) -> str:
-    if not isinstance(table, str) or not table or table != table.strip():
-        raise ValidationError(
-            f"table name must be a non-empty string without surrounding spaces, got {table!r}"
-        )
-    if len(table) > MAX_TABLE_CHARS:
-        raise ValidationError(
-            f"table name {table[:40]!r}... is {len(table)} characters; at most {MAX_TABLE_CHARS}"
-        )
-    return table
-
-
-def family_names(families: Iterable[str], *, table: str) -> tuple[str, ...]:
-    if isinstance(families, str):
-        raise ValidationError(
-            f"families of table {table} must be a list of names, not the string {families!r}"
-        )
-    out = sorted(set(families))
-    if not out:
-        raise ValidationError(
-            f"a write transaction on table {table} must declare at least one column family"
-        )
-    for f in out:
-        if not isinstance(f, str) or not f or f != f.strip() or len(f) > MAX_FAMILY_CHARS:
-            raise ValidationError(
-                f"family {f!r} of table {table}: expected a non-empty name of "
-                f"at most {MAX_FAMILY_CHARS} characters without surrounding "
-                "spaces"
-            )
-    return tuple(out)
-
-
-def _keep_alive(seconds: object) -> float:
-    if (
-        isinstance(seconds, bool)
-        or not isinstance(seconds, int | float)
-        or not math.isfinite(seconds)
-        or seconds <= 0
-    ):
-        raise ValidationError(f"keep_alive must be a positive number of seconds, got {seconds!r}")
-    return float(seconds)
-
-
-__all__ = [
-    "DEFAULT_FAMILY",
-    "DEFAULT_KEEP_ALIVE_SECONDS",
-    "KeepAlive",
-    "RevisionManager",
-    "Snapshot",
-    "WriteTransaction",
-    "snapshot_partitions",
-]
+__all__ = ["KeepAlive", "RevisionManager", "snapshot_partitions"]

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from store.revisions import RevisionManager, WriteTransaction, table_name
+from revisions import RevisionManager, WriteTransaction
+from revisions.model import table_name
 
 
 def _handle(table: str, revision: int) -> WriteTransaction:

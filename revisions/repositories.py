@@ -1,20 +1,25 @@
-"""Repositories of the revision and SNAPSHOT-dataset tables.
+"""Repositories of the revision, SNAPSHOT-dataset and revision-file tables.
 
-Like :mod:`store.repositories`: each takes a Session and never commits.
+Like :mod:`store.repositories`: each takes a Session and never commits; the
+store's :class:`~store.uow.UnitOfWork` commits. :class:`RevisionUnitOfWork`
+is that unit of work with these repositories added, nothing more.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, exists, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from store.revision_schema import (
+from revisions.schema import (
     ABORTED,
     RUNNING,
     RevisionFamilyRow,
+    RevisionFileRow,
+    RevisionReplacementRow,
     RevisionTableRow,
     RevisionTxnRow,
     SnapshotDatasetRow,
@@ -100,12 +105,10 @@ class RevisionRepository:
         )
         return list(self.session.scalars(stmt))
 
-    def aborted_revisions(self, table: str, up_to: int | None = None) -> list[int]:
+    def aborted_revisions(self, table: str) -> list[int]:
         stmt = select(RevisionTxnRow.revision).where(
             RevisionTxnRow.table_name == table, RevisionTxnRow.state == ABORTED
         )
-        if up_to is not None:
-            stmt = stmt.where(RevisionTxnRow.revision <= up_to)
         return [int(r) for r in self.session.scalars(stmt.order_by(RevisionTxnRow.revision))]
 
     def expire_running(self, table: str, now: float) -> list[int]:
@@ -182,14 +185,109 @@ class SnapshotDatasetRepository:
         )
 
 
+_IN_CHUNK = 500  # keep IN-lists well under SQLite's variable limit
+
+
+def _chunks(items: Sequence[str]) -> Iterable[Sequence[str]]:
+    for i in range(0, len(items), _IN_CHUNK):
+        yield items[i : i + _IN_CHUNK]
+
+
+class RevisionFileRepository:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def has_write(self, table: str, write_id: str) -> bool:
+        stmt = select(
+            exists().where(
+                RevisionFileRow.table_name == table, RevisionFileRow.write_id == write_id
+            )
+        )
+        return bool(self.session.scalar(stmt))
+
+    def add_many(self, rows: list[dict[str, Any]]) -> None:
+        if rows:
+            self.session.execute(insert(RevisionFileRow), rows)
+
+    def retire(self, table: str, partitions: Sequence[str], write_id: str, retired_to: str) -> None:
+        """Files in ``partitions`` (other than ``write_id``'s own) now lie under ``retired_to``."""
+        for chunk in _chunks(partitions):
+            self.session.execute(
+                update(RevisionFileRow)
+                .where(
+                    RevisionFileRow.table_name == table,
+                    RevisionFileRow.partition.in_(chunk),
+                    RevisionFileRow.retired_to.is_(None),
+                    RevisionFileRow.write_id != write_id,
+                )
+                .values(retired_to=retired_to)
+            )
+
+    def retag(self, table: str, old: int, new: int) -> None:
+        self.session.execute(
+            update(RevisionFileRow)
+            .where(RevisionFileRow.table_name == table, RevisionFileRow.revision == old)
+            .values(revision=new)
+        )
+
+    def up_to(self, table: str, max_revision: int) -> list[RevisionFileRow]:
+        stmt = select(RevisionFileRow).where(
+            RevisionFileRow.table_name == table, RevisionFileRow.revision <= max_revision
+        )
+        return list(self.session.scalars(stmt.order_by(RevisionFileRow.id)))
+
+
+class RevisionReplacementRepository:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def has_write(self, table: str, write_id: str) -> bool:
+        stmt = select(
+            exists().where(
+                RevisionReplacementRow.table_name == table,
+                RevisionReplacementRow.write_id == write_id,
+            )
+        )
+        return bool(self.session.scalar(stmt))
+
+    def add_many(self, rows: list[dict[str, Any]]) -> None:
+        if rows:
+            self.session.execute(insert(RevisionReplacementRow), rows)
+
+    def retag(self, table: str, old: int, new: int) -> None:
+        self.session.execute(
+            update(RevisionReplacementRow)
+            .where(
+                RevisionReplacementRow.table_name == table,
+                RevisionReplacementRow.revision == old,
+            )
+            .values(revision=new)
+        )
+
+    def up_to(self, table: str, max_revision: int) -> list[RevisionReplacementRow]:
+        stmt = select(RevisionReplacementRow).where(
+            RevisionReplacementRow.table_name == table,
+            RevisionReplacementRow.revision <= max_revision,
+        )
+        return list(self.session.scalars(stmt))
+
+
 class RevisionUnitOfWork(UnitOfWork):
-    """The store's unit of work plus the revision and dataset repositories."""
+    """The store's unit of work plus the revision, dataset and file repositories."""
 
     def __enter__(self) -> RevisionUnitOfWork:
         super().__enter__()
         self.revisions = RevisionRepository(self.session)
         self.datasets = SnapshotDatasetRepository(self.session)
+        self.files = RevisionFileRepository(self.session)
+        self.replacements = RevisionReplacementRepository(self.session)
         return self
 
 
-__all__ = ["RevisionRepository", "RevisionUnitOfWork", "SnapshotDatasetRepository"]
+__all__ = [
+    "RevisionFileRepository",
+    "RevisionReplacementRepository",
+    "RevisionRepository",
+    "RevisionUnitOfWork",
+    "SnapshotDatasetRepository",
+]
