@@ -57,6 +57,7 @@ class Store:
         return cls(engine, clock=clock)
 
     def close(self) -> None:
+        self.retention.close()
         self.engine.dispose()
 
     @property

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from store.hot_read import HotReader
 from store.records import TableInfo
 from store.repositories import covering_sql
 from store.uow import Access, map_db_error
@@ -22,12 +23,18 @@ class Retention:
         # compiling the expanding IN on every call was most of its CPU.
         self._covering_sql: dict[int, str] = {}
         self._placeholder = "?" if access.engine.dialect.paramstyle == "qmark" else "%s"
+        self._hot = HotReader(access.engine)
+
+    def close(self) -> None:
+        """Close the look-up's kept connections (the engine's pool does not own them)."""
+        self._hot.close()
 
     def set_done_covering(self, table: TableInfo, specs: Sequence[str]) -> list[str]:
         """Unexpired set-done bodies of ``table`` whose canonical spec is in ``specs``.
 
-        The hot read of every wait: a plain connection, not an ORM session,
-        which was most of its CPU (bench/core_lookup.py).
+        The hot read of every wait: a kept raw driver connection
+        (store/hot_read.py), not a pool checkout or an ORM session, which were
+        most of its time (bench/core_lookup.py --profile).
         """
         if not specs:
             return []
@@ -35,7 +42,10 @@ class Retention:
         if sql is None:
             sql = self._covering_sql[len(specs)] = covering_sql(len(specs), self._placeholder)
         params = (table.id, *specs, self.clock())
-        try:
+        found = self._hot.column(sql, params)
+        if found is not None:
+            return found
+        try:  # every kept connection is busy
             with self._reader.connect() as conn:
                 return [r[0] for r in conn.exec_driver_sql(sql, params)]
         except SQLAlchemyError as exc:

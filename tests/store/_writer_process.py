@@ -17,3 +17,14 @@ def write(store_url: str, worker: int, count: int, barrier: Any) -> None:
                     "ids", table, [f"ds=p{worker}_{i}/n={n}" for n in range(3)])
             else:
                 app.publisher.send_mark_set_done("ids", table, f"ds=p{worker}_{i}")
+
+
+def mark_on_request(store_url: str, conn: Any) -> None:
+    """Mark ``db.t`` set-done for each spec received on ``conn``; reply once committed."""
+    from partition_notify.app import build_app
+
+    with build_app(store_url=store_url, transport_url="embedded://") as app:
+        conn.send("ready")
+        while (wanted := conn.recv()) is not None:
+            app.publisher.send_mark_set_done("db", "t", wanted)
+            conn.send(wanted)  # send_mark_set_done has returned: the row is committed
