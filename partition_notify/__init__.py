@@ -1,7 +1,131 @@
 """partition-notify: event-driven partition-completion notifications for Spark pipelines.
 
-Importing this package builds nothing (no engine, no settings): wiring happens
-in :func:`partition_notify.app.build_app`.
+Everything a user imports comes from here::
+
+    from partition_notify import build_app, NotifyingWriter, WaitTimeout
+
+    with build_app() as app:
+        app.publisher.register_table("sales", "orders", ["datestamp"])
+        with app.subscriber() as sub:
+            sub.wait_for_set_done("sales", "orders", "datestamp=20110228", timeout=60)
+
+Importing this package builds nothing (no engine, no settings) and loads
+nothing heavy: the errors are plain classes, every other name is imported on
+first use (PEP 562 module ``__getattr__``), so ``import partition_notify`` does
+not pull in SQLAlchemy, a broker driver or PySpark. Wiring happens in
+:func:`build_app`.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+from partition_notify.errors import (
+    AuthenticationError,
+    CommitIncompleteError,
+    ConfigurationError,
+    ConflictError,
+    ConnectError,
+    InvalidManifestError,
+    InvalidNameError,
+    InvalidSpecError,
+    MalformedMessageError,
+    MessageRejected,
+    NotFoundError,
+    PartitionLateError,
+    PartitionNotifyError,
+    PublishError,
+    PublishTimeout,
+    PushError,
+    StoreError,
+    SubscribeError,
+    TransportError,
+    UnknownTableError,
+    ValidationError,
+    WaitTimeout,
+)
+
+if TYPE_CHECKING:
+    from partition_notify.app import App, build_app
+    from partition_notify.contract import (
+        AddPartitionMessage,
+        PartitionLateMessage,
+        PartitionLateRecoveredMessage,
+        SetDoneMessage,
+    )
+    from partition_notify.settings import Settings, load_settings
+    from publisher import Publisher
+    from subscriber import Subscriber, Subscription
+    from writers import NotifyingWriter, WriteResult
+
 __version__ = "0.1.0"
+
+#: Name -> module that defines it; imported on first attribute access.
+_LAZY = {
+    "App": "partition_notify.app",
+    "build_app": "partition_notify.app",
+    "Settings": "partition_notify.settings",
+    "load_settings": "partition_notify.settings",
+    "AddPartitionMessage": "partition_notify.contract",
+    "SetDoneMessage": "partition_notify.contract",
+    "PartitionLateMessage": "partition_notify.contract",
+    "PartitionLateRecoveredMessage": "partition_notify.contract",
+    "Publisher": "publisher",
+    "Subscriber": "subscriber",
+    "Subscription": "subscriber",
+    # writers needs PySpark at run time only when a write happens.
+    "NotifyingWriter": "writers",
+    "WriteResult": "writers",
+}
+
+__all__ = [
+    "AddPartitionMessage",
+    "App",
+    "AuthenticationError",
+    "CommitIncompleteError",
+    "ConfigurationError",
+    "ConflictError",
+    "ConnectError",
+    "InvalidManifestError",
+    "InvalidNameError",
+    "InvalidSpecError",
+    "MalformedMessageError",
+    "MessageRejected",
+    "NotFoundError",
+    "NotifyingWriter",
+    "PartitionLateError",
+    "PartitionLateMessage",
+    "PartitionLateRecoveredMessage",
+    "PartitionNotifyError",
+    "PublishError",
+    "PublishTimeout",
+    "Publisher",
+    "PushError",
+    "SetDoneMessage",
+    "Settings",
+    "StoreError",
+    "SubscribeError",
+    "Subscriber",
+    "Subscription",
+    "TransportError",
+    "UnknownTableError",
+    "ValidationError",
+    "WaitTimeout",
+    "WriteResult",
+    "build_app",
+    "load_settings",
+]
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

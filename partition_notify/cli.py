@@ -14,11 +14,16 @@ import math
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from partition_notify import cli_deadletters, cli_deadlines, cli_http, cli_revisions, cli_spark
-from partition_notify.cli_types import integer, undecodable
+from partition_notify.cli_types import Handler, db_table, integer, undecodable
 from partition_notify.errors import PartitionNotifyError, WaitTimeout
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from partition_notify.app import App
 
 EXIT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 1, 2, 3
 #: Drivers that log their own connection failures; a one-shot command reports
@@ -57,11 +62,11 @@ def _keys(value: str) -> list[str]:
     return value.split(",")
 
 
-def _dump(msg: Any) -> str:
-    return str(msg.model_dump_json(by_alias=True, exclude_none=True))
+def _dump(msg: BaseModel) -> str:
+    return msg.model_dump_json(by_alias=True, exclude_none=True)
 
 
-def _app(args: argparse.Namespace) -> Any:
+def _app(args: argparse.Namespace) -> App:
     from partition_notify.app import build_app
 
     overrides = {
@@ -73,7 +78,7 @@ def _app(args: argparse.Namespace) -> Any:
 def cmd_register(args: argparse.Namespace) -> int:
     with _app(args) as app:
         info = app.publisher.register_table(
-            *args.table,
+            *db_table(args),
             args.keys,
             retention_seconds=args.retention_seconds,
             topic=args.topic,
@@ -88,7 +93,9 @@ def cmd_register(args: argparse.Namespace) -> int:
 
 def cmd_announce(args: argparse.Namespace) -> int:
     with _app(args) as app:
-        sent = app.publisher.announce_partitions(*args.table, args.partitions, replace=args.replace)
+        sent = app.publisher.announce_partitions(
+            *db_table(args), args.partitions, replace=args.replace
+        )
         for msg in sent:
             print(_dump(msg))
         skipped = len(args.partitions) - len(sent)
@@ -99,7 +106,7 @@ def cmd_announce(args: argparse.Namespace) -> int:
 
 def cmd_mark_done(args: argparse.Namespace) -> int:
     with _app(args) as app:
-        print(_dump(app.publisher.send_mark_set_done(*args.table, args.spec)))
+        print(_dump(app.publisher.send_mark_set_done(*db_table(args), args.spec)))
     return 0
 
 
@@ -108,7 +115,7 @@ def cmd_wait(args: argparse.Namespace) -> int:
         return cli_deadlines.wait_failing_on_late(args)
     started = time.monotonic()
     with _app(args) as app, app.subscriber() as sub:
-        msg = sub.wait_for_set_done(*args.table, args.spec, timeout=args.timeout)
+        msg = sub.wait_for_set_done(*db_table(args), args.spec, timeout=args.timeout)
         print(_dump(msg))
         print(f"waited {time.monotonic() - started:.3f} s", file=sys.stderr)
     return 0
@@ -117,7 +124,7 @@ def cmd_wait(args: argparse.Namespace) -> int:
 def cmd_history(args: argparse.Namespace) -> int:
     since = time.time() - args.since_seconds if args.since_seconds else 0.0
     with _app(args) as app, app.subscriber() as sub:
-        for msg in sub.set_done_history(*args.table, since=since):
+        for msg in sub.set_done_history(*db_table(args), since=since):
             print(_dump(msg))
     return 0
 
@@ -202,38 +209,26 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(workdir=args.workdir, spark=args.spark)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
-        prog="partition-notify",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("--store-url", help="overrides PN_STORE_URL")
-    p.add_argument("--transport-url", help="overrides PN_TRANSPORT_URL")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
-    def add(name: str, fn: Callable[[argparse.Namespace], int], help_: str) -> Any:
-        sp = sub.add_parser(name, help=help_, description=help_)
-        sp.set_defaults(fn=fn)
-        return sp
-
-    sp = add("register", cmd_register, "register a table and its ordered partition keys")
+def _register_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("table", type=_table, help="db.table")
     sp.add_argument("--keys", type=_keys, required=True, help="partition keys, in order: a,b")
     sp.add_argument("--retention-seconds", type=int, help="how long set-done is kept")
     sp.add_argument("--topic", help="explicit topic instead of the naming policy")
     sp.add_argument("--location", help="table location (informational)")
 
-    sp = add("announce", cmd_announce, "announce new partitions (one message each)")
+
+def _announce_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("table", type=_table, help="db.table")
     sp.add_argument("partitions", nargs="+", help="full specs: datestamp=20110228/region=us")
     sp.add_argument("--replace", action="store_true", help="announce again (overwrite)")
 
-    sp = add("mark-done", cmd_mark_done, "mark every partition matching a partial spec done")
+
+def _mark_done_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("table", type=_table, help="db.table")
     sp.add_argument("spec", help="partial spec: datestamp=20110228")
 
-    sp = add("wait", cmd_wait, "wait until a set-done covers the spec (exit 3 on timeout)")
+
+def _wait_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("table", type=_table, help="db.table")
     sp.add_argument("spec", help="partial or full spec")
     sp.add_argument(
@@ -242,23 +237,28 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--fail-on-late", action="store_true",
                     help=f"exit {cli_deadlines.EXIT_LATE} if the spec is declared late first")
 
-    sp = add("history", cmd_history, "print retained set-done messages of a table")
+
+def _history_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("table", type=_table, help="db.table")
     sp.add_argument("--since-seconds", type=_seconds, help="only the last N seconds")
 
-    sp = add("tail", cmd_tail, "print messages of tables as they arrive (JSON lines)")
+
+def _tail_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("tables", nargs="+", help="db.table ...")
     sp.add_argument("--history", action="store_true", help="start with retained set-done")
     sp.add_argument("--count", type=integer(1), help="stop after N messages")
     sp.add_argument("--timeout", type=_seconds, help="stop after N seconds")
 
-    add("tables", cmd_tables, "list registered tables")
-    add("purge", cmd_purge, "delete expired set-done rows now (in batches)")
-    sp = add("serve", cmd_serve, "run the relay, retention purge and health jobs")
+
+def _serve_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--once", action="store_true", help="run each job once and exit")
-    sp = add("schema", cmd_schema, "print the JSON Schema of every message")
+
+
+def _schema_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--out", help="write one file per message into this directory")
-    sp = add("demo", cmd_demo, "end-to-end demo on the embedded defaults (SQLite, no broker)")
+
+
+def _demo_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--workdir", default="demo-run", help="where the demo keeps its files")
     sp.add_argument(
         "--spark",
@@ -266,6 +266,47 @@ def build_parser() -> argparse.ArgumentParser:
         default=True,
         help="write the table with a local PySpark job (default on)",
     )
+
+
+def _no_args(sp: argparse.ArgumentParser) -> None:
+    del sp
+
+
+#: The core sub-commands, in ``--help`` order: name, handler, help, arguments.
+COMMANDS: tuple[tuple[str, Handler, str, Callable[[argparse.ArgumentParser], None]], ...] = (
+    ("register", cmd_register, "register a table and its ordered partition keys",
+     _register_args),
+    ("announce", cmd_announce, "announce new partitions (one message each)", _announce_args),
+    ("mark-done", cmd_mark_done, "mark every partition matching a partial spec done",
+     _mark_done_args),
+    ("wait", cmd_wait, "wait until a set-done covers the spec (exit 3 on timeout)", _wait_args),
+    ("history", cmd_history, "print retained set-done messages of a table", _history_args),
+    ("tail", cmd_tail, "print messages of tables as they arrive (JSON lines)", _tail_args),
+    ("tables", cmd_tables, "list registered tables", _no_args),
+    ("purge", cmd_purge, "delete expired set-done rows now (in batches)", _no_args),
+    ("serve", cmd_serve, "run the relay, retention purge and health jobs", _serve_args),
+    ("schema", cmd_schema, "print the JSON Schema of every message", _schema_args),
+    ("demo", cmd_demo, "end-to-end demo on the embedded defaults (SQLite, no broker)",
+     _demo_args),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="partition-notify",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--store-url", help="overrides PN_STORE_URL")
+    p.add_argument("--transport-url", help="overrides PN_TRANSPORT_URL")
+    # Typed as the base class, so the group modules take any ArgumentParser's sub-commands.
+    parser_class: type[argparse.ArgumentParser] = _Parser
+    sub = p.add_subparsers(dest="command", required=True, parser_class=parser_class)
+    for name, fn, help_, add_arguments in COMMANDS:
+        sp = sub.add_parser(name, help=help_, description=help_)
+        sp.set_defaults(fn=fn)
+        add_arguments(sp)
+    # Command groups with sub-commands of their own, each in its module.
     cli_revisions.add_parsers(sub, _Parser)
     cli_deadletters.add_parsers(sub, _Parser, _table)
     cli_http.add_parsers(sub, _Parser)

@@ -15,13 +15,15 @@ import argparse
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING
 
-Command = Callable[[argparse.Namespace], int]
+if TYPE_CHECKING:
+    from partition_notify.cli_types import Handler, SubParsers
+    from store.dead_letters import DeadLetter, DeadLetters
 
 
 @contextmanager
-def _letters(args: argparse.Namespace) -> Iterator[Any]:
+def _letters(args: argparse.Namespace) -> Iterator[DeadLetters]:
     from partition_notify.settings import load_settings
     from store import Store
     from store.dead_letters import DeadLetters
@@ -44,7 +46,7 @@ def _event_id(value: str) -> int:
     return event_id
 
 
-def _print_all(letters: list[Any], **extra: object) -> None:
+def _print_all(letters: list[DeadLetter], **extra: object) -> None:
     for d in letters:
         print(json.dumps({**d.as_dict(), **extra}), flush=True)
 
@@ -69,7 +71,7 @@ def cmd_discard(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parsers(sub: Any, parser_class: type[argparse.ArgumentParser],
+def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser],
                 table_type: Callable[[str], tuple[str, str]]) -> None:
     """Add ``dead-letters`` to the subcommands ``sub`` of the main parser."""
     help_ = "events the broker refused for good: list, redrive, discard"
@@ -77,7 +79,7 @@ def add_parsers(sub: Any, parser_class: type[argparse.ArgumentParser],
                          formatter_class=argparse.RawDescriptionHelpFormatter).add_subparsers(
         dest="dead_letters_command", metavar="COMMAND", required=True, parser_class=parser_class)
 
-    def add(name: str, fn: Command, text: str) -> Any:
+    def add(name: str, fn: Handler, text: str) -> argparse.ArgumentParser:
         sp = grp.add_parser(name, help=text, description=text)
         sp.set_defaults(fn=fn, command=f"dead-letters {name}")
         sp.set_defaults(parser=sp)

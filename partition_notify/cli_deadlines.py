@@ -6,14 +6,20 @@ import argparse
 import json
 import sys
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
+from partition_notify.cli_types import db_table
 from partition_notify.deadlines.schedule import VARIABLES
+
+if TYPE_CHECKING:
+    from partition_notify.app import App
+    from partition_notify.cli_types import Handler, SubParsers
 
 EXIT_LATE = 4
 
 
-def _app(args: argparse.Namespace) -> Any:
+def _app(args: argparse.Namespace) -> App:
     from partition_notify.cli import _app as build
 
     return build(args)
@@ -21,7 +27,7 @@ def _app(args: argparse.Namespace) -> Any:
 
 def cmd_expect_add(args: argparse.Namespace) -> int:
     with _app(args) as app:
-        view = app.deadlines.add(*args.table, name=args.name, spec_template=args.spec_template,
+        view = app.deadlines.add(*db_table(args), name=args.name, spec_template=args.spec_template,
                                  cron=args.cron, timezone=args.timezone, deadline=args.deadline)
         print(json.dumps(view.to_json()))
     return 0
@@ -37,14 +43,14 @@ def cmd_expect_list(args: argparse.Namespace) -> int:
 
 def cmd_expect_remove(args: argparse.Namespace) -> int:
     with _app(args) as app:
-        view = app.deadlines.remove(*args.table, args.name)
+        view = app.deadlines.remove(*db_table(args), args.name)
         print(f"expectation {view.name!r} of {view.table} removed")
     return 0
 
 
 def cmd_expect_status(args: argparse.Namespace) -> int:
     with _app(args) as app:
-        for row in app.deadlines.status(*args.table, args.name, args.limit):
+        for row in app.deadlines.status(*db_table(args), args.name, args.limit):
             print(json.dumps(row))
     return 0
 
@@ -65,7 +71,7 @@ def wait_failing_on_late(args: argparse.Namespace) -> int:
     started = time.monotonic()
     with _app(args) as app:
         try:
-            msg = app.deadlines.wait_for_set_done(*args.table, args.spec, timeout=args.timeout)
+            msg = app.deadlines.wait_for_set_done(*db_table(args), args.spec, timeout=args.timeout)
         except PartitionLateError as exc:
             print(f"partition-notify wait: late: {exc}", file=sys.stderr)
             return EXIT_LATE
@@ -74,7 +80,8 @@ def wait_failing_on_late(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parsers(sub: Any, parser_class: type[argparse.ArgumentParser], table: Any) -> None:
+def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser],
+                table: Callable[[str], tuple[str, str]]) -> None:
     """Add ``expect`` to the subcommands ``sub`` of the main parser."""
     grp = sub.add_parser(
         "expect", help="partition deadlines: expected set-done per schedule",
@@ -82,7 +89,7 @@ def add_parsers(sub: Any, parser_class: type[argparse.ArgumentParser], table: An
     ).add_subparsers(dest="expect_command", metavar="COMMAND", required=True,
                      parser_class=parser_class)
 
-    def add(name: str, fn: Any, help_: str) -> Any:
+    def add(name: str, fn: Handler, help_: str) -> argparse.ArgumentParser:
         sp = grp.add_parser(name, help=help_, description=help_)
         sp.set_defaults(fn=fn, command=f"expect {name}")
         return sp

@@ -6,16 +6,21 @@ import argparse
 import json
 import sys
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from partition_notify.api_roles import ROLES
+
+if TYPE_CHECKING:
+    from partition_notify.app import App
+    from partition_notify.cli_types import Handler, SubParsers
+    from store.http_store import HttpStore
 
 
 def _when(ts: float | None) -> str | None:
     return None if ts is None else datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
 
 
-def _tokens(args: argparse.Namespace) -> Any:
+def _tokens(args: argparse.Namespace) -> tuple[App, HttpStore]:
     from partition_notify.cli import _app
     from store.http_store import HttpStore
 
@@ -52,14 +57,14 @@ def cmd_token_revoke(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parsers(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
+def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser]) -> None:
     """Add ``token`` to the subcommands ``sub`` of the main parser."""
     grp = sub.add_parser(
         "token", help="bearer tokens of the HTTP API", description="bearer tokens of the HTTP API"
     ).add_subparsers(dest="token_command", metavar="COMMAND", required=True,
                      parser_class=parser_class)
 
-    def add(name: str, fn: Any, help_: str) -> Any:
+    def add(name: str, fn: Handler, help_: str) -> argparse.ArgumentParser:
         sp = grp.add_parser(name, help=help_, description=help_)
         sp.set_defaults(fn=fn, command=f"token {name}")
         return sp

@@ -16,10 +16,13 @@ import sys
 from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from partition_notify.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from partition_notify.cli_types import SubParsers
 
 PROTOCOL_CLASS = "io.partitionnotify.spark.NotifyingCommitProtocol"
 LISTENER_CLASS = "io.partitionnotify.spark.NotifyListener"
@@ -106,7 +109,7 @@ def _read(path: str) -> bytes:
         raise ConfigurationError(f"cannot read manifest {path!r}: {exc.strerror}") from None
 
 
-def add_parsers(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
+def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser]) -> None:
     sp = sub.add_parser(
         "spark-conf",
         help="print the flags that make every Spark write announce its partitions",

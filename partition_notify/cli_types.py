@@ -9,8 +9,17 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from partition_notify.limits import MAX_INT64
+
+if TYPE_CHECKING:
+    #: The sub-command list of a parser, as ``add_subparsers`` returns it (typeshed's
+    #: generic; not subscriptable at run time, hence type-checking only).
+    SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
+
+#: What a sub-command runs: parsed arguments in, exit code out.
+Handler = Callable[[argparse.Namespace], int]
 
 
 def integer(minimum: int, maximum: int = MAX_INT64) -> Callable[[str], int]:
@@ -26,6 +35,14 @@ def integer(minimum: int, maximum: int = MAX_INT64) -> Callable[[str], int]:
 
     parse.__name__ = "int"  # argparse names the type in "invalid int value"
     return parse
+
+
+def db_table(args: argparse.Namespace) -> tuple[str, str]:
+    """The ``table`` argument of a command, already split into ``(db, table)``."""
+    db: str
+    table: str
+    db, table = args.table
+    return db, table
 
 
 def undecodable(argv: Sequence[str]) -> str | None:

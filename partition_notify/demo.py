@@ -13,9 +13,8 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
-from partition_notify.app import build_app
+from partition_notify.app import App, build_app
 from partition_notify.contract import AddPartitionMessage, AnyMessage, SetDoneMessage
 from partition_notify.errors import ConfigurationError
 
@@ -62,7 +61,7 @@ def prepare_workdir(workdir: str) -> Path:
 def run_demo(workdir: str = "demo-run", spark: bool = True) -> int:
     root = prepare_workdir(workdir)
     store_url = f"sqlite:///{root / 'store.db'}"
-    warehouse = root / "warehouse"
+    location = str(root / "warehouse" / "sales.db" / "orders")
     t0 = time.monotonic()
     print(f"partition-notify demo — store {store_url}, transport embedded://\n")
     with build_app(store_url=store_url, transport_url="embedded://") as app:
@@ -71,40 +70,13 @@ def run_demo(workdir: str = "demo-run", spark: bool = True) -> int:
             TABLE,
             ["datestamp", "region"],
             retention_seconds=86400,
-            location=str(warehouse / "sales.db" / "orders"),
+            location=location,
         )
         _say(t0, "setup", f"registered {DB}.{TABLE} (datestamp, region) on topic hcat.{DB}.{TABLE}")
-        with app.subscriber() as sub:
-            live: dict[str, Any] = {}
-            arrivals: list[AnyMessage] = []
-
-            def scheduler() -> None:
-                msg = sub.wait_for_set_done(DB, TABLE, f"datestamp={DAY}", timeout=600)
-                live["msg"], live["at"] = msg, time.monotonic()
-                _say(
-                    t0,
-                    "live",
-                    f"set-done {msg.spec} received (event {msg.event_id}) — "
-                    "the day's job can start",
-                )
-
-            def on_message(msg: AnyMessage) -> None:
-                arrivals.append(msg)
-                if isinstance(msg, AddPartitionMessage):
-                    _say(t0, "live", f"add-partition {msg.partitions[0]} (event {msg.event_id})")
-
-            sub.subscribe((DB, TABLE), on_message, history=False)
-            waiter = threading.Thread(target=scheduler)
-            waiter.start()
-            _say(t0, "live", f"scheduler subscribed, waiting for datestamp={DAY}")
-            if spark:
-                _write_with_spark(app, str(warehouse / "sales.db" / "orders"), t0)
-            else:
-                _publish_directly(app, t0)
-            waiter.join(600)
-            if "msg" not in live:
-                print("demo failed: the live scheduler never saw the set-done", file=sys.stderr)
-                return 1
+        arrivals = _live_while_publishing(app, location, t0, spark)
+        if arrivals is None:
+            print("demo failed: the live scheduler never saw the set-done", file=sys.stderr)
+            return 1
     late = _late_subscriber(store_url, t0)
     adds = sum(isinstance(m, AddPartitionMessage) for m in arrivals)
     dones = sum(isinstance(m, SetDoneMessage) for m in arrivals)
@@ -116,7 +88,44 @@ def run_demo(workdir: str = "demo-run", spark: bool = True) -> int:
     return 0 if late else 1
 
 
-def _write_with_spark(app: Any, location: str, t0: float) -> None:
+def _live_while_publishing(
+    app: App, location: str, t0: float, spark: bool
+) -> list[AnyMessage] | None:
+    """A scheduler thread waits for the day's set-done and a subscription prints each
+    message, while the pipeline publishes. Every message seen, or None when the
+    scheduler never got its set-done."""
+    with app.subscriber() as sub:
+        got: list[SetDoneMessage] = []
+        arrivals: list[AnyMessage] = []
+
+        def scheduler() -> None:
+            msg = sub.wait_for_set_done(DB, TABLE, f"datestamp={DAY}", timeout=600)
+            got.append(msg)
+            _say(
+                t0,
+                "live",
+                f"set-done {msg.spec} received (event {msg.event_id}) — "
+                "the day's job can start",
+            )
+
+        def on_message(msg: AnyMessage) -> None:
+            arrivals.append(msg)
+            if isinstance(msg, AddPartitionMessage):
+                _say(t0, "live", f"add-partition {msg.partitions[0]} (event {msg.event_id})")
+
+        sub.subscribe((DB, TABLE), on_message, history=False)
+        waiter = threading.Thread(target=scheduler)
+        waiter.start()
+        _say(t0, "live", f"scheduler subscribed, waiting for datestamp={DAY}")
+        if spark:
+            _write_with_spark(app, location, t0)
+        else:
+            _publish_directly(app, t0)
+        waiter.join(600)
+        return arrivals if got else None
+
+
+def _write_with_spark(app: App, location: str, t0: float) -> None:
     from writers.demo_job import write_demo_partitions
 
     _say(t0, "pipeline", "starting local Spark (the JVM takes a few seconds)...")
@@ -125,7 +134,7 @@ def _write_with_spark(app: Any, location: str, t0: float) -> None:
     )
 
 
-def _publish_directly(app: Any, t0: float) -> None:
+def _publish_directly(app: App, t0: float) -> None:
     pub = app.publisher
     for region in REGIONS:
         pub.announce_partitions(DB, TABLE, [{"datestamp": DAY, "region": region}])

@@ -24,7 +24,13 @@ boundary with ``raise ... from exc`` so callers never need to import a driver::
     │   │                           invalid destination); names the event(s)
     │   └── SubscribeError          could not subscribe / confirm subscription
     ├── WaitTimeout                 wait_for_set_done ran out of time
-    └── PartitionLateError          a wait with fail-on-late saw PARTITION_LATE
+    ├── PartitionLateError          a wait with fail-on-late saw PARTITION_LATE
+    ├── CommitIncompleteError       Spark committed a write, the notification step
+    │                               failed part-way (NotifyingWriter.recover finishes it)
+    └── PushError                   Airflow refused or did not answer a pushed event
+
+Everything above is importable from :mod:`partition_notify` itself, and this
+tree is checked against the classes below by tests/unit/test_error_tree.py.
 """
 
 from __future__ import annotations
@@ -124,3 +130,20 @@ class PartitionLateError(PartitionNotifyError):
     def __init__(self, message: str, late: object = None) -> None:
         super().__init__(message)
         self.late = late
+
+
+class CommitIncompleteError(PartitionNotifyError):
+    """Spark committed the data but the notification step failed part-way.
+
+    The manifest stays in the staging directory: ``NotifyingWriter.recover``
+    (or any later write to the table once the lease lapsed) finishes the job.
+    Do not re-run the write: its data may already be in the table.
+    """
+
+    def __init__(self, message: str, write_id: str) -> None:
+        super().__init__(message)
+        self.write_id = write_id
+
+
+class PushError(PartitionNotifyError):
+    """Airflow refused or did not answer a pushed asset event; the event will be retried."""

@@ -10,12 +10,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from socketserver import ThreadingMixIn
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, make_wsgi_app
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:
+    from wsgiref.types import StartResponse, WSGIEnvironment
 
 
 class _Stats(Protocol):
@@ -71,7 +74,7 @@ class Metrics:
         """Serve /metrics and /healthz on a daemon thread; returns the bound port."""
         metrics_app = make_wsgi_app(self.registry)
 
-        def app(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        def app(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
             if environ.get("PATH_INFO") == "/healthz":
                 ok = self.healthy()
                 start_response(
@@ -99,7 +102,7 @@ class _ThreadingServer(ThreadingMixIn, WSGIServer):
 
 
 class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
+    def log_message(self, format: str, *args: object) -> None:
         """Scrapes every few seconds would flood stderr."""
 
 

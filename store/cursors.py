@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 from partition_notify.errors import ConflictError, InvalidNameError
 from store.cursor_schema import MAX_CURSOR_NAME_CHARS, CursorRow
 from store.provider import Store
-from store.uow import UnitOfWork
+from store.uow import UnitOfWork, affected_rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +40,7 @@ class CursorRepository:
 
     def set(self, name: str, values: dict[str, object]) -> int:
         stmt = update(CursorRow).where(CursorRow.name == name).values(**values)
-        return int(self.session.execute(stmt).rowcount)  # type: ignore[attr-defined]
+        return affected_rows(self.session.execute(stmt))
 
     def claim(self, name: str, owner: str, now: float, until: float) -> bool:
         """Take or renew the lease of ``name`` unless another owner holds it unexpired."""
@@ -53,7 +53,7 @@ class CursorRepository:
             )
             .values(lease_owner=owner, lease_until=until, updated_at=now)
         )
-        return int(self.session.execute(stmt).rowcount) == 1  # type: ignore[attr-defined]
+        return affected_rows(self.session.execute(stmt)) == 1
 
     def names(self, prefix: str) -> list[str]:
         stmt = select(CursorRow.name).where(CursorRow.name.startswith(prefix, autoescape=True))

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from sqlalchemy import Select, select, update
 from sqlalchemy.orm import Session
@@ -40,7 +39,7 @@ class DeadLetter:
     dead_at: float
     discarded: bool
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from partition_notify.errors import ConflictError, NotFoundError
 from store.http_repositories import ExpectationCheckRepository, ExpectationRepository
@@ -25,7 +25,7 @@ class ExpectationInfo:
     spec_template: str
     cron: str
     timezone: str
-    deadline: dict[str, Any]
+    deadline: dict[str, object]
     created_at: float
 
     @classmethod
@@ -66,7 +66,7 @@ class DeadlineStore:
 
     # -- expectations ---------------------------------------------------------
     def add(self, table: TableInfo, name: str, template: str, cron: str, tz: str,
-            deadline: dict[str, Any]) -> ExpectationInfo:
+            deadline: dict[str, object]) -> ExpectationInfo:
         with self._uow(write=True) as uow:
             repo = ExpectationRepository(uow.session)
             if repo.get(table.id, name) is not None:

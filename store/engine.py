@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, OperationalError
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
 
 from partition_notify.errors import ConfigurationError
 from partition_notify.redact import redact_url
+
+if TYPE_CHECKING:
+    import sqlite3
 
 #: Execution option that makes a SQLite transaction take the write lock at BEGIN.
 WRITE = "pn_write"
@@ -33,7 +36,7 @@ def make_engine(
     *,
     connect_timeout_seconds: float = 10.0,
     sqlite_synchronous: str = DEFAULT_SQLITE_SYNCHRONOUS,
-    **kwargs: Any,
+    **kwargs: object,
 ) -> Engine:
     """Create an engine; on SQLite, WAL, ``sqlite_synchronous`` and BEGIN IMMEDIATE."""
     try:
@@ -93,7 +96,7 @@ def _sqlite_hooks(engine: Engine, *, busy_seconds: float, synchronous: str) -> N
     busy_ms = int(busy_seconds * 1000)
 
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+    def _on_connect(dbapi_conn: sqlite3.Connection, _record: ConnectionPoolEntry) -> None:
         # We issue BEGIN ourselves so that writers can ask for IMMEDIATE.
         dbapi_conn.isolation_level = None
         cur = dbapi_conn.cursor()
@@ -108,7 +111,7 @@ def _sqlite_hooks(engine: Engine, *, busy_seconds: float, synchronous: str) -> N
         cur.close()
 
     @event.listens_for(engine, "begin")
-    def _on_begin(conn: Any) -> None:
+    def _on_begin(conn: Connection) -> None:
         options = conn.get_execution_options()
         if options.get(SINGLE_READ, False):
             return
@@ -116,6 +119,7 @@ def _sqlite_hooks(engine: Engine, *, busy_seconds: float, synchronous: str) -> N
             conn.exec_driver_sql("BEGIN")
             return
         raw = conn.connection.dbapi_connection
+        assert raw is not None  # a connection that is beginning is open
         raw.execute("PRAGMA busy_timeout=0")
         try:
             deadline = time.monotonic() + busy_seconds

@@ -8,6 +8,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from store.http_schema import ApiTokenRow, ExpectationCheckRow, ExpectationRow, IdempotencyRow
+from store.uow import affected_rows
 
 
 class ApiTokenRepository:
@@ -56,7 +57,7 @@ class IdempotencyRepository:
             .where(IdempotencyRow.expires_at <= now)
             .execution_options(synchronize_session=False)
         )
-        return int(result.rowcount or 0)  # type: ignore[attr-defined]
+        return affected_rows(result)
 
 
 class ExpectationRepository:

@@ -12,7 +12,7 @@ import json
 import re
 import secrets
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 
@@ -50,7 +50,8 @@ class TokenInfo:
 class StoredResponse:
     fingerprint: str
     status: int
-    body: Any
+    #: The JSON response body.
+    body: dict[str, object]
 
 
 class IdempotentReplay(Exception):
@@ -154,7 +155,7 @@ class HttpStore:
         key: str,
         fingerprint: str,
         status: int,
-        body: Any,
+        body: dict[str, object],
         ttl_seconds: float,
     ) -> None:
         """Store a response inside a write's own transaction (see ``Store.log.append``).

@@ -78,4 +78,4 @@ class LoggedEvent:
     topic: str
     topic_seq: int
     body: str
-    headers: dict[str, Any]
+    headers: dict[str, str]

@@ -51,9 +51,13 @@ def apply_readonly_role(
                 stmt = pgsql.SQL("ALTER ROLE {} PASSWORD {}").format(
                     pgsql.Identifier(role), pgsql.Literal(password.get_secret_value())
                 )
+                assert raw is not None  # inside engine.begin(): connected
                 try:
-                    with raw.cursor() as cur:  # type: ignore[union-attr]
+                    cur = raw.cursor()
+                    try:
                         cur.execute(stmt)
+                    finally:
+                        cur.close()
                 except Exception as exc:
                     # psycopg's message names the failure, never the statement's literal.
                     raise StoreError(

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
-from sqlalchemy import Engine, Executable, Row
+from sqlalchemy import CursorResult, Engine, Executable, Row
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
@@ -39,6 +39,13 @@ def map_driver_error(exc: sqlite3.Error) -> StoreError | ConflictError:
     """:func:`map_db_error` for an error of SQLite's driver used directly."""
     wrapped = DBAPIError.instance(None, None, exc, sqlite3.Error)
     return map_db_error(wrapped)
+
+
+def affected_rows(result: object) -> int:
+    """Rows an UPDATE or DELETE matched (SQLAlchemy types ``Session.execute`` as a plain
+    Result, but DML always returns a CursorResult, which counts them)."""
+    assert isinstance(result, CursorResult)
+    return int(result.rowcount)
 
 
 class UnitOfWork:

@@ -15,6 +15,7 @@ or ``("a", "b", "c")``: a guess there could silently follow the wrong table.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TypeGuard
 
 from partition_notify.contract import names
 from partition_notify.errors import InvalidNameError
@@ -24,7 +25,7 @@ TableRef = str | tuple[str, str]
 _SHAPES = "'db.table' strings or (db, table) pairs of plain names"
 
 
-def _is_pair(ref: object) -> bool:
+def _is_pair(ref: object) -> TypeGuard[tuple[str, str]]:
     return (
         isinstance(ref, tuple)
         and len(ref) == 2
@@ -40,7 +41,7 @@ def _one(ref: object, whole: object) -> tuple[str, str]:
             raise InvalidNameError(f"table {ref!r}{where} must be written db.table")
         return names.db_name(db), names.table_name(name)
     if _is_pair(ref):
-        db, name = ref  # type: ignore[misc]
+        db, name = ref
         return names.db_name(db), names.table_name(name)
     raise InvalidNameError(f"table reference {ref!r} in {whole!r} is not one of: {_SHAPES}")
 

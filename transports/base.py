@@ -1,8 +1,10 @@
 """The transport interface: publish durably, and consume with a confirmed subscription.
 
-Adding a transport: subclass :class:`Transport` (and :class:`Consumer`) in
+Adding a transport (the whole recipe, with the layer rules, is in
+docs/architecture.md): subclass :class:`Transport` (and :class:`Consumer`) in
 its own subpackage like ``transports/stomp/``, implement ``from_url`` (mypy
-refuses a subclass without it), parse the URL's host list with
+refuses a subclass without it, and checks its keywords against
+:class:`TransportOptions`), parse the URL's host list with
 ``transports.hosts.parse_hosts`` and retry with ``partition_notify.backoff``,
 map driver errors to the ``partition_notify.errors`` tree at this boundary,
 add the scheme to ``TRANSPORTS`` in ``transports/registry.py`` (imported only
@@ -14,9 +16,12 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypedDict, Unpack
 
 from partition_notify.contract import Envelope
+
+if TYPE_CHECKING:
+    from store import Store
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +34,21 @@ class RawMessage:
 
 
 OnMessage = Callable[[RawMessage], None]
+
+
+class TransportOptions(TypedDict, total=False):
+    """What the composition root passes to every transport's ``from_url``.
+
+    Each transport takes the keywords it needs and accepts the rest with ``**_``.
+    """
+
+    store: Store
+    poll_interval_seconds: float
+    username: str | None
+    password: str | None
+    connect_timeout: float
+    heartbeat_ms: int
+    client_id: str
 
 
 class Consumer(abc.ABC):
@@ -68,7 +88,7 @@ class Transport(abc.ABC):
 
     @classmethod
     @abc.abstractmethod
-    def from_url(cls, url: str, **options: Any) -> Transport:
+    def from_url(cls, url: str, **options: Unpack[TransportOptions]) -> Transport:
         """Build the transport for ``url``.
 
         ``options`` are the keyword arguments the composition root passes to

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import difflib
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Unpack
 from urllib.parse import urlsplit
 
 from partition_notify.errors import ConfigurationError, PartitionNotifyError
 from partition_notify.redact import redact_url
 
 if TYPE_CHECKING:
-    from transports.base import Transport
+    from transports.base import Transport, TransportOptions
 
 #: scheme -> "module:Class". Heavy drivers load only when their scheme is used.
 TRANSPORTS: dict[str, str] = {
@@ -38,7 +38,7 @@ def resolve(url: str) -> type[Transport]:
     return cls
 
 
-def create_transport(url: str, **options: Any) -> Transport:
+def create_transport(url: str, **options: Unpack[TransportOptions]) -> Transport:
     """Build the transport for ``url``; each class takes the options it needs."""
     try:
         cls = resolve(url)

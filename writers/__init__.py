@@ -2,12 +2,13 @@
 
 Quick use from a PySpark job::
 
-    from writers import NotifyingWriter
+    from partition_notify import NotifyingWriter
     w = NotifyingWriter(app, "sales", "orders")
     w.write(df, mode="append", mark_set_done="datestamp=20110228")
 """
 
+from partition_notify.errors import CommitIncompleteError
 from writers.commit import WriteResult
-from writers.writer import CommitIncompleteError, NotifyingWriter
+from writers.writer import NotifyingWriter
 
 __all__ = ["CommitIncompleteError", "NotifyingWriter", "WriteResult"]

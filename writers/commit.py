@@ -79,38 +79,76 @@ def complete(publisher: Publisher, fs: HadoopFs, spark: SparkSession, manifest: 
     """Run the commit step of ``manifest``; ``finish`` (commit the write's revision,
     returning the committed one) runs after the log step, before the staging
     directory is deleted, so a failure there leaves the write to recovery."""
-    started = time.monotonic()
-    steps: dict[str, float] = {}
+    clock = _StepClock()
+    specs = manifest.specs()  # parsed before anything moves: a bad manifest stops here
+    _place_data(fs, spark, manifest, specs, files, clock)
+    info = publisher.table(manifest.db, manifest.table)
+    announced, done, delivery_error = _log(publisher, info, manifest, specs, resumed)
+    clock.step("log")
+    revision = finish() if finish is not None else manifest.revision
+    clock.step("revision")
+    lease.stop()
+    fs.delete(manifest.staging)
+    return WriteResult(
+        write_id=manifest.write_id, table=info.qualified, mode=manifest.mode,
+        partitions=specs, announced=announced, set_done=done,
+        delivery_error=delivery_error, spark_seconds=spark_seconds,
+        commit_seconds=time.monotonic() - clock.started, resumed=resumed,
+        steps={"list": list_seconds, **clock.steps},
+        revision=revision,
+    )
 
-    def step(name: str) -> None:
-        steps[name] = time.monotonic() - started - sum(steps.values())
 
-    specs = manifest.specs()
-    locations = manifest.locations()
+class _StepClock:
+    """Seconds spent in each step of the commit, for :attr:`WriteResult.steps`."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.steps: dict[str, float] = {}
+
+    def step(self, name: str) -> None:
+        """The step ``name`` just ended: it took the time since the previous one ended."""
+        self.steps[name] = time.monotonic() - self.started - sum(self.steps.values())
+
+
+def _place_data(fs: HadoopFs, spark: SparkSession, manifest: Manifest,
+                specs: list[dict[str, str]], files: RevisionFiles | None,
+                clock: _StepClock) -> None:
+    """Steps 0-3: record the staged files, replace (overwrite), move, catalog."""
     staging = manifest.staging
     if files is not None and manifest.revision is not None:
         files.record(manifest.revision_table, manifest.revision, manifest.write_id,
                      lambda: staged_files(fs, manifest))
-    step("record")
+    clock.step("record")
     if manifest.mode == "overwrite" and not fs.exists(f"{staging}/{REPLACED}"):
         _replace(fs, manifest, files)
-    step("replace")
+    clock.step("replace")
     fs.merge_into(f"{staging}/{DATA}", manifest.location, manifest.attempt)
-    step("move")
+    clock.step("move")
     if manifest.catalog_table is not None:
-        add_catalog_partitions(spark, manifest.catalog_table, manifest.keys, specs, locations)
+        add_catalog_partitions(spark, manifest.catalog_table, manifest.keys, specs,
+                               manifest.locations())
     else:
         spark.catalog.refreshByPath(manifest.location)
-    step("catalog")
+    clock.step("catalog")
 
-    info = publisher.table(manifest.db, manifest.table)
+
+def _log(publisher: Publisher, info: TableInfo, manifest: Manifest,
+         specs: list[dict[str, str]], resumed: bool,
+         ) -> tuple[list[AddPartitionMessage], SetDoneMessage | None, str | None]:
+    """Steps 4-5: log and publish what the log does not hold yet.
+
+    A broker that does not confirm is not an error of the write: the log holds
+    the messages and the relay delivers them, so the first such failure is
+    returned (``delivery_error``) instead of raised.
+    """
     logged_parts: set[str] = set()
     logged_done: set[str] = set()
     if resumed:
         logged_parts, logged_done = _logged_since(publisher, info, manifest.store_mark)
-    todo = [(s, loc) for s, loc in zip(specs, locations, strict=True)
+    todo = [(s, loc) for s, loc in zip(specs, manifest.locations(), strict=True)
             if spec.canonical(s) not in logged_parts]
-    delivery_error: str | None = None
+    failures: list[str] = []
     announced: list[AddPartitionMessage] = []
     if todo:
         try:
@@ -119,7 +157,7 @@ def complete(publisher: Publisher, fs: HadoopFs, spark: SparkSession, manifest: 
                 locations=[loc for _, loc in todo], revision=manifest.revision,
                 replace=manifest.mode == "overwrite")
         except PublishError as exc:
-            delivery_error = str(exc)
+            failures.append(str(exc))
             log.warning("write %s: %s", manifest.write_id, exc)
     done: SetDoneMessage | None = None
     if manifest.set_done is not None and manifest.set_done not in logged_done:
@@ -127,20 +165,9 @@ def complete(publisher: Publisher, fs: HadoopFs, spark: SparkSession, manifest: 
             done = publisher.send_mark_set_done(manifest.db, manifest.table, manifest.set_done,
                                                 revision=manifest.revision)
         except PublishError as exc:
-            delivery_error = delivery_error or str(exc)
+            failures.append(str(exc))
             log.warning("write %s: %s", manifest.write_id, exc)
-    step("log")
-    revision = finish() if finish is not None else manifest.revision
-    step("revision")
-    lease.stop()
-    fs.delete(staging)
-    return WriteResult(
-        write_id=manifest.write_id, table=info.qualified, mode=manifest.mode,
-        partitions=specs, announced=announced, set_done=done, delivery_error=delivery_error,
-        spark_seconds=spark_seconds, commit_seconds=time.monotonic() - started, resumed=resumed,
-        steps={"list": list_seconds, **steps},
-        revision=revision,
-    )
+    return announced, done, failures[0] if failures else None
 
 
 def _replace(fs: HadoopFs, manifest: Manifest, files: RevisionFiles | None) -> None:

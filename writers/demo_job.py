@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from writers.writer import HasPublisher
 
 
 def write_demo_partitions(
-    app: Any,
+    app: HasPublisher,
     db: str,
     table: str,
     day: str,
@@ -15,33 +20,14 @@ def write_demo_partitions(
     location: str,
     progress: Callable[[str], None],
 ) -> None:
-    import os
-    import sys
-
-    from pyspark import SparkConf
-    from pyspark.sql import SparkSession
-
     from writers import NotifyingWriter
 
-    builder = (
-        SparkSession.builder.appName("partition-notify-demo")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")  # our progress line instead
-        .config("spark.log.level", "ERROR")
-        .config("spark.sql.shuffle.partitions", "4")
-    )
-    if not SparkConf().contains("spark.master"):
-        # Run directly with python: local Spark. Under spark-submit, its --master wins.
-        builder = builder.master("local[2]")
-    # Python workers must use this interpreter (it has pyarrow), not PATH's python3.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = _local_spark()
     writer = NotifyingWriter(
         app, db, table, location=location, partition_keys=["datestamp", "region"], progress=True
     )
 
-    def orders(for_regions: Sequence[str]) -> Any:
+    def orders(for_regions: Sequence[str]) -> DataFrame:
         rows = [(i, float(i % 97), day, r) for r in for_regions for i in range(1000)]
         return spark.createDataFrame(
             rows, "order_id long, amount double, datestamp string, region string"
@@ -59,3 +45,28 @@ def write_demo_partitions(
     count = spark.read.parquet(location).where(f"datestamp = '{day}'").count()
     progress(f"readers see {count} rows for datestamp={day}")
     spark.stop()
+
+
+def _local_spark() -> SparkSession:
+    """A quiet SparkSession: local[2] when run with python, the cluster under spark-submit."""
+    import os
+    import sys
+
+    from pyspark import SparkConf
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.appName("partition-notify-demo")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")  # our progress line instead
+        .config("spark.log.level", "ERROR")
+        .config("spark.sql.shuffle.partitions", "4")
+    )
+    if not SparkConf().contains("spark.master"):
+        # Run directly with python: local Spark. Under spark-submit, its --master wins.
+        builder = builder.master("local[2]")
+    # Python workers must use this interpreter (it has pyarrow), not PATH's python3.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -19,11 +19,11 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from partition_notify.errors import (
+    CommitIncompleteError,
     ConfigurationError,
-    PartitionNotifyError,
     UnknownTableError,
     ValidationError,
 )
@@ -60,17 +60,11 @@ log = logging.getLogger(__name__)
 SpecLike = str | Mapping[str, object]
 
 
-class CommitIncompleteError(PartitionNotifyError):
-    """Spark committed the data but the notification step failed part-way.
+class HasPublisher(Protocol):
+    """What a writer takes instead of a :class:`Publisher`: one that holds it (the App)."""
 
-    The manifest stays in the staging directory: :meth:`NotifyingWriter.recover`
-    (or any later write to the table once the lease lapsed) finishes the job.
-    Do not re-run the write: its data may already be in the table.
-    """
-
-    def __init__(self, message: str, write_id: str) -> None:
-        super().__init__(message)
-        self.write_id = write_id
+    @property
+    def publisher(self) -> Publisher: ...
 
 
 class NotifyingWriter:
@@ -87,7 +81,7 @@ class NotifyingWriter:
     when the writer is made, so subscribers can follow it before the first write.
     """
 
-    def __init__(self, target: Any, db: str, table: str, *,
+    def __init__(self, target: HasPublisher | Publisher, db: str, table: str, *,
                  location: str | None = None, partition_keys: Sequence[str] | None = None,
                  catalog_table: str | None = None, format: str = "parquet",
                  options: Mapping[str, str] | None = None, progress: bool = False,
@@ -184,27 +178,48 @@ class NotifyingWriter:
         recover(self.publisher, fs, spark, target.location, files=self.files,
                 stale_after_seconds=self.lease_seconds, lease_seconds=self.lease_seconds)
 
+        staged = self._stage(frame, fs, target, mode=mode, set_done=done_spec,
+                             revision=revision, owns_revision=attempt is not None)
+        finish = None
+        if attempt is not None:
+            attempt.committing = True
+            finish = self._settler(attempt.tx, target.info.id)
+        manifest = staged.manifest
+        try:
+            return complete(self.publisher, fs, spark, manifest, lease=staged.lease,
+                            resumed=False, spark_seconds=staged.spark_seconds,
+                            list_seconds=staged.list_seconds, files=self.files, finish=finish)
+        except Exception as exc:
+            raise CommitIncompleteError(
+                f"write {manifest.write_id} to {target.info.qualified}: Spark committed the "
+                f"data but the commit step failed ({type(exc).__name__}: {exc}); the manifest "
+                f"in {manifest.staging} lets recover() finish it — do not re-run the write",
+                manifest.write_id,
+            ) from exc
+        finally:
+            staged.lease.stop()
+
+    def _stage(self, frame: DataFrame, fs: HadoopFs, target: Target, *, mode: Mode,
+               set_done: str | None, revision: int | None, owns_revision: bool) -> _Staged:
+        """Let Spark write ``frame`` into a fresh staging directory, then write its manifest.
+
+        On any failure the staging directory is deleted: nothing of the write remains.
+        """
         write_id = new_write_id()
         staging = staging_dir(target.location, write_id)
         data = f"{staging}/{DATA}"
         lease = Lease.create(fs, f"{staging}/{LOCK}", self.lease_seconds)
         started = time.monotonic()
         try:
-            writer = frame.write.partitionBy(*target.keys).format(target.format)
-            writer = writer.options(**{**target.options, **self.options}).mode("errorifexists")
-            if self.progress:
-                with Progress(spark, target.info.qualified):
-                    writer.save(data)
-            else:
-                writer.save(data)
+            self._save(frame, target, data)
             spark_seconds = time.monotonic() - started
             partitions = fs.glob(data, partition_pattern(target.keys))
             manifest = Manifest(
                 write_id=write_id, db=target.info.db, table=target.info.name,
                 location=target.location, keys=list(target.keys), mode=mode,
-                partitions=sorted(partitions), set_done=done_spec, revision=revision,
+                partitions=sorted(partitions), set_done=set_done, revision=revision,
                 store_mark=self.publisher.store.log.max_event_id(),
-                catalog_table=target.catalog_table, owns_revision=attempt is not None,
+                catalog_table=target.catalog_table, owns_revision=owns_revision,
             )
             # Anything the publisher would refuse fails here, before data is visible.
             Publisher.validate_partitions(target.info, manifest.specs())
@@ -214,23 +229,17 @@ class NotifyingWriter:
             _discard(fs, staging, write_id)
             raise
         list_seconds = time.monotonic() - started - spark_seconds
-        finish = None
-        if attempt is not None:
-            attempt.committing = True
-            finish = self._settler(attempt.tx, target.info.id)
-        try:
-            return complete(self.publisher, fs, spark, manifest, lease=lease, resumed=False,
-                            spark_seconds=spark_seconds, list_seconds=list_seconds,
-                            files=self.files, finish=finish)
-        except Exception as exc:
-            raise CommitIncompleteError(
-                f"write {write_id} to {target.info.qualified}: Spark committed the data but "
-                f"the commit step failed ({type(exc).__name__}: {exc}); the manifest in "
-                f"{staging} lets recover() finish it — do not re-run the write",
-                write_id,
-            ) from exc
-        finally:
-            lease.stop()
+        return _Staged(manifest, lease, spark_seconds, list_seconds)
+
+    def _save(self, frame: DataFrame, target: Target, data: str) -> None:
+        """The Spark job: native partitioned write; fails if ``data`` exists."""
+        writer = frame.write.partitionBy(*target.keys).format(target.format)
+        writer = writer.options(**{**target.options, **self.options}).mode("errorifexists")
+        if self.progress:
+            with Progress(frame.sparkSession, target.info.qualified):
+                writer.save(data)
+        else:
+            writer.save(data)
 
     def send_mark_set_done(self, partial_spec: SpecLike, *,
                            revision: int | None = None) -> SetDoneMessage:
@@ -310,6 +319,16 @@ class NotifyingWriter:
         info = self._registered(keys, location)
         return Target(info=info, location=location, keys=keys, format=provider,
                       catalog_table=self.catalog_table, columns=columns)
+
+
+@dataclass(frozen=True)
+class _Staged:
+    """A write Spark committed into its staging directory, manifest written."""
+
+    manifest: Manifest
+    lease: Lease
+    spark_seconds: float
+    list_seconds: float
 
 
 @dataclass

@@ -10,16 +10,21 @@ connection id the ``PN_*`` environment of the worker/triggerer is used.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from partition_notify.errors import ConfigurationError
 from partition_notify.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from airflow.sdk import Connection
 
 #: Connection fields that are not settings.
 _SECRET_FIELDS = frozenset({"broker_password"})
 
 
-def settings_from(login: str | None, password: str | None, extra: dict[str, Any]) -> Settings:
+def settings_from(login: str | None, password: str | None,
+                  extra: Mapping[str, object]) -> Settings:
     """Settings from a connection's parts; unknown extra keys are an error naming them."""
     known = set(Settings.model_fields)
     unknown = sorted(k for k in extra if k not in known or k in _SECRET_FIELDS)
@@ -40,7 +45,7 @@ def settings_from(login: str | None, password: str | None, extra: dict[str, Any]
         raise ConfigurationError(f"partition-notify connection: {exc}") from exc
 
 
-def _from_connection(conn: Any) -> Settings:
+def _from_connection(conn: Connection) -> Settings:
     extra = conn.extra_dejson if conn.extra else {}
     if not isinstance(extra, dict):
         raise ConfigurationError(f"connection {conn.conn_id!r}: extra must be a JSON object")

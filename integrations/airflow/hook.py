@@ -6,8 +6,6 @@ triggers read the Connection through :mod:`integrations.airflow.connection`.
 
 from __future__ import annotations
 
-from typing import Any
-
 from integrations.airflow import CONN_TYPE
 from integrations.airflow._compat import BaseHook
 from integrations.airflow.connection import get_settings
@@ -19,12 +17,12 @@ class PartitionNotifyHook(BaseHook):  # type: ignore[misc]
     conn_type = CONN_TYPE
     hook_name = "partition-notify"
 
-    def __init__(self, conn_id: str = default_conn_name, **kwargs: Any) -> None:
+    def __init__(self, conn_id: str = default_conn_name, **kwargs: object) -> None:
         super().__init__(**kwargs)
         self.conn_id = conn_id
 
     @classmethod
-    def get_ui_field_behaviour(cls) -> dict[str, Any]:
+    def get_ui_field_behaviour(cls) -> dict[str, object]:
         return {
             "hidden_fields": ["host", "port", "schema"],
             "relabeling": {"login": "Broker user", "password": "Broker password"},

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
 
-
-def get_provider_info() -> dict[str, Any]:
+def get_provider_info() -> dict[str, object]:
     return {
         "package-name": "partition-notify",
         "name": "partition-notify",

@@ -40,7 +40,12 @@ from partition_notify.contract.messages import (
     PN_MESSAGE_ID,
     PN_TABLE,
 )
-from partition_notify.errors import ConfigurationError, MalformedMessageError, PartitionNotifyError
+from partition_notify.errors import (
+    ConfigurationError,
+    MalformedMessageError,
+    PartitionNotifyError,
+    PushError,
+)
 from store import Store, TableInfo
 from store.cursors import Cursors
 
@@ -50,10 +55,6 @@ log = logging.getLogger(__name__)
 SKEW_SECONDS = 300.0
 #: Page size of the look-up of earlier sends.
 PAGE = 100
-
-
-class PushError(PartitionNotifyError):
-    """Airflow refused or did not answer; the event will be retried."""
 
 
 class AirflowPushSettings(BaseSettings):

@@ -7,17 +7,20 @@ provider reads via Airflow's ProvidersManager.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from airflow.providers.common.messaging.providers.base_provider import BaseMessageQueueProvider
 
 from integrations.airflow import QUEUE_SCHEME
 
+if TYPE_CHECKING:
+    from integrations.airflow.triggers import PartitionSetDoneEventTrigger
+
 
 class PartitionNotifyQueueProvider(BaseMessageQueueProvider):  # type: ignore[misc]
     scheme = QUEUE_SCHEME
 
-    def trigger_class(self) -> Any:
+    def trigger_class(self) -> type[PartitionSetDoneEventTrigger]:
         from integrations.airflow.triggers import PartitionSetDoneEventTrigger
 
         return PartitionSetDoneEventTrigger

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from integrations import shared
 from integrations.airflow._compat import AirflowSensorTimeout, BaseSensorOperator
 from integrations.airflow.connection import get_settings
 from integrations.airflow.triggers import DONE, TIMEOUT, PartitionSetDoneTrigger
 from partition_notify.contract import SetDoneMessage, decode, spec
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context, PokeReturnValue
 
 
 class PartitionSetDoneSensor(BaseSensorOperator):  # type: ignore[misc]
@@ -32,7 +35,7 @@ class PartitionSetDoneSensor(BaseSensorOperator):  # type: ignore[misc]
         spec: str,
         conn_id: str | None = None,
         deferrable: bool = True,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> None:
         super().__init__(**kwargs)
         self.table = table
@@ -40,7 +43,7 @@ class PartitionSetDoneSensor(BaseSensorOperator):  # type: ignore[misc]
         self.conn_id = conn_id
         self.deferrable = deferrable
 
-    def execute(self, context: Any) -> Any:
+    def execute(self, context: Context) -> object:
         if not self.deferrable:
             return super().execute(context)
         self.defer(
@@ -51,12 +54,14 @@ class PartitionSetDoneSensor(BaseSensorOperator):  # type: ignore[misc]
                 conn_id=self.conn_id,
             ),
             method_name="execute_complete",
-        )
+        )  # raises TaskDeferred: the task resumes in execute_complete
+        return None
 
-    def execute_complete(self, context: Any, event: dict[str, Any]) -> dict[str, Any]:
+    def execute_complete(self, context: Context, event: dict[str, object]) -> object:
         status = event.get("status")
         if status == DONE:
-            message: dict[str, Any] = event["message"]
+            message = event["message"]
+            assert isinstance(message, dict)  # the trigger's payload of a set-done
             self.log.info("set-done %s of %s: event %s", message["spec"], self.table,
                           message["eventId"])
             return message
@@ -69,7 +74,7 @@ class PartitionSetDoneSensor(BaseSensorOperator):  # type: ignore[misc]
 
         raise AirflowException(f"partition-notify trigger failed: {event.get('error')}")
 
-    def poke(self, context: Any) -> Any:
+    def poke(self, context: Context) -> bool | PokeReturnValue:
         """Poke mode: one indexed look-up of the covering set-dones in the retention table."""
         store = shared.entry(get_settings(self.conn_id)).app.store
         db, name = shared.split_table(self.table)

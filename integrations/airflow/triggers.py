@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from typing import Any
 
 from integrations import shared
 from integrations.airflow._compat import BaseEventTrigger, BaseTrigger, TriggerEvent
@@ -49,7 +48,7 @@ class PartitionSetDoneTrigger(BaseTrigger):  # type: ignore[misc]
     """
 
     def __init__(
-        self, table: str, spec: str, deadline: float, conn_id: str | None = None, **kwargs: Any
+        self, table: str, spec: str, deadline: float, conn_id: str | None = None, **kwargs: object
     ) -> None:
         super().__init__(**kwargs)
         self.table = table
@@ -57,7 +56,7 @@ class PartitionSetDoneTrigger(BaseTrigger):  # type: ignore[misc]
         self.deadline = float(deadline)
         self.conn_id = conn_id
 
-    def serialize(self) -> tuple[str, dict[str, Any]]:
+    def serialize(self) -> tuple[str, dict[str, object]]:
         return (
             f"{type(self).__module__}.{type(self).__qualname__}",
             {"table": self.table, "spec": self.spec, "deadline": self.deadline,
@@ -72,7 +71,7 @@ class PartitionSetDoneTrigger(BaseTrigger):  # type: ignore[misc]
             return
         yield TriggerEvent(result)
 
-    async def _wait(self) -> dict[str, Any]:
+    async def _wait(self) -> dict[str, object]:
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[AnyMessage] = loop.create_future()
 
@@ -127,7 +126,7 @@ class PartitionSetDoneEventTrigger(BaseEventTrigger):  # type: ignore[misc]
         spec: str | None = None,
         cursor: str | None = None,
         conn_id: str | None = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> None:
         super().__init__(**kwargs)
         self.table = table
@@ -135,7 +134,7 @@ class PartitionSetDoneEventTrigger(BaseEventTrigger):  # type: ignore[misc]
         self.cursor = cursor or f"airflow:{table}:{spec or '*'}"
         self.conn_id = conn_id
 
-    def serialize(self) -> tuple[str, dict[str, Any]]:
+    def serialize(self) -> tuple[str, dict[str, object]]:
         return (
             f"{type(self).__module__}.{type(self).__qualname__}",
             {"table": self.table, "spec": self.spec, "cursor": self.cursor,

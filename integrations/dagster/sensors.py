@@ -15,8 +15,7 @@ every region partition of that day (one materialization each).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
 
 import dagster as dg
 
@@ -25,6 +24,7 @@ from partition_notify.contract import SetDoneMessage, decode
 from partition_notify.contract.messages import HCAT_EVENT, PARTITION_DONE, PN_TABLE
 from partition_notify.errors import ConfigurationError, InvalidSpecError, MalformedMessageError
 from partition_notify.settings import Settings, load_settings
+from store import LoggedEvent, TableInfo
 
 #: Events read per tick; the cursor carries on from there at the next tick.
 MAX_EVENTS_PER_TICK = 1000
@@ -43,9 +43,9 @@ def _cursor(value: str | None, start: int) -> int:
 def partition_keys_for(
     msg: SetDoneMessage,
     table_keys: Sequence[str],
-    partitions_def: Any,
-    dynamic_store: Any = None,
-) -> list[Any]:
+    partitions_def: dg.PartitionsDefinition | None,
+    dynamic_store: dg.DagsterInstance | None = None,
+) -> list[str | dg.MultiPartitionKey | None]:
     """The asset partition keys a set-done stands for (``[None]`` for an unpartitioned asset)."""
     if partitions_def is None:
         return [None]
@@ -76,16 +76,16 @@ def partition_keys_for(
 
 
 def partition_set_done_sensor(
-    asset_key: str | Sequence[str] | Any,
+    asset_key: str | Sequence[str] | dg.AssetKey,
     table: str,
     *,
-    partitions_def: Any = None,
+    partitions_def: dg.PartitionsDefinition | None = None,
     settings: Settings | None = None,
     name: str | None = None,
     start_event_id: int = 0,
     minimum_interval_seconds: int = DEFAULT_INTERVAL_SECONDS,
     max_events_per_tick: int = MAX_EVENTS_PER_TICK,
-) -> Any:
+) -> dg.SensorDefinition:
     """A ``SensorDefinition`` reporting each set-done of ``table`` on ``asset_key``.
 
     ``settings`` default to the ``PN_*`` environment of the sensor's process.
@@ -94,41 +94,47 @@ def partition_set_done_sensor(
     db, tname = shared.split_table(table)
     key = dg.AssetKey.from_coercible(asset_key)
 
-    def evaluate(context: Any) -> Any:
+    def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         store = shared.entry(settings or load_settings()).app.store
         info = store.catalog.get_table(db, tname)
         after = _cursor(context.cursor, start_event_id)
         events = store.log.events_after(after, max_events_per_tick)
-        materializations = []
-        for ev in events:
-            if ev.headers.get(HCAT_EVENT) != PARTITION_DONE or ev.headers.get(PN_TABLE) != (
-                info.qualified
-            ):
-                continue
-            try:
-                msg = decode(ev.body)
-            except MalformedMessageError as exc:
-                context.log.warning(f"skipping malformed logged event {ev.event_id}: {exc}")
-                continue
-            if not isinstance(msg, SetDoneMessage):
-                continue
-            meta = shared.payload(msg, info.partition_keys)
+        materializations = [
+            dg.AssetMaterialization(asset_key=key, partition=pk, metadata=_metadata(msg, info))
+            for msg in _set_dones(events, info, context.log)
             for pk in partition_keys_for(msg, info.partition_keys, partitions_def,
-                                         context.instance):
-                materializations.append(
-                    dg.AssetMaterialization(
-                        asset_key=key,
-                        partition=pk,
-                        metadata={k: v for k, v in meta.items() if v is not None
-                                  and k != "partition"},
-                    )
-                )
+                                         context.instance)
+        ]
         cursor = str(events[-1].event_id) if events else str(after)
         return dg.SensorResult(asset_events=materializations, cursor=cursor)
 
-    make: Callable[..., Any] = dg.sensor(
+    make = dg.sensor(
         name=name or f"partition_notify_{db}_{tname}",
         minimum_interval_seconds=minimum_interval_seconds,
         description=f"set-done of {db}.{tname} -> materializations of {key.to_user_string()}",
     )
-    return make(evaluate)
+    definition: dg.SensorDefinition = make(evaluate)
+    return definition
+
+
+def _set_dones(events: Sequence[LoggedEvent], info: TableInfo,
+               log: dg.DagsterLogManager) -> Iterator[SetDoneMessage]:
+    """The set-done messages of ``info`` among ``events``; malformed ones are logged, skipped."""
+    for ev in events:
+        if ev.headers.get(HCAT_EVENT) != PARTITION_DONE or ev.headers.get(PN_TABLE) != (
+            info.qualified
+        ):
+            continue
+        try:
+            msg = decode(ev.body)
+        except MalformedMessageError as exc:
+            log.warning(f"skipping malformed logged event {ev.event_id}: {exc}")
+            continue
+        if isinstance(msg, SetDoneMessage):
+            yield msg
+
+
+def _metadata(msg: SetDoneMessage, info: TableInfo) -> dict[str, object]:
+    """The materialization's metadata: the set-done's payload, less the partition itself."""
+    meta = shared.payload(msg, info.partition_keys)
+    return {k: v for k, v in meta.items() if v is not None and k != "partition"}

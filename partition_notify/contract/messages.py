@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
@@ -150,7 +150,7 @@ class Envelope:
     body: bytes
     event_id: int = 0
     message_id: str = ""
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    extra: dict[str, object] = field(default_factory=dict, compare=False)
 
 
 def headers_for(message: AnyWire) -> dict[str, str]:
@@ -182,36 +182,7 @@ def to_envelope(message: AnyWire) -> Envelope:
 
 def decode(body: bytes | str, headers: dict[str, str] | None = None) -> AnyWire:
     """Decode a body (and check its headers when given); raise MalformedMessageError."""
-    raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
-    if len(raw) > MAX_BODY_BYTES:
-        raise MalformedMessageError(
-            f"message body is {len(raw)} bytes; at most {MAX_BODY_BYTES} accepted"
-        )
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise MalformedMessageError(
-            f"message body is not UTF-8: {exc.reason} at byte {exc.start}"
-        ) from exc
-    try:
-        obj = json.loads(text)
-    except RecursionError as exc:
-        raise MalformedMessageError("message body is JSON nested too deeply") from exc
-    except json.JSONDecodeError as exc:
-        raise MalformedMessageError(
-            f"message body is not JSON: {exc.msg} at char {exc.pos}"
-        ) from exc
-    if "\\u" in text:
-        # A \ud800-style escape decodes to a lone surrogate, which no UTF-8
-        # consumer downstream could re-encode.
-        try:
-            json.dumps(obj, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise MalformedMessageError(
-                "message body contains a lone UTF-16 surrogate escape"
-            ) from exc
-    if not isinstance(obj, dict):
-        raise MalformedMessageError(f"message body must be a JSON object, got {type(obj).__name__}")
+    obj = _json_object(body)
     if "eventType" not in obj and headers and HCAT_EVENT in headers:
         obj["eventType"] = headers[HCAT_EVENT]
     event = obj.get("eventType")
@@ -233,7 +204,42 @@ def decode(body: bytes | str, headers: dict[str, str] | None = None) -> AnyWire:
         ) from exc
 
 
-def json_schemas() -> dict[str, Any]:
+def _json_object(body: bytes | str) -> dict[str, object]:
+    """The body as a JSON object: bounded size, UTF-8, no lone surrogates."""
+    raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
+    if len(raw) > MAX_BODY_BYTES:
+        raise MalformedMessageError(
+            f"message body is {len(raw)} bytes; at most {MAX_BODY_BYTES} accepted"
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MalformedMessageError(
+            f"message body is not UTF-8: {exc.reason} at byte {exc.start}"
+        ) from exc
+    try:
+        obj: object = json.loads(text)
+    except RecursionError as exc:
+        raise MalformedMessageError("message body is JSON nested too deeply") from exc
+    except json.JSONDecodeError as exc:
+        raise MalformedMessageError(
+            f"message body is not JSON: {exc.msg} at char {exc.pos}"
+        ) from exc
+    if "\\u" in text:
+        # A \ud800-style escape decodes to a lone surrogate, which no UTF-8
+        # consumer downstream could re-encode.
+        try:
+            json.dumps(obj, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise MalformedMessageError(
+                "message body contains a lone UTF-16 surrogate escape"
+            ) from exc
+    if not isinstance(obj, dict):
+        raise MalformedMessageError(f"message body must be a JSON object, got {type(obj).__name__}")
+    return obj
+
+
+def json_schemas() -> dict[str, dict[str, object]]:
     """JSON Schemas of every message, as published in docs/."""
     return {
         "add_partition": AddPartitionMessage.model_json_schema(by_alias=True),

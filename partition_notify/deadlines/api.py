@@ -7,7 +7,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from partition_notify.app import App
 from partition_notify.contract import (
@@ -42,7 +41,7 @@ class ExpectationView:
     next_deadline: str | None
     next_spec: str | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "table": self.table, "name": self.name, "specTemplate": self.spec_template,
             "cron": self.cron, "timezone": self.timezone, "deadline": self.deadline,
@@ -50,7 +49,7 @@ class ExpectationView:
         }
 
 
-def check_json(c: CheckInfo) -> dict[str, Any]:
+def check_json(c: CheckInfo) -> dict[str, object]:
     return {
         "logicalDate": c.logical_date, "spec": c.spec,
         "deadline": datetime.fromtimestamp(c.deadline_at, UTC).isoformat(),
@@ -107,7 +106,7 @@ class Deadlines:
         info = self._table(db, table)
         return self._view(info, self.store.remove(info, name))
 
-    def status(self, db: str, table: str, name: str, limit: int = 20) -> list[dict[str, Any]]:
+    def status(self, db: str, table: str, name: str, limit: int = 20) -> list[dict[str, object]]:
         """The latest verdicts of one expectation, newest first."""
         exp = self.store.get(self._table(db, table), name)
         return [check_json(c) for c in self.store.recent([exp.id], limit)]

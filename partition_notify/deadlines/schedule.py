@@ -23,7 +23,6 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
-from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from partition_notify.deadlines.cron import Cron
@@ -84,11 +83,11 @@ class Deadline:
         s = self.offset_seconds or 0
         return f"+{s // 3600}h{s % 3600 // 60}m{s % 60}s"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"deadline": self.text()}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Deadline:
+    def from_json(cls, data: dict[str, object]) -> Deadline:
         return cls.parse(str(data["deadline"]))
 
     def due(self, interval_end: datetime) -> datetime:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from partition_notify.contract import AnyMessage, names, spec
 from partition_notify.errors import InvalidNameError
@@ -35,12 +34,12 @@ def wanted_spec(info: TableInfo, raw: str, *, full: bool, field: str) -> spec.Sp
         return s
 
 
-def message_json(msg: AnyMessage) -> dict[str, Any]:
-    out: dict[str, Any] = json.loads(msg.model_dump_json(by_alias=True, exclude_none=True))
+def message_json(msg: AnyMessage) -> dict[str, object]:
+    out: dict[str, object] = json.loads(msg.model_dump_json(by_alias=True, exclude_none=True))
     return out
 
 
-def table_json(t: TableInfo) -> dict[str, Any]:
+def table_json(t: TableInfo) -> dict[str, object]:
     return {
         "db": t.db,
         "table": t.name,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Header
 from fastapi.responses import JSONResponse
@@ -43,10 +43,10 @@ IdempotencyKey = Annotated[
         "with the original response and writes nothing.",
     ),
 ]
-Render = Callable[[Sequence[AnyMessage]], dict[str, Any]]
+Render = Callable[[Sequence[AnyMessage]], dict[str, object]]
 
 
-def fingerprint(principal: Principal, method: str, path: str, payload: Any) -> str:
+def fingerprint(principal: Principal, method: str, path: str, payload: object) -> str:
     canon = json.dumps([principal.name, method, path, payload], sort_keys=True, default=str)
     return hashlib.sha256(canon.encode()).hexdigest()
 
@@ -88,7 +88,7 @@ def idempotent_write(
         stored = ctx.http_store.stored_response(principal.name, key)
         if stored is not None:
             return _replay(stored, key, fp)
-    captured: dict[str, Any] = {}
+    captured: dict[str, dict[str, object]] = {}
 
     def in_txn(uow: UnitOfWork, messages: list[AnyMessage]) -> None:
         captured["body"] = render(messages)

@@ -9,9 +9,8 @@ errors name the field from their location.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -75,7 +74,7 @@ def problem_response(
     headers: dict[str, str] | None = None,
     instance: str | None = None,
 ) -> JSONResponse:
-    body: dict[str, Any] = {
+    body: dict[str, str | int] = {
         "type": TYPE_BASE + slug,
         "title": title,
         "status": status,
@@ -105,7 +104,7 @@ def about(field: str) -> Iterator[None]:
         raise from_error(exc, field) from exc
 
 
-def _field_of(loc: Any) -> str:
+def _field_of(loc: Iterable[object]) -> str:
     parts = [str(p) for p in loc]
     if parts and parts[0] in {"body", "query", "path", "header"}:
         where, rest = parts[0], parts[1:]
@@ -115,75 +114,82 @@ def _field_of(loc: Any) -> str:
 
 def install(app: FastAPI) -> None:
     """Problem handlers for our errors, request validation and HTTP errors."""
+    app.exception_handler(ApiProblem)(_problem)
+    app.exception_handler(PartitionNotifyError)(_ours)
+    app.exception_handler(RequestValidationError)(_invalid)
+    app.exception_handler(Exception)(_bug)
+    app.exception_handler(StarletteHTTPException)(_http)
 
-    @app.exception_handler(ApiProblem)
-    async def _problem(request: Request, exc: ApiProblem) -> JSONResponse:
+
+async def _problem(request: Request, exc: ApiProblem) -> JSONResponse:
+    return problem_response(
+        exc.status, exc.slug, exc.title, exc.detail, field=exc.field,
+        headers=exc.headers, instance=request.url.path,
+    )
+
+
+async def _ours(request: Request, exc: PartitionNotifyError) -> JSONResponse:
+    p = from_error(exc)
+    if p.status >= 500:
+        log.warning("%s %s: %s", request.method, request.url.path, p.detail)
+    return problem_response(p.status, p.slug, p.title, p.detail, instance=request.url.path)
+
+
+async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+    # Pydantic's error details, read as plain mappings (FastAPI leaves them untyped).
+    errors: list[Mapping[str, object]] = [dict(e) for e in exc.errors()]
+    first: Mapping[str, object] = (
+        errors[0] if errors else {"loc": (), "msg": "invalid request", "type": ""}
+    )
+    raw_loc = first.get("loc", ())
+    loc = list(raw_loc) if isinstance(raw_loc, (list, tuple)) else []
+    field = _field_of(loc)
+    if first.get("type") == "json_invalid":
+        where = f" at char {loc[1]}" if len(loc) > 1 else ""
+        ctx = first.get("ctx")
+        why = ctx.get("error", first.get("msg")) if isinstance(ctx, dict) and ctx \
+            else first.get("msg")
         return problem_response(
-            exc.status, exc.slug, exc.title, exc.detail, field=exc.field,
-            headers=exc.headers, instance=request.url.path,
-        )
-
-    @app.exception_handler(PartitionNotifyError)
-    async def _ours(request: Request, exc: PartitionNotifyError) -> JSONResponse:
-        p = from_error(exc)
-        if p.status >= 500:
-            log.warning("%s %s: %s", request.method, request.url.path, p.detail)
-        return problem_response(p.status, p.slug, p.title, p.detail, instance=request.url.path)
-
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors: list[dict[str, Any]] = [dict(e) for e in exc.errors()]
-        first: dict[str, Any] = (
-            errors[0] if errors else {"loc": (), "msg": "invalid request", "type": ""}
-        )
-        field = _field_of(first.get("loc", ()))
-        if first.get("type") == "json_invalid":
-            loc = list(first.get("loc", ()))
-            where = f" at char {loc[1]}" if len(loc) > 1 else ""
-            ctx: dict[str, Any] = first.get("ctx") or {}
-            why = ctx.get("error", first.get("msg"))
-            return problem_response(
-                400, "malformed-json", "Malformed request body",
-                f"request body is not valid JSON: {why}{where}", field="body",
-                instance=request.url.path,
-            )
-        more = f" ({len(errors)} errors; first shown)" if len(errors) > 1 else ""
-        detail = f"{field}: {first.get('msg')}{more}"
-        if "input" in first and first["type"] not in {"missing"}:
-            detail += f", got {_short(first['input'])}"
-        return problem_response(
-            422, "invalid-input", "Invalid input", detail, field=field,
+            400, "malformed-json", "Malformed request body",
+            f"request body is not valid JSON: {why}{where}", field="body",
             instance=request.url.path,
         )
+    more = f" ({len(errors)} errors; first shown)" if len(errors) > 1 else ""
+    detail = f"{field}: {first.get('msg')}{more}"
+    if "input" in first and first["type"] not in {"missing"}:
+        detail += f", got {_short(first['input'])}"
+    return problem_response(
+        422, "invalid-input", "Invalid input", detail, field=field, instance=request.url.path,
+    )
 
-    @app.exception_handler(Exception)
-    async def _bug(request: Request, exc: Exception) -> JSONResponse:
-        # Not the client's fault: logged with its traceback, answered without it.
-        log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+
+async def _bug(request: Request, exc: Exception) -> JSONResponse:
+    # Not the client's fault: logged with its traceback, answered without it.
+    log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+    return problem_response(
+        500, "internal", "Internal error",
+        f"the server failed on this request ({type(exc).__name__}); it is logged",
+        instance=request.url.path,
+    )
+
+
+async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
         return problem_response(
-            500, "internal", "Internal error",
-            f"the server failed on this request ({type(exc).__name__}); it is logged",
+            400, "malformed-json", "Malformed request body",
+            "request body could not be parsed: it must be UTF-8 JSON, nested at most "
+            "a few hundred levels deep", field="body", instance=request.url.path,
+        )
+    if exc.status_code == 413:
+        return problem_response(
+            413, "too-large", "Request body too large", str(exc.detail), field="body",
             instance=request.url.path,
         )
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
-            return problem_response(
-                400, "malformed-json", "Malformed request body",
-                "request body could not be parsed: it must be UTF-8 JSON, nested at most "
-                "a few hundred levels deep", field="body", instance=request.url.path,
-            )
-        if exc.status_code == 413:
-            return problem_response(
-                413, "too-large", "Request body too large", str(exc.detail), field="body",
-                instance=request.url.path,
-            )
-        title = {404: "Not found", 405: "Method not allowed"}.get(exc.status_code, "HTTP error")
-        return problem_response(
-            exc.status_code, f"http-{exc.status_code}", title, str(exc.detail),
-            headers=dict(exc.headers or {}), instance=request.url.path,
-        )
+    title = {404: "Not found", 405: "Method not allowed"}.get(exc.status_code, "HTTP error")
+    return problem_response(
+        exc.status_code, f"http-{exc.status_code}", title, str(exc.detail),
+        headers=dict(exc.headers or {}), instance=request.url.path,
+    )
 
 
 def _short(value: object) -> str:

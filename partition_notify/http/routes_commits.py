@@ -11,7 +11,7 @@ manifest pick-up.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Request
 from fastapi.responses import JSONResponse
@@ -44,7 +44,7 @@ def _outcome(o: Outcome) -> JSONResponse:
 )
 def post_commit(
     request: Request, who: Writer, ctx: Ctx,
-    body: Annotated[dict[str, Any], Body()], key: IdempotencyKey = None,
+    body: Annotated[dict[str, object], Body()], key: IdempotencyKey = None,
 ) -> JSONResponse:
     with about("body"):
         manifest = manifest_from_obj(body)
@@ -58,7 +58,7 @@ def post_commit(
         with about("body"):
             return announce(publisher, manifest, target, in_txn)
 
-    def render(messages: Sequence[AnyMessage]) -> dict[str, Any]:
+    def render(messages: Sequence[AnyMessage]) -> dict[str, object]:
         return {
             "status": "announced",
             "jobId": manifest.job_id,

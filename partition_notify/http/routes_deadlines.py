@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
@@ -38,7 +38,7 @@ def _deadlines(ctx: HttpContext) -> Deadlines:
 
 
 @router.get("/tables/{table}/expectations", summary="Expectations of a table")
-def list_expectations(table: str, _: Reader, ctx: Ctx) -> dict[str, Any]:
+def list_expectations(table: str, _: Reader, ctx: Ctx) -> dict[str, object]:
     info = table_info(ctx, table)
     views = _deadlines(ctx).expectations(info.db, info.name)
     return {"table": info.qualified, "expectations": [v.to_json() for v in views]}
@@ -59,7 +59,7 @@ def add_expectation(table: str, body: ExpectationBody, _: Writer, ctx: Ctx) -> J
     "/tables/{table}/expectations/{name}",
     summary="An expectation and its latest verdicts (on_time, done_late, late)",
 )
-def get_expectation(table: str, name: str, _: Reader, ctx: Ctx) -> dict[str, Any]:
+def get_expectation(table: str, name: str, _: Reader, ctx: Ctx) -> dict[str, object]:
     info = table_info(ctx, table)
     d = _deadlines(ctx)
     with about("path.name"):
@@ -69,14 +69,14 @@ def get_expectation(table: str, name: str, _: Reader, ctx: Ctx) -> dict[str, Any
 
 
 @router.delete("/tables/{table}/expectations/{name}", summary="Remove an expectation")
-def remove_expectation(table: str, name: str, _: Writer, ctx: Ctx) -> dict[str, Any]:
+def remove_expectation(table: str, name: str, _: Writer, ctx: Ctx) -> dict[str, object]:
     info = table_info(ctx, table)
     with about("path.name"):
         return _deadlines(ctx).remove(info.db, info.name, name).to_json()
 
 
 @router.get("/tables/{table}/late", summary="Instances late and not yet done")
-def late(table: str, _: Reader, ctx: Ctx) -> dict[str, Any]:
+def late(table: str, _: Reader, ctx: Ctx) -> dict[str, object]:
     from partition_notify.deadlines.api import check_json
 
     info = table_info(ctx, table)

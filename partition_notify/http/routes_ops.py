@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -15,7 +15,7 @@ Ctx = Annotated[HttpContext, Depends(context)]
 
 
 @router.get("/healthz", summary="Liveness: the process serves HTTP")
-async def healthz() -> dict[str, Any]:
+async def healthz() -> dict[str, object]:
     return {"status": "ok"}
 
 
@@ -24,7 +24,7 @@ async def healthz() -> dict[str, Any]:
     summary="Readiness: the store answered the last health check and the hub follows the log",
     responses={503: {"description": "not ready"}},
 )
-async def readyz(ctx: Ctx) -> dict[str, Any]:
+async def readyz(ctx: Ctx) -> dict[str, object]:
     if not ctx.healthy():
         raise ApiProblem(503, "not-ready", "Not ready", "the store failed the last health check")
     if not ctx.hub.ready.is_set():

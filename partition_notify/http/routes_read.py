@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
@@ -18,12 +18,12 @@ Ctx = Annotated[HttpContext, Depends(context)]
 
 
 @router.get("/tables", summary="Registered tables")
-def list_tables(_: Reader, ctx: Ctx) -> dict[str, Any]:
+def list_tables(_: Reader, ctx: Ctx) -> dict[str, object]:
     return {"tables": [table_json(t) for t in ctx.app.store.catalog.tables()]}
 
 
 @router.get("/tables/{table}", summary="One table")
-def get_table(table: str, _: Reader, ctx: Ctx) -> dict[str, Any]:
+def get_table(table: str, _: Reader, ctx: Ctx) -> dict[str, object]:
     return table_json(table_info(ctx, table))
 
 
@@ -33,11 +33,11 @@ def get_table(table: str, _: Reader, ctx: Ctx) -> dict[str, Any]:
     description="`partition` is a full spec, `k=v/k=v`; a value's own `/` or `%` is "
     "Hive-escaped (`%2F`, `%25`) and that escape percent-encoded in the URL (`%252F`).",
 )
-def get_partition(table: str, partition: str, _: Reader, ctx: Ctx) -> dict[str, Any]:
+def get_partition(table: str, partition: str, _: Reader, ctx: Ctx) -> dict[str, object]:
     info = table_info(ctx, table)
     s = wanted_spec(info, partition, full=True, field="path.partition")
     found = ctx.app.store.catalog.partition(info, spec.canonical(s))
-    out: dict[str, Any] = {"table": info.qualified, "spec": spec.canonical(s)}
+    out: dict[str, object] = {"table": info.qualified, "spec": spec.canonical(s)}
     if found is None:
         return {**out, "present": False}
     return {
@@ -63,7 +63,7 @@ def set_done_history(
     ctx: Ctx,
     since: Annotated[float | None, Query(ge=0, allow_inf_nan=False)] = None,
     since_event_id: Annotated[int | None, Query(ge=0)] = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     info = table_info(ctx, table)
     bodies = ctx.app.store.retention.set_done_history([info], since or 0.0)
     out = [json.loads(b) for b in bodies]
@@ -83,11 +83,11 @@ def covering(
     _: Reader,
     ctx: Ctx,
     spec_: Annotated[str, Query(alias="spec", description="partial or full spec")],
-) -> dict[str, Any]:
+) -> dict[str, object]:
     info = table_info(ctx, table)
     wanted = wanted_spec(info, spec_, full=False, field="query.spec")
     bodies = ctx.app.store.retention.set_done_covering(info, spec.covering_specs(wanted))
-    out: dict[str, Any] = {"table": info.qualified, "spec": spec.canonical(wanted)}
+    out: dict[str, object] = {"table": info.qualified, "spec": spec.canonical(wanted)}
     if not bodies:
         return {**out, "done": False}
     return {**out, "done": True, "setDone": json.loads(bodies[0])}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
@@ -31,7 +31,7 @@ Admin = Annotated[Principal, Depends(require_role("admin"))]
 Ctx = Annotated[HttpContext, Depends(context)]
 
 
-def _spec_in(value: object) -> str | dict[str, Any]:
+def _spec_in(value: object) -> str | dict[str, object]:
     # One check with one message: a plain union would report one error per member.
     if isinstance(value, str | dict):
         return value
@@ -44,7 +44,7 @@ def _spec_in(value: object) -> str | dict[str, Any]:
 #: A spec as the CLI takes it (``k=v/k=v``) or as a JSON object; values are
 #: checked by the same code as the CLI's (contract.spec).
 SpecIn = Annotated[
-    str | dict[str, Any],
+    str | dict[str, object],
     PlainValidator(_spec_in),
     WithJsonSchema(
         {
@@ -123,7 +123,7 @@ def announce(
                 revision=body.revision, replace=body.replace, in_txn=in_txn,
             )
 
-    def render(messages: Sequence[AnyMessage]) -> dict[str, Any]:
+    def render(messages: Sequence[AnyMessage]) -> dict[str, object]:
         sent = [m for m in messages if isinstance(m, AddPartitionMessage)]
         return {
             "table": info.qualified,
@@ -148,7 +148,7 @@ def mark_done(
                 info.db, info.name, body.spec, revision=body.revision, in_txn=in_txn
             )
 
-    def render(messages: Sequence[AnyMessage]) -> dict[str, Any]:
+    def render(messages: Sequence[AnyMessage]) -> dict[str, object]:
         done = [m for m in messages if isinstance(m, SetDoneMessage)]
         return {"table": info.qualified, "setDone": message_json(done[0])}
 

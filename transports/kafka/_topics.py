@@ -14,12 +14,15 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import kafka.errors as kerrors
 
 from partition_notify.errors import SubscribeError
 from transports.kafka.config import KafkaEndpoint
+
+if TYPE_CHECKING:
+    from kafka.admin import KafkaAdminClient
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +49,7 @@ DESCRIBE_CHUNK = 1000
 _T = TypeVar("_T")
 
 
-def client_config(endpoint: KafkaEndpoint, timeout: float | None = None) -> dict[str, Any]:
+def client_config(endpoint: KafkaEndpoint, timeout: float | None = None) -> dict[str, object]:
     """``endpoint.client_config()`` plus how long bootstrapping may take."""
     config = endpoint.client_config()
     wait = endpoint.connect_timeout if timeout is None else timeout
@@ -99,7 +102,7 @@ class TopicAdmin:
         """
         wanted = sorted(set(topics))
 
-        def work(admin: Any) -> dict[str, set[int]]:
+        def work(admin: KafkaAdminClient) -> dict[str, set[int]]:
             missing = self._unknown(wanted)
             if missing and self.endpoint.create_topics:
                 self._create(admin, missing, deadline)
@@ -111,7 +114,7 @@ class TopicAdmin:
         with self._lock:
             return sorted(set(topics) - self._known)
 
-    def _session(self, deadline: float, work: Callable[[Any], _T]) -> _T | None:
+    def _session(self, deadline: float, work: Callable[[KafkaAdminClient], _T]) -> _T | None:
         from kafka.admin import KafkaAdminClient
 
         left = deadline - time.monotonic()
@@ -134,7 +137,7 @@ class TopicAdmin:
         finally:
             admin.close()
 
-    def _create(self, admin: Any, topics: list[str], deadline: float) -> None:
+    def _create(self, admin: KafkaAdminClient, topics: list[str], deadline: float) -> None:
         from kafka.admin import NewTopic
 
         for start in range(0, len(topics), CREATE_CHUNK):
@@ -164,7 +167,7 @@ class TopicAdmin:
                             f": {message}" if message else "")
         return ok
 
-    def _describe(self, admin: Any, topics: list[str]) -> dict[str, set[int]]:
+    def _describe(self, admin: KafkaAdminClient, topics: list[str]) -> dict[str, set[int]]:
         found: dict[str, set[int]] = {}
         for start in range(0, len(topics), DESCRIBE_CHUNK):
             for topic in admin.describe_topics(topics[start:start + DESCRIBE_CHUNK]):

@@ -32,7 +32,7 @@ or the URL's userinfo; they are kept out of ``repr`` and never logged.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
@@ -148,10 +148,10 @@ class KafkaEndpoint:
     username: str | None = None
     password: str | None = field(default=None, repr=False)
 
-    def client_config(self) -> dict[str, Any]:
+    def client_config(self) -> dict[str, object]:
         """Keyword arguments every kafka-python client (producer, consumer, admin) accepts."""
         timeout_ms = int(self.connect_timeout * 1000)
-        config: dict[str, Any] = {
+        config: dict[str, object] = {
             "bootstrap_servers": list(self.bootstrap),
             "client_id": self.client_id,
             "security_protocol": self.security_protocol,

@@ -26,9 +26,9 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import kafka.errors as kerrors
 from kafka import KafkaConsumer, TopicPartition
@@ -40,6 +40,9 @@ from transports.base import Consumer, OnMessage, RawMessage
 from transports.kafka._sasl import check_sasl
 from transports.kafka._topics import TopicAdmin, client_config, describe
 from transports.kafka.config import KafkaEndpoint
+
+if TYPE_CHECKING:
+    from kafka.consumer.fetcher import ConsumerRecord
 
 log = logging.getLogger(__name__)
 
@@ -74,10 +77,10 @@ class _Rebalances(ConsumerRebalanceListener):  # type: ignore[misc]
     def __init__(self) -> None:
         self.generation = 0
 
-    def on_partitions_revoked(self, revoked: Any) -> None:
+    def on_partitions_revoked(self, revoked: Collection[TopicPartition]) -> None:
         pass
 
-    def on_partitions_assigned(self, assigned: Any) -> None:
+    def on_partitions_assigned(self, assigned: Collection[TopicPartition]) -> None:
         self.generation += 1
         log.info("kafka: consumer group assigned %d partition(s)", len(assigned))
 
@@ -88,7 +91,7 @@ class KafkaTopicConsumer(Consumer):
         self.endpoint = endpoint
         self._admin = admin
         self._on_message = on_message
-        self._kc: Any = None
+        self._kc: KafkaConsumer | None = None
         self._requests: queue.Queue[_Request] = queue.Queue()
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -153,7 +156,7 @@ class KafkaTopicConsumer(Consumer):
                                             daemon=True)
             self._thread.start()
 
-    def _config(self, timeout: float) -> dict[str, Any]:
+    def _config(self, timeout: float) -> dict[str, object]:
         config = client_config(self.endpoint, min(timeout, self.endpoint.connect_timeout))
         config["fetch_max_wait_ms"] = self.endpoint.fetch_max_wait_ms
         if self.endpoint.group_id is None:
@@ -172,6 +175,13 @@ class KafkaTopicConsumer(Consumer):
         return config
 
     # -- poll thread ----------------------------------------------------------------
+    @property
+    def _client(self) -> KafkaConsumer:
+        """The driver's consumer: made by ``subscribe`` before the poll thread starts."""
+        kc = self._kc
+        assert kc is not None, "kafka consumer used before it connected"
+        return kc
+
     def _run(self) -> None:
         # The driver reconnects by itself; a failed poll is retried after a fixed 1 s.
         backoff = Backoff(initial=POLL_RETRY_SECONDS, cap=POLL_RETRY_SECONDS)
@@ -181,7 +191,7 @@ class KafkaTopicConsumer(Consumer):
                 if self._pending and time.monotonic() >= self._next_pending_check:
                     self._adopt_pending()
                 try:
-                    batch = self._kc.poll(timeout_ms=POLL_MS)
+                    batch = self._client.poll(timeout_ms=POLL_MS)
                 except Exception as exc:  # the driver reconnects by itself: keep polling
                     log.warning("kafka: poll failed, retrying: %s", describe(exc))
                     backoff.wait(self._stop, backoff.failed())
@@ -198,7 +208,7 @@ class KafkaTopicConsumer(Consumer):
             self._fail_open_requests(SubscribeError("kafka consumer closed"))
             self._close_client(self._close_timeout)
 
-    def _deliver(self, record: Any) -> None:
+    def _deliver(self, record: ConsumerRecord) -> None:
         headers = {str(k): v.decode("utf-8", "replace") if isinstance(v, bytes) else ""
                    for k, v in (record.headers or [])}
         try:
@@ -240,8 +250,8 @@ class KafkaTopicConsumer(Consumer):
 
     def _existing(self, topics: frozenset[str]) -> dict[str, set[int]]:
         """Partitions of those ``topics`` the cluster has now (metadata of *every* topic)."""
-        names = self._kc.topics()
-        return {t: parts for t in topics & names if (parts := self._kc.partitions_for_topic(t))}
+        names = self._client.topics()
+        return {t: parts for t in topics & names if (parts := self._client.partitions_for_topic(t))}
 
     def _assign(self, topics: frozenset[str], deadline: float,
                 known: dict[str, set[int]] | None) -> None:
@@ -252,9 +262,9 @@ class KafkaTopicConsumer(Consumer):
         new = [TopicPartition(t, p) for t, parts in sorted(found.items()) for p in sorted(parts)]
         if new:
             ends = self._end_offsets(new, deadline)
-            self._kc.assign(sorted(self._kc.assignment() | set(new)))
+            self._client.assign(sorted(self._client.assignment() | set(new)))
             for tp in new:
-                self._kc.seek(tp, ends[tp])
+                self._client.seek(tp, ends[tp])
         self._following.update(found)
         missing = topics - set(found)
         if missing:
@@ -277,7 +287,7 @@ class KafkaTopicConsumer(Consumer):
             # kafka-python 3.0.12 drops partitions whose leader it does not know yet when
             # others are known (then KeyErrors); it has asked for their metadata: retry.
             with contextlib.suppress(KeyError):
-                ends.update(self._kc.end_offsets(todo, timeout_ms=left_ms))
+                ends.update(self._client.end_offsets(todo, timeout_ms=left_ms))
             todo = [tp for tp in todo if tp not in ends]
             if not todo:
                 return ends
@@ -294,8 +304,8 @@ class KafkaTopicConsumer(Consumer):
         new = [TopicPartition(t, p) for t, parts in sorted(found.items()) for p in sorted(parts)]
         if not new:
             return
-        self._kc.assign(sorted(self._kc.assignment() | set(new)))
-        self._kc.seek_to_beginning(*new)
+        self._client.assign(sorted(self._client.assignment() | set(new)))
+        self._client.seek_to_beginning(*new)
         self._following.update(found)
         self._pending.difference_update(found)
 
@@ -305,7 +315,7 @@ class KafkaTopicConsumer(Consumer):
             request.generation = self._rebalances.generation
         if new or not self._rebalances.generation:
             self._following.update(new)
-            self._kc.subscribe(topics=sorted(self._following), listener=self._rebalances)
+            self._client.subscribe(topics=sorted(self._following), listener=self._rebalances)
             self._awaiting.extend(batch)
         else:
             for request in batch:
@@ -317,7 +327,7 @@ class KafkaTopicConsumer(Consumer):
         still: list[_Request] = []
         for request in self._awaiting:
             if generation > request.generation and self._all_exist(request.topics):
-                for tp in self._kc.assignment():
+                for tp in self._client.assignment():
                     self._position(tp, request.deadline)  # known before subscribe returns
                 request.finish()
             elif now >= request.deadline:
@@ -330,10 +340,10 @@ class KafkaTopicConsumer(Consumer):
 
     def _position(self, tp: TopicPartition, deadline: float) -> int:
         left_ms = max(int((deadline - time.monotonic()) * 1000), 1)
-        return int(self._kc.position(tp, timeout_ms=left_ms))
+        return int(self._client.position(tp, timeout_ms=left_ms))
 
     def _all_exist(self, topics: frozenset[str]) -> bool:
-        return all(self._kc.partitions_for_topic(t) for t in topics)
+        return all(self._client.partitions_for_topic(t) for t in topics)
 
     # -- shutdown -------------------------------------------------------------------
     def _fail_open_requests(self, error: TransportError) -> None:

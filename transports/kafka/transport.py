@@ -22,7 +22,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import kafka.errors as kerrors
 from kafka import KafkaProducer
@@ -39,6 +39,9 @@ from transports.kafka._sasl import check_sasl
 from transports.kafka._topics import TopicAdmin, client_config, describe
 from transports.kafka.config import KafkaEndpoint, parse_url
 from transports.kafka.consumer import KafkaTopicConsumer
+
+if TYPE_CHECKING:
+    from kafka.producer.future import FutureRecordMetadata
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +61,7 @@ class KafkaTransport(Transport):
     def __init__(self, endpoint: KafkaEndpoint) -> None:
         self.endpoint = endpoint
         self.topics = TopicAdmin(endpoint)
-        self._producer: Any = None
+        self._producer: KafkaProducer | None = None
         self._lock = threading.Lock()
         self._consumers: list[KafkaTopicConsumer] = []
         self._closed = False
@@ -66,7 +69,7 @@ class KafkaTransport(Transport):
     @classmethod
     def from_url(cls, url: str, *, username: str | None = None, password: str | None = None,
                  connect_timeout: float = 10.0, client_id: str = "partition-notify",
-                 **_: Any) -> KafkaTransport:
+                 **_: object) -> KafkaTransport:
         return cls(parse_url(url, username=username, password=password,
                              connect_timeout=connect_timeout, client_id=client_id))
 
@@ -79,7 +82,7 @@ class KafkaTransport(Transport):
         topics = {env.topic for env in envelopes}
         if not self.topics.known(topics):
             self.topics.ensure(topics, deadline)
-        futures: list[tuple[Envelope, Any]] = []
+        futures: list[tuple[Envelope, FutureRecordMetadata]] = []
         #: Records refused for good, by event id; the rest of the batch still goes,
         #: except later records of a refused record's topic (per-topic order).
         rejected: dict[int, str] = {}
@@ -113,7 +116,8 @@ class KafkaTransport(Transport):
         self._wait_all(producer, futures, deadline, timeout, rejected)
         self.topics.mark_known(topics)
 
-    def _wait_all(self, producer: Any, futures: list[tuple[Envelope, Any]], deadline: float,
+    def _wait_all(self, producer: KafkaProducer,
+                  futures: list[tuple[Envelope, FutureRecordMetadata]], deadline: float,
                   timeout: float, rejected: dict[int, str]) -> None:
         failed: list[tuple[Envelope, BaseException]] = []
         confirmed: set[int] = set()
@@ -154,7 +158,7 @@ class KafkaTransport(Transport):
         raise PublishTimeout(f"kafka: {unresolved} of {len(futures)} records not acknowledged "
                              f"(acks=all) within {timeout:g} s")
 
-    def _get_producer(self, deadline: float) -> Any:
+    def _get_producer(self, deadline: float) -> KafkaProducer:
         with self._lock:
             if self._closed:
                 raise PublishError("kafka transport is closed")
@@ -172,7 +176,7 @@ class KafkaTransport(Transport):
                                    ) from exc
             return self._producer
 
-    def _producer_config(self, timeout: float) -> dict[str, Any]:
+    def _producer_config(self, timeout: float) -> dict[str, object]:
         config = client_config(self.endpoint, min(timeout, self.endpoint.connect_timeout))
         # Idempotence keeps per-partition order across retries with several requests
         # in flight; max_block_ms bounds send()'s wait for a new topic's metadata.
@@ -180,7 +184,7 @@ class KafkaTransport(Transport):
                       max_block_ms=int(self.endpoint.connect_timeout * 1000))
         return config
 
-    def _replace_producer(self, broken: Any) -> None:
+    def _replace_producer(self, broken: KafkaProducer) -> None:
         with self._lock:
             if self._producer is not broken:
                 return
@@ -206,7 +210,7 @@ class KafkaTransport(Transport):
             _close_quietly(producer, max(deadline - time.monotonic(), 0.0))
 
 
-def _close_quietly(client: Any, timeout: float) -> None:
+def _close_quietly(client: KafkaProducer, timeout: float) -> None:
     try:
         client.close(timeout=timeout)
     except Exception as exc:  # closing must not mask the caller's error

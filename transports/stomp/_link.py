@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import stomp
 import stomp.exception
@@ -64,14 +64,14 @@ class StompLink:
         self.connects = 0
         self._lock = threading.RLock()  # guards _conn/_gen/_subs
         self._connect_lock = threading.Lock()  # one connection attempt at a time
-        self._conn: Any = None
+        self._conn: stomp.Connection12 | None = None
         self._gen = 0
         self._subs: dict[str, Sub] = {}
         self._closed = threading.Event()
         self._reconnector: threading.Thread | None = None
 
     # -- connection -----------------------------------------------------------
-    def connection(self, deadline: float) -> tuple[Any, int]:
+    def connection(self, deadline: float) -> tuple[stomp.Connection12, int]:
         """The live connection (opening one if needed) and its generation."""
         with self._lock:
             if self._conn is not None:
@@ -86,7 +86,7 @@ class StompLink:
         self._notify_reconnected(owners)
         return conn, gen
 
-    def _ensure_locked(self, deadline: float) -> tuple[Any, int, list[Owner]]:
+    def _ensure_locked(self, deadline: float) -> tuple[stomp.Connection12, int, list[Owner]]:
         if self._closed.is_set():
             raise ConnectError(f"the connection to {self.endpoint.where} is closed")
         with self._lock:
@@ -106,7 +106,7 @@ class StompLink:
         owners = list({id(s.owner): s.owner for s in subs}.values())
         return conn, gen, owners
 
-    def _open(self, deadline: float) -> tuple[Any, int]:
+    def _open(self, deadline: float) -> tuple[stomp.Connection12, int]:
         ep = self.endpoint
         left = deadline - time.monotonic()
         if left <= 0:
@@ -269,8 +269,8 @@ class StompLink:
             self._connect_lock.release()
         self._notify_reconnected(owners)
 
-    def _subscribe_frames(self, conn: Any, gen: int, subs: Sequence[Sub], deadline: float,
-                          timeout: float | None = None) -> None:
+    def _subscribe_frames(self, conn: stomp.Connection12, gen: int, subs: Sequence[Sub],
+                          deadline: float, timeout: float | None = None) -> None:
         def send(s: Sub, rid: str) -> None:
             conn.subscribe(s.destination, id=s.sub_id, ack="auto", headers={"receipt": rid})
 
@@ -278,7 +278,7 @@ class StompLink:
                        timeout if timeout is not None else deadline - time.monotonic(),
                        "subscription(s)", SubscribeError, SubscribeError)
 
-    def _pipeline(self, conn: Any, gen: int, items: Sequence[_Item],
+    def _pipeline(self, conn: stomp.Connection12, gen: int, items: Sequence[_Item],
                   send: Callable[[_Item, str], None], deadline: float, timeout: float, what: str,
                   failed: type[PartitionNotifyError],
                   timed_out: type[PartitionNotifyError], window: int = WINDOW,
@@ -302,9 +302,9 @@ class StompLink:
         if settle is not None:
             settle(batch)
 
-    def _send_all(self, conn: Any, gen: int, items: Sequence[_Item], ids: list[str], batch: Batch,
-                  send: Callable[[_Item, str], None], deadline: float, timeout: float, what: str,
-                  failed: type[PartitionNotifyError],
+    def _send_all(self, conn: stomp.Connection12, gen: int, items: Sequence[_Item],
+                  ids: list[str], batch: Batch, send: Callable[[_Item, str], None],
+                  deadline: float, timeout: float, what: str, failed: type[PartitionNotifyError],
                   timed_out: type[PartitionNotifyError], window: int) -> None:
         half = window // 2
         try:
@@ -349,7 +349,7 @@ class StompLink:
             for s in subs:
                 self._subs.pop(s.sub_id, None)
 
-    def _expect(self, conn: Any, ids: list[str],
+    def _expect(self, conn: stomp.Connection12, ids: list[str],
                 error: type[PartitionNotifyError]) -> Batch:
         # Registered under the lock so a concurrent loss either fails this batch
         # or is seen here: no batch can wait on a dead connection unnoticed.
@@ -387,7 +387,7 @@ class StompLink:
         if reconnector is not None:
             reconnector.join(max(deadline - time.monotonic(), 0))
 
-    def _drop(self, conn: Any, gen: int, *, timeout: float) -> None:
+    def _drop(self, conn: stomp.Connection12, gen: int, *, timeout: float) -> None:
         with self._lock:
             if self._gen == gen:
                 self._gen += 1  # events of this connection are now stale

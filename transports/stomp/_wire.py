@@ -11,7 +11,7 @@ import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import stomp
 import stomp.exception
@@ -183,7 +183,7 @@ class Listener(stomp.ConnectionListener):  # type: ignore[misc]
         self.link.lost(self.gen, "no heart-beat from the broker")
 
 
-def close_socket(conn: Any) -> None:
+def close_socket(conn: stomp.Connection12) -> None:
     if conn.transport.socket is None:
         return  # stomp.py's reader already closed it
     try:

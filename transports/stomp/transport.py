@@ -32,7 +32,7 @@ import itertools
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from partition_notify.contract import Envelope
@@ -92,7 +92,7 @@ class StompTransport(Transport):
     @classmethod
     def from_url(cls, url: str, *, username: str | None = None, password: str | None = None,
                  connect_timeout: float = 10.0, heartbeat_ms: int = 5000,
-                 client_id: str = "partition-notify", **_: Any) -> StompTransport:
+                 client_id: str = "partition-notify", **_: object) -> StompTransport:
         return cls(parse_url(url, username=username, password=password,
                              connect_timeout=connect_timeout, heartbeat_ms=heartbeat_ms,
                              client_id=client_id))

@@ -1,0 +1,69 @@
+"""``partition_notify`` is the one import a user needs, and importing it is cheap."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import partition_notify
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Nothing a plain ``import partition_notify`` may load: the database layer,
+#: the broker drivers, Spark, the HTTP stack, the settings machinery.
+HEAVY = ("sqlalchemy", "pyspark", "py4j", "stomp", "kafka", "fastapi", "starlette",
+         "pydantic", "pydantic_settings", "store", "publisher", "subscriber", "writers",
+         "transports")
+
+
+def _modules_after(code: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c",
+         f"import json, sys\n{code}\nprint(json.dumps(sorted(sys.modules)))"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
+    return set(json.loads(out.stdout.splitlines()[-1]))
+
+
+def _top_level(modules: set[str]) -> set[str]:
+    return {m.split(".", 1)[0] for m in modules}
+
+
+def test_importing_the_package_loads_nothing_heavy() -> None:
+    loaded = _top_level(_modules_after("import partition_notify"))
+    assert "partition_notify" in loaded
+    assert loaded.isdisjoint(HEAVY), sorted(loaded & set(HEAVY))
+
+
+def test_a_name_is_imported_on_first_use_only() -> None:
+    loaded = _top_level(_modules_after(
+        "import partition_notify\nassert partition_notify.Publisher.__name__ == 'Publisher'"))
+    assert {"publisher", "sqlalchemy"} <= loaded
+    assert "pyspark" not in loaded  # the writer's PySpark import waits for a write
+
+
+def test_every_public_name_resolves_to_its_home() -> None:
+    from partition_notify.app import App, build_app
+    from publisher import Publisher
+    from subscriber import Subscriber
+    from writers import NotifyingWriter
+
+    for name in partition_notify.__all__:
+        assert getattr(partition_notify, name) is not None, name
+    assert partition_notify.build_app is build_app
+    assert partition_notify.App is App
+    assert partition_notify.Publisher is Publisher
+    assert partition_notify.Subscriber is Subscriber
+    assert partition_notify.NotifyingWriter is NotifyingWriter
+    assert set(partition_notify.__all__) <= set(dir(partition_notify))
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    try:
+        partition_notify.NoSuchThing  # noqa: B018
+    except AttributeError as exc:
+        assert "NoSuchThing" in str(exc)
+    else:
+        raise AssertionError("expected AttributeError")
