@@ -19,7 +19,7 @@ from store.repositories import (
     TOPIC_LAST_SEQ,
     reserve,
 )
-from store.uow import Access, map_db_error, map_driver_error
+from store.uow import Access, UnitOfWork, map_db_error, map_driver_error
 
 log = logging.getLogger(__name__)
 
@@ -74,50 +74,74 @@ class EventLog:
             self._committed()
             return messages
         with self._db.uow(write=True) as uow:
-            existing: dict[int, set[str]] = defaultdict(set)
-            by_table: dict[int, list[str]] = defaultdict(list)
-            for d in drafts:
-                if d.partition_spec is not None:
-                    by_table[d.table.id].append(d.partition_spec)
-            if not drafts and in_txn is not None:
-                uow.sequences.lock("event")  # serialise the hook with every writer
-                in_txn(uow, [])
-                return []
-            if not by_table:
-                # Nothing to de-duplicate (set-done only): lock and reserve at once.
-                first = uow.sequences.take("event", len(drafts))
-            else:
-                # Lock the event counter first: everything after is serialised.
-                first = uow.sequences.lock("event")
-                for table_id, specs in by_table.items():
-                    existing[table_id] = uow.partitions.existing(table_id, specs)
-                if not replace_partitions:
-                    drafts = [
-                        d
-                        for d in drafts
-                        if d.partition_spec is None
-                        or d.partition_spec not in existing[d.table.id]
-                    ]
-                if not drafts:
-                    if in_txn is not None:
-                        in_txn(uow, [])
-                    return []
-                uow.sequences.advance("event", first + len(drafts))
-            seqs = {
-                t: uow.sequences.take(f"topic:{t}", n)
-                for t, n in Counter(d.table.topic for d in drafts).items()
-            }
-            rows = Rows.of(drafts, first, seqs, self._db.clock(), existing, published)
-            for table_id, spec, values in rows.replaced:
-                uow.partitions.replace(table_id, spec, values)
-            uow.events.add_many(rows.events)
-            uow.partitions.add_many(rows.parts)
-            uow.set_done.add_many(rows.dones)
-            messages = rows.messages
-            if in_txn is not None:
-                in_txn(uow, messages)
-        self._committed()
+            messages = self._append_in(uow, drafts, replace_partitions, published, in_txn)
+        if messages:  # nothing logged, nothing for the listeners to wake up for
+            self._committed()
         return messages
+
+    def _append_in(
+        self,
+        uow: UnitOfWork,
+        drafts: Sequence[EventDraft],
+        replace_partitions: bool,
+        published: bool,
+        in_txn: InTxn | None,
+    ) -> list[AnyMessage]:
+        """The body of :meth:`append`, inside its transaction."""
+        if not drafts:  # only the hook: serialise it with every writer
+            uow.sequences.lock("event")
+            if in_txn is not None:
+                in_txn(uow, [])
+            return []
+        first, existing, drafts = self._reserve(uow, drafts, replace_partitions)
+        if not drafts:
+            if in_txn is not None:
+                in_txn(uow, [])
+            return []
+        seqs = {
+            t: uow.sequences.take(f"topic:{t}", n)
+            for t, n in Counter(d.table.topic for d in drafts).items()
+        }
+        rows = Rows.of(drafts, first, seqs, self._db.clock(), existing, published)
+        for table_id, spec, values in rows.replaced:
+            uow.partitions.replace(table_id, spec, values)
+        uow.events.add_many(rows.events)
+        uow.partitions.add_many(rows.parts)
+        uow.set_done.add_many(rows.dones)
+        if in_txn is not None:
+            in_txn(uow, rows.messages)
+        return rows.messages
+
+    @staticmethod
+    def _reserve(
+        uow: UnitOfWork, drafts: Sequence[EventDraft], replace_partitions: bool
+    ) -> tuple[int, dict[int, set[str]], Sequence[EventDraft]]:
+        """Take the event ids; drop drafts of partitions that exist unless replacing.
+
+        Returns the first event id, the partitions that already existed per
+        table, and the drafts left to log.
+        """
+        existing: dict[int, set[str]] = defaultdict(set)
+        by_table: dict[int, list[str]] = defaultdict(list)
+        for d in drafts:
+            if d.partition_spec is not None:
+                by_table[d.table.id].append(d.partition_spec)
+        if not by_table:
+            # Nothing to de-duplicate (set-done only): lock and reserve at once.
+            return uow.sequences.take("event", len(drafts)), existing, drafts
+        # Lock the event counter first: everything after is serialised.
+        first = uow.sequences.lock("event")
+        for table_id, specs in by_table.items():
+            existing[table_id] = uow.partitions.existing(table_id, specs)
+        if not replace_partitions:
+            drafts = [
+                d
+                for d in drafts
+                if d.partition_spec is None or d.partition_spec not in existing[d.table.id]
+            ]
+        if drafts:
+            uow.sequences.advance("event", first + len(drafts))
+        return first, existing, drafts
 
     def _append_one(self, draft: EventDraft, published: bool) -> list[AnyMessage]:
         """One event with no partition row and no hook: every publish of a set-done.
