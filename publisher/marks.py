@@ -82,7 +82,10 @@ class MarkBatcher:
             return len(self._pending)
 
     def flush(self) -> None:
-        """Write every pending mark now, in the caller's thread; errors propagate."""
+        """Write every pending mark now, in the caller's thread; errors propagate.
+
+        A batch that fails to be written is put back, first in line.
+        """
         with self._writing:
             with self._cond:
                 batch, self._pending = self._pending, []
@@ -117,18 +120,14 @@ class MarkBatcher:
             with self._cond:
                 self._wait(full_batch_wakes=not failed)
                 stopping = self._stop
-            with self._writing:
-                with self._cond:
-                    batch, self._pending = self._pending, []
-                try:
-                    self._write(batch)
-                    failed = False
-                except PartitionNotifyError as exc:
-                    # Kept for the next flush; meanwhile they are merely unmarked.
-                    log.warning("publisher: marking %d events published failed, will retry: %s",
-                                len(batch), exc)
-                    failed = True
-                    self._put_back(batch)
+            try:
+                self.flush()
+                failed = False
+            except PartitionNotifyError as exc:
+                # Kept for the next flush; meanwhile they are merely unmarked.
+                log.warning("publisher: marking %d events published failed, will retry: %s",
+                            self.pending(), exc)
+                failed = True
             if stopping:
                 return
 
