@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from tests.http.support import HttpServe
 from tests.support.accounts import ROOT
+from tests.support.collect import Collector as BaseCollector
 
 JAR = ROOT / "writers" / "jvm" / "partition-notify-spark.jar"
 #: Nothing listens on port 9 (discard) here: a POST fails at once.
@@ -25,31 +25,19 @@ def start_serve(store_url: str, log: Path) -> HttpServe:
     return HttpServe(store_url, log, env_extra={"PN_SPARK_SPOOL_INTERVAL_SECONDS": "0.2"}).start()
 
 
-class Collector:
+class Collector(BaseCollector):
     """Messages of a subscription; ``on_add`` runs for each add-partition as it arrives."""
 
+    timeout = 60.0
+
     def __init__(self, on_add: Any = None) -> None:
-        self.messages: list[Any] = []
+        super().__init__()
         self.on_add = on_add
         self.seen_by_on_add: list[Any] = []
-        self._cond = threading.Condition()
 
-    def __call__(self, msg: Any) -> None:
+    def observe(self, msg: Any) -> None:
         if self.on_add is not None and msg.event_type == "ADD_PARTITION":
             self.seen_by_on_add.append(self.on_add(msg))
-        with self._cond:
-            self.messages.append(msg)
-            self._cond.notify_all()
-
-    def wait_for(self, n: int, timeout: float = 60.0) -> list[Any]:
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while len(self.messages) < n:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self._cond.wait(left)
-            return list(self.messages)
 
     def adds(self) -> list[str]:
         return sorted(
