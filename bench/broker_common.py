@@ -7,9 +7,10 @@ import threading
 import time
 from collections.abc import Callable
 
+from partition_notify.subscriber import Subscriber
+
 from partition_notify.app import App
 from partition_notify.contract import AnyMessage, Envelope, to_envelope
-from subscriber import Subscriber
 
 
 def rate(n: int, fn: Callable[[], None]) -> float:

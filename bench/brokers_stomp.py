@@ -42,10 +42,10 @@ from broker_common import (  # noqa: E402
     rate,
     sample_envelopes,
 )
+from partition_notify.subscriber import Subscriber  # noqa: E402
 
 from partition_notify.app import App, build_app  # noqa: E402
 from partition_notify.contract import AnyMessage  # noqa: E402
-from subscriber import Subscriber  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- raw stomp.py

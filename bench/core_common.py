@@ -18,11 +18,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+from partition_notify.store import Store, TableInfo  # noqa: E402
+from partition_notify.store.schema import SetDoneRow  # noqa: E402
 from sqlalchemy import create_engine, insert, text  # noqa: E402
 
 from partition_notify.contract import SetDoneMessage, to_envelope  # noqa: E402
-from store import Store, TableInfo  # noqa: E402
-from store.schema import SetDoneRow  # noqa: E402
 
 PG_ADMIN_URL = os.environ.get(
     "PN_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"

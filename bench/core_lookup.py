@@ -41,11 +41,11 @@ from core_common import (
     scratch_store_url,
     summary_ms,
 )
+from partition_notify.store import Store, TableInfo
+from partition_notify.store.schema import SetDoneRow
 from sqlalchemy import bindparam, select
 
 from partition_notify.contract import spec
-from store import Store, TableInfo
-from store.schema import SetDoneRow
 
 KEYS = ["ds", "hour", "region"]
 PER_DAY = 24 * 100  # hours x regions

@@ -79,9 +79,9 @@ def writer_loop(url: str, started: Any, stop: Any, out: Any) -> None:
 
 def run(backend: str, rows: int, keep: int, batch_size: int, writer: str,
         settle: float, pause: float) -> None:
-    from publisher import Publisher, PublisherConfig
-    from store import Store
-    from transports.embedded import EmbeddedTransport
+    from partition_notify.publisher import Publisher, PublisherConfig
+    from partition_notify.store import Store
+    from partition_notify.transports.embedded import EmbeddedTransport
 
     print(f"\n== {backend}: purge {rows:,} expired rows (batch {batch_size:,}), "
           f"{keep:,} unexpired kept, writer in a {writer}, pause {pause * 1000:g} ms ==")

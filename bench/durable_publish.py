@@ -36,10 +36,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from brokers_stomp import RawSender, app_for  # noqa: E402
+from partition_notify.publisher import Publisher  # noqa: E402
 
 from partition_notify.app import App  # noqa: E402
 from partition_notify.contract import to_envelope  # noqa: E402
-from publisher import Publisher  # noqa: E402
 
 GOAL = 1500.0
 

@@ -36,12 +36,12 @@ from typing import Any
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from partition_notify.publisher.relay import Relay, _envelope  # noqa: E402
+from partition_notify.store.schema import EventRow  # noqa: E402
 from sqlalchemy import update  # noqa: E402
 
 from partition_notify.app import App, build_app  # noqa: E402
 from partition_notify.contract import Envelope  # noqa: E402
-from publisher.relay import Relay, _envelope  # noqa: E402
-from store.schema import EventRow  # noqa: E402
 
 LOG_CHUNK = 2000
 
@@ -89,8 +89,7 @@ def raw_stomp(args: argparse.Namespace, envs: list[Envelope]) -> tuple[Callable[
     import uuid
 
     import stomp
-
-    from transports.stomp import parse_url
+    from partition_notify.transports.stomp import parse_url
 
     ep = parse_url(args.url)
     cond = threading.Condition()
@@ -124,8 +123,7 @@ def raw_stomp(args: argparse.Namespace, envs: list[Envelope]) -> tuple[Callable[
 
 def raw_kafka(args: argparse.Namespace, envs: list[Envelope]) -> tuple[Callable[[], None], Any]:
     from kafka import KafkaProducer
-
-    from transports.kafka.config import parse_url
+    from partition_notify.transports.kafka.config import parse_url
 
     ep = parse_url(args.url)
     producer = KafkaProducer(bootstrap_servers=list(ep.bootstrap), acks="all", linger_ms=0,

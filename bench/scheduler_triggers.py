@@ -59,8 +59,9 @@ def spec_for(i: int) -> str:
 
 
 async def deferred(n: int, publisher_app: Any, port: int | None) -> dict[str, Any]:
-    from integrations import shared
-    from integrations.airflow.triggers import PartitionSetDoneTrigger
+    from partition_notify.integrations import shared
+    from partition_notify.integrations.airflow.triggers import PartitionSetDoneTrigger
+
     from tests.integrations.test_airflow_event_trigger import Ticker
 
     before_conns = broker_connections(port)
@@ -98,9 +99,8 @@ async def deferred(n: int, publisher_app: Any, port: int | None) -> dict[str, An
 
 
 def poke_costs(store_url: str, rounds: int) -> tuple[list[float], list[float]]:
+    from partition_notify.integrations.airflow.sensors import PartitionSetDoneSensor
     from sqlalchemy import create_engine, text
-
-    from integrations.airflow.sensors import PartitionSetDoneSensor
 
     sensor = PartitionSetDoneSensor(task_id="poke", table="bench.orders", spec=spec_for(0),
                                     deferrable=False)

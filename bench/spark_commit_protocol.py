@@ -66,8 +66,9 @@ def main() -> int:
     serve, app = None, None
     if args.serve:
         sys.path.insert(0, str(ROOT))
+        from partition_notify.store.http_store import HttpStore
+
         from partition_notify.app import build_app
-        from store.http_store import HttpStore
         from tests.spark_protocol.helpers import start_serve
 
         store_url = f"sqlite:///{tmp}/store.db"

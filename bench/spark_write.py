@@ -60,11 +60,11 @@ def load() -> str:
 
 def main() -> int:
     args = parse_args()
+    from partition_notify.writers import NotifyingWriter
+    from partition_notify.writers.hadoop import HadoopFs
     from pyspark.sql import functions as F
 
     from partition_notify.app import build_app
-    from writers import NotifyingWriter
-    from writers.hadoop import HadoopFs
 
     tmp = tempfile.mkdtemp(prefix="pn-bench-")
     base = args.base or os.path.join(tmp, "tables")

@@ -14,12 +14,13 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from integrations.shared import compatible
+from partition_notify.integrations.shared import compatible
+from partition_notify.store import Store
+from partition_notify.transports.embedded import commit_signal
+
 from partition_notify.contract import SetDoneMessage, decode
 from partition_notify.contract.messages import HCAT_EVENT, PARTITION_DONE, PN_TABLE
 from partition_notify.errors import MalformedMessageError, PartitionNotifyError
-from store import Store
-from transports.embedded import commit_signal
 
 log = logging.getLogger(__name__)
 

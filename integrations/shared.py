@@ -14,13 +14,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from partition_notify.subscriber import Subscriber
+
 from partition_notify.app import App, build_app
 from partition_notify.contract import SetDoneMessage, spec
 from partition_notify.settings import Settings
-from subscriber import Subscriber
 
 if TYPE_CHECKING:
-    from integrations.follow import LogFollower
+    from partition_notify.integrations.follow import LogFollower
 
 _lock = threading.Lock()
 _entries: dict[tuple[str, str, str | None], _Entry] = {}
@@ -60,7 +61,7 @@ def subscriber(settings: Settings) -> Subscriber:
 
 def follower(settings: Settings) -> LogFollower:
     """The shared log follower (one reader thread, one query per poll) for ``settings``."""
-    from integrations.follow import LogFollower
+    from partition_notify.integrations.follow import LogFollower
 
     e = entry(settings)
     with e.lock:

@@ -54,10 +54,10 @@ if TYPE_CHECKING:
         PartitionLateRecoveredMessage,
         SetDoneMessage,
     )
+    from partition_notify.publisher import Publisher
     from partition_notify.settings import Settings, load_settings
-    from publisher import Publisher
-    from subscriber import Subscriber, Subscription
-    from writers import NotifyingWriter, WriteResult
+    from partition_notify.subscriber import Subscriber, Subscription
+    from partition_notify.writers import NotifyingWriter, WriteResult
 
 __version__ = "0.1.0"
 

@@ -6,15 +6,15 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from partition_notify.publisher import Publisher, PublisherConfig
+from partition_notify.publisher.relay import Relay
+from partition_notify.revisions import RevisionManager
+from partition_notify.revisions.datasets import SnapshotDatasets
 from partition_notify.settings import Settings, load_settings
-from publisher import Publisher, PublisherConfig
-from publisher.relay import Relay
-from revisions import RevisionManager
-from revisions.datasets import SnapshotDatasets
-from store import Store
-from subscriber import Subscriber
-from subscriber.subscriber import OnGap
-from transports import Transport, create_transport
+from partition_notify.store import Store
+from partition_notify.subscriber import Subscriber
+from partition_notify.subscriber.subscriber import OnGap
+from partition_notify.transports import Transport, create_transport
 
 if TYPE_CHECKING:
     from partition_notify.deadlines.api import Deadlines
@@ -30,7 +30,8 @@ class App:
     publisher: Publisher
     #: Revisions, write transactions and snapshots, on the store's clock.
     revisions: RevisionManager = field(init=False)
-    #: SNAPSHOT datasets (their Spark side: :class:`writers.snapshot_dataset.SnapshotDataset`).
+    #: SNAPSHOT datasets (their Spark side:
+    #: :class:`partition_notify.writers.snapshot_dataset.SnapshotDataset`).
     datasets: SnapshotDatasets = field(init=False)
 
     def __post_init__(self) -> None:

@@ -2,7 +2,7 @@
 
 The relay dead-letters an event after ``PN_RELAY_MAX_ATTEMPTS`` refusals for
 good (too large, not authorized, invalid destination); see
-:mod:`store.dead_letters`. These commands list them, send them again
+:mod:`partition_notify.store.dead_letters`. These commands list them, send them again
 (``redrive``: back to pending, counts reset; fix the cause first) or give up
 on them (``discard``: kept in the log, marked, never sent). Output is JSON,
 one object per line; exit codes as in :mod:`partition_notify.cli`. Only the
@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from partition_notify.cli_types import Handler, SubParsers
-    from store.dead_letters import DeadLetter, DeadLetters
+    from partition_notify.store.dead_letters import DeadLetter, DeadLetters
 
 
 @contextmanager
 def _letters(args: argparse.Namespace) -> Iterator[DeadLetters]:
     from partition_notify.settings import load_settings
-    from store import Store
-    from store.dead_letters import DeadLetters
+    from partition_notify.store import Store
+    from partition_notify.store.dead_letters import DeadLetters
 
     settings = load_settings(**({"store_url": args.store_url} if args.store_url else {}))
     store = Store.open(settings.store_url, connect_timeout_seconds=settings.connect_timeout_seconds)

@@ -13,7 +13,7 @@ from partition_notify.api_roles import ROLES
 if TYPE_CHECKING:
     from partition_notify.app import App
     from partition_notify.cli_types import Handler, SubParsers
-    from store.http_store import HttpStore
+    from partition_notify.store.http_store import HttpStore
 
 
 def _when(ts: float | None) -> str | None:
@@ -22,7 +22,7 @@ def _when(ts: float | None) -> str | None:
 
 def _tokens(args: argparse.Namespace) -> tuple[App, HttpStore]:
     from partition_notify.cli import _app
-    from store.http_store import HttpStore
+    from partition_notify.store.http_store import HttpStore
 
     app = _app(args)
     return app, HttpStore(app.store)

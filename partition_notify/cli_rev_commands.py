@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from revisions import RevisionManager, WriteTransaction
-from revisions.model import table_name
+from partition_notify.revisions import RevisionManager, WriteTransaction
+from partition_notify.revisions.model import table_name
 
 
 def _handle(table: str, revision: int) -> WriteTransaction:

@@ -22,7 +22,7 @@ from partition_notify.limits import MAX_INT64
 
 if TYPE_CHECKING:
     from partition_notify.app import App
-    from revisions import RevisionManager
+    from partition_notify.revisions import RevisionManager
 
 Command = Callable[[argparse.Namespace], int]
 #: Positional or option names and ``add_argument`` keywords of one argument.
@@ -62,7 +62,7 @@ class RevCommand:
 def rev_commands() -> tuple[RevCommand, ...]:
     """The ``rev`` commands; built with the parser, so importing the CLI loads no store."""
     from partition_notify import cli_rev_commands as rc
-    from revisions.model import DEFAULT_FAMILY, DEFAULT_KEEP_ALIVE_SECONDS
+    from partition_notify.revisions.model import DEFAULT_FAMILY, DEFAULT_KEEP_ALIVE_SECONDS
 
     table: Arg = (("table",), {"help": "table name, by convention db.table"})
     revision: Arg = (("revision",), {"type": integer(0), "help": "the revision begin printed"})
@@ -135,8 +135,8 @@ def cmd_dataset_list(args: argparse.Namespace) -> int:
 
 
 def cmd_dataset_expire(args: argparse.Namespace) -> int:
-    from revisions.datasets import EXPIRING
-    from writers.snapshot_dataset import expire_versions
+    from partition_notify.revisions.datasets import EXPIRING
+    from partition_notify.writers.snapshot_dataset import expire_versions
 
     with _spark(args.spark) as spark, _app(args) as app:
         removed = expire_versions(app.datasets, spark=spark, dataset=args.name)
@@ -175,7 +175,7 @@ def _spark(wanted: bool) -> Iterator[Any]:
 
 def dataset_commands() -> tuple[tuple[str, Command, str, tuple[Arg, ...]], ...]:
     """The ``dataset`` commands: (name, function, help, arguments)."""
-    from revisions.datasets import DEFAULT_MIN_VERSIONS
+    from partition_notify.revisions.datasets import DEFAULT_MIN_VERSIONS
 
     name: Arg = (("name",), {"help": "dataset name, by convention db.table"})
     return (

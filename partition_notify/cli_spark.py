@@ -81,7 +81,7 @@ def cmd_spark_conf(args: argparse.Namespace) -> int:
 
 def cmd_commits_apply(args: argparse.Namespace) -> int:
     from partition_notify.cli import _app
-    from writers.commit_manifest import apply_manifest, parse_manifest
+    from partition_notify.writers.commit_manifest import apply_manifest, parse_manifest
 
     raw = sys.stdin.buffer.read() if args.file == "-" else _read(args.file)
     manifest = parse_manifest(raw)
@@ -93,7 +93,7 @@ def cmd_commits_apply(args: argparse.Namespace) -> int:
 
 def cmd_commits_scan(args: argparse.Namespace) -> int:
     from partition_notify.cli import _app
-    from writers.commit_spool import scan
+    from partition_notify.writers.commit_spool import scan
 
     with _app(args) as app:
         extra = [d for d in app.settings.spark_spool_dirs.split(",") if d.strip()]

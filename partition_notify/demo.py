@@ -126,7 +126,7 @@ def _live_while_publishing(
 
 
 def _write_with_spark(app: App, location: str, t0: float) -> None:
-    from writers.demo_job import write_demo_partitions
+    from partition_notify.writers.demo_job import write_demo_partitions
 
     _say(t0, "pipeline", "starting local Spark (the JVM takes a few seconds)...")
     write_demo_partitions(

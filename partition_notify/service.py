@@ -19,7 +19,7 @@ from partition_notify.metrics import Metrics
 
 if TYPE_CHECKING:
     from partition_notify.http.server import HttpServer
-    from publisher.relay import Relay
+    from partition_notify.publisher.relay import Relay
 
 log = logging.getLogger(__name__)
 #: SQLite purge: batches short enough that a writer queued behind one waits
@@ -79,7 +79,7 @@ class Service:
             log.info("purged %d expired set-done rows in %.2f s", n, time.monotonic() - started)
 
     def spark_commits_job(self) -> None:
-        from writers.commit_spool import scan
+        from partition_notify.writers.commit_spool import scan
 
         extra = [d for d in self.app.settings.spark_spool_dirs.split(",") if d.strip()]
         try:
@@ -93,7 +93,7 @@ class Service:
 
     def dataset_expiry_job(self) -> None:
         """Retention of SNAPSHOT datasets; without Spark, only local paths can be deleted."""
-        from revisions.datasets import LocalFileSystem
+        from partition_notify.revisions.datasets import LocalFileSystem
 
         try:
             removed = self.app.datasets.expire(LocalFileSystem())
@@ -147,7 +147,9 @@ class Service:
             next_run_time=_now(),
         )
         self.scheduler.add_job(self.health_job, "interval", seconds=15, id="health")
-        from integrations.airflow.push import push_job  # stdlib only; off without PN_AIRFLOW_URL
+        from partition_notify.integrations.airflow.push import (
+            push_job,  # stdlib only; off without PN_AIRFLOW_URL
+        )
 
         if (push := push_job(self.app.store)) is not None:
             self.scheduler.add_job(push[0], "interval", seconds=push[1], id="airflow-push",

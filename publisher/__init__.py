@@ -1,5 +1,5 @@
 """Publishing add-partition and mark-set-done messages."""
 
-from publisher.publisher import Publisher, PublisherConfig
+from partition_notify.publisher.publisher import Publisher, PublisherConfig
 
 __all__ = ["Publisher", "PublisherConfig"]

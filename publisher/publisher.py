@@ -9,6 +9,16 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from partition_notify.publisher.marks import (
+    DEFAULT_FLUSH_INTERVAL_SECONDS,
+    DEFAULT_MAX_BATCH,
+    MarkBatcher,
+)
+from partition_notify.store import EventDraft, Store, TableInfo
+from partition_notify.store.provider import InTxn
+from partition_notify.store.schema import MAX_SPEC_CHARS
+from partition_notify.transports import Transport
+
 from partition_notify import limits
 from partition_notify.contract import (
     AddPartitionMessage,
@@ -28,11 +38,6 @@ from partition_notify.errors import (
     TransportError,
     ValidationError,
 )
-from publisher.marks import DEFAULT_FLUSH_INTERVAL_SECONDS, DEFAULT_MAX_BATCH, MarkBatcher
-from store import EventDraft, Store, TableInfo
-from store.provider import InTxn
-from store.schema import MAX_SPEC_CHARS
-from transports import Transport
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +72,7 @@ class Publisher:
     gets a :class:`PublishError` naming the logged event ids.
 
     That the broker took them is recorded lazily, in batches (see
-    :mod:`publisher.marks`): one durable commit per publish. :meth:`close`
+    :mod:`partition_notify.publisher.marks`): one durable commit per publish. :meth:`close`
     writes what is pending.
     """
 

@@ -6,9 +6,9 @@ leases them, sends them in event-id order, and marks them only after the
 broker confirmed. A failed batch is retried whole, with capped exponential
 backoff: nothing is skipped.
 
-Leases (see :meth:`store.event_log.EventLog.lease_unpublished`) cover a prefix of the log
-only, so with several ``serve`` processes one relay works at a time and the
-others stand by; if it dies, its lease runs out and another takes over. An
+Leases (see :meth:`partition_notify.store.event_log.EventLog.lease_unpublished`)
+cover a prefix of the log only, so with several ``serve`` processes one relay
+works at a time and the others stand by; if it dies, its lease runs out and another takes over. An
 entry younger than ``writer_grace_seconds`` is left alone because the writer
 that logged it may still be waiting for the broker's receipt.
 
@@ -22,7 +22,7 @@ destination) never holds up other topics: the rest of its batch is marked
 (what the broker confirmed) or retried, and the refused event is retried
 alone, with the same capped backoff, while the later events of *its* topic
 wait behind it (per-topic order holds). After ``max_attempts`` refusals it is
-dead-lettered (:mod:`store.dead_letters`): logged at ERROR with its event id,
+dead-lettered (:mod:`partition_notify.store.dead_letters`): logged at ERROR with its event id,
 table, topic and error, counted in ``stats.dead_lettered``, and its topic
 flows again. Subscribers see the hole as a ``topicSeq`` gap. Retriable
 failures (broker down, timeout, connection lost) never count toward it.
@@ -37,13 +37,14 @@ import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
+from partition_notify.store import LoggedEvent, Store
+from partition_notify.store.dead_letters import DeadLetters
+from partition_notify.transports import Transport
+
 from partition_notify.backoff import Backoff
 from partition_notify.contract import Envelope
 from partition_notify.errors import ConfigurationError, MessageRejected, PartitionNotifyError
 from partition_notify.settings import DEFAULT_MAX_ATTEMPTS
-from store import LoggedEvent, Store
-from store.dead_letters import DeadLetters
-from transports import Transport
 
 log = logging.getLogger(__name__)
 

@@ -7,8 +7,8 @@ Callers get a wired :class:`RevisionManager` from the composition root
 (``app.revisions``) rather than building one.
 """
 
-from revisions.manager import KeepAlive, RevisionManager, snapshot_partitions
-from revisions.model import (
+from partition_notify.revisions.manager import KeepAlive, RevisionManager, snapshot_partitions
+from partition_notify.revisions.model import (
     DEFAULT_FAMILY,
     DEFAULT_KEEP_ALIVE_SECONDS,
     Snapshot,

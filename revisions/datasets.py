@@ -18,7 +18,7 @@ than the longest read. :meth:`SnapshotDatasets.expire` enforces it; ``serve``
 runs it every ``PN_DATASET_EXPIRY_INTERVAL_SECONDS``.
 
 This module is the Spark-free bookkeeping; writing and reading versions with
-Spark is :mod:`writers.snapshot_dataset`.
+Spark is :mod:`partition_notify.writers.snapshot_dataset`.
 """
 
 from __future__ import annotations
@@ -30,16 +30,17 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from partition_notify.revisions.manager import RevisionManager
+from partition_notify.revisions.model import DEFAULT_FAMILY, WriteTransaction, table_name
+from partition_notify.revisions.repositories import RevisionUnitOfWork
+from partition_notify.revisions.schema import SnapshotDatasetRow, SnapshotVersionRow
+
 from partition_notify.errors import (
     ConfigurationError,
     ConflictError,
     NotFoundError,
     ValidationError,
 )
-from revisions.manager import RevisionManager
-from revisions.model import DEFAULT_FAMILY, WriteTransaction, table_name
-from revisions.repositories import RevisionUnitOfWork
-from revisions.schema import SnapshotDatasetRow, SnapshotVersionRow
 
 log = logging.getLogger(__name__)
 

@@ -21,11 +21,12 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
+from partition_notify.revisions.manager import RevisionManager
+from partition_notify.revisions.model import DEFAULT_FAMILY, Snapshot, WriteTransaction
+from partition_notify.revisions.repositories import RevisionUnitOfWork
+from partition_notify.revisions.schema import ABORTED, RevisionFileRow, RevisionReplacementRow
+
 from partition_notify.errors import ConflictError, NotFoundError
-from revisions.manager import RevisionManager
-from revisions.model import DEFAULT_FAMILY, Snapshot, WriteTransaction
-from revisions.repositories import RevisionUnitOfWork
-from revisions.schema import ABORTED, RevisionFileRow, RevisionReplacementRow
 
 log = logging.getLogger(__name__)
 

@@ -32,10 +32,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Protocol
 
-from sqlalchemy import Engine
-
-from partition_notify.errors import ConflictError, NotFoundError, ValidationError
-from revisions.model import (
+from partition_notify.revisions.model import (
     DEFAULT_FAMILY,
     DEFAULT_KEEP_ALIVE_SECONDS,
     Clock,
@@ -45,11 +42,14 @@ from revisions.model import (
     keep_alive_seconds,
     table_name,
 )
-from revisions.repositories import RevisionUnitOfWork
-from revisions.schema import ABORTED, RUNNING, RevisionTxnRow
+from partition_notify.revisions.repositories import RevisionUnitOfWork
+from partition_notify.revisions.schema import ABORTED, RUNNING, RevisionTxnRow
+from sqlalchemy import Engine
+
+from partition_notify.errors import ConflictError, NotFoundError, ValidationError
 
 if TYPE_CHECKING:
-    from store.provider import PartitionInfo, Store, TableInfo
+    from partition_notify.store.provider import PartitionInfo, Store, TableInfo
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from partition_notify.revisions.schema import MAX_FAMILY_CHARS, MAX_TABLE_CHARS, RevisionTxnRow
+
 from partition_notify.errors import ValidationError
-from revisions.schema import MAX_FAMILY_CHARS, MAX_TABLE_CHARS, RevisionTxnRow
 
 Clock = Callable[[], float]
 

@@ -1,7 +1,7 @@
 """Repositories of the revision, SNAPSHOT-dataset and revision-file tables.
 
-Like :mod:`store.repositories`: each takes a Session and never commits; the
-store's :class:`~store.uow.UnitOfWork` commits. :class:`RevisionUnitOfWork`
+Like :mod:`partition_notify.store.repositories`: each takes a Session and never commits; the
+store's :class:`~partition_notify.store.uow.UnitOfWork` commits. :class:`RevisionUnitOfWork`
 is that unit of work with these repositories added, nothing more.
 """
 
@@ -10,11 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import delete, exists, insert, select, update
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import Session
-
-from revisions.schema import (
+from partition_notify.revisions.schema import (
     ABORTED,
     RUNNING,
     RevisionFamilyRow,
@@ -25,7 +21,10 @@ from revisions.schema import (
     SnapshotDatasetRow,
     SnapshotVersionRow,
 )
-from store.uow import UnitOfWork
+from partition_notify.store.uow import UnitOfWork
+from sqlalchemy import delete, exists, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
 
 
 class RevisionRepository:

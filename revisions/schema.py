@@ -8,10 +8,9 @@ counter that is neither running nor aborted is committed.
 
 from __future__ import annotations
 
+from partition_notify.store.schema import MAX_SPEC_CHARS, Base, BigId
 from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
-
-from store.schema import MAX_SPEC_CHARS, Base, BigId
 
 #: Longest table / dataset name the revision tables accept.
 MAX_TABLE_CHARS = 260
@@ -95,7 +94,7 @@ class SnapshotVersionRow(Base):
 # -- files of each revision (0004): snapshot reads list exactly the files of the
 # committed revisions a snapshot covers, so a later append (new files) or an
 # overwrite (old files moved aside) never changes what an older snapshot returns.
-#: Longest write id (``writers.layout.new_write_id`` makes 28 characters).
+#: Longest write id (``partition_notify.writers.layout.new_write_id`` makes 28 characters).
 MAX_WRITE_ID_CHARS = 64
 
 

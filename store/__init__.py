@@ -1,9 +1,9 @@
 """The store: tables, partitions, the event log (outbox) and set-done retention."""
 
-from store.engine import make_engine
-from store.migrate import migrate
-from store.provider import EventDraft, LoggedEvent, PartitionInfo, Store, TableInfo
-from store.uow import UnitOfWork
+from partition_notify.store.engine import make_engine
+from partition_notify.store.migrate import migrate
+from partition_notify.store.provider import EventDraft, LoggedEvent, PartitionInfo, Store, TableInfo
+from partition_notify.store.uow import UnitOfWork
 
 __all__ = [
     "EventDraft",

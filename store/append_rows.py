@@ -7,12 +7,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from partition_notify.store.records import Clock, EventDraft
+from partition_notify.store.schema import EventRow, SequenceRow, SetDoneRow
 from sqlalchemy import Connection, Table
 from sqlalchemy.engine.interfaces import DBAPICursor
 
 from partition_notify.contract import AnyMessage, SetDoneMessage, to_envelope
-from store.records import Clock, EventDraft
-from store.schema import EventRow, SequenceRow, SetDoneRow
 
 
 @dataclass(slots=True)

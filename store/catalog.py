@@ -6,13 +6,13 @@ import json
 from collections.abc import Sequence
 from typing import cast
 
+from partition_notify.store.records import PartitionInfo, TableInfo
+from partition_notify.store.repositories import TABLE_INFO_BY_NAME
+from partition_notify.store.schema import PartitionRow, TableRow
+from partition_notify.store.uow import Access, DriverRow
 from sqlalchemy import Table
 
 from partition_notify.errors import ConflictError, UnknownTableError
-from store.records import PartitionInfo, TableInfo
-from store.repositories import TABLE_INFO_BY_NAME
-from store.schema import PartitionRow, TableRow
-from store.uow import Access, DriverRow
 
 _TABLE_COLUMNS = (
     "id", "db", "name", "partition_keys", "topic", "retention_seconds", "location",

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from partition_notify.store.commit_schema import SparkCommitRow
 from sqlalchemy import select
 from sqlalchemy.orm import Session
-
-from store.commit_schema import SparkCommitRow
 
 
 class SparkCommitRepository:

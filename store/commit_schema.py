@@ -7,10 +7,9 @@ retry, a spool file left behind by a crash, both at once) announces once.
 
 from __future__ import annotations
 
+from partition_notify.store.schema import Base
 from sqlalchemy import Float, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
-
-from store.schema import Base
 
 #: Longest Spark job id accepted (Spark uses a 36-character UUID).
 MAX_JOB_ID_CHARS = 128

@@ -10,10 +10,9 @@ keeps two ``serve`` processes from pushing the same events.
 
 from __future__ import annotations
 
+from partition_notify.store.schema import Base
 from sqlalchemy import BigInteger, Float, String
 from sqlalchemy.orm import Mapped, mapped_column
-
-from store.schema import Base
 
 MAX_CURSOR_NAME_CHARS = 200
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from partition_notify.store.cursor_schema import MAX_CURSOR_NAME_CHARS, CursorRow
+from partition_notify.store.provider import Store
+from partition_notify.store.uow import UnitOfWork, affected_rows
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from partition_notify.errors import ConflictError, InvalidNameError
-from store.cursor_schema import MAX_CURSOR_NAME_CHARS, CursorRow
-from store.provider import Store
-from store.uow import UnitOfWork, affected_rows
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,7 @@
 An event the broker refuses for good (:class:`~partition_notify.errors.MessageRejected`:
 too large, not authorized, invalid destination) is *retried* a bounded number
 of times - its ``rejections`` count - with ``retry_at`` holding back its own
-topic meanwhile (see :meth:`store.event_log.EventLog.lease_unpublished`). Retriable
+topic meanwhile (see :meth:`partition_notify.store.event_log.EventLog.lease_unpublished`). Retriable
 failures (broker down, timeout) never count. At ``max_attempts`` rejections it
 is *dead-lettered*: ``dead_at`` set, out of the relay's lease, out of the lag
 figures, still in the event log (subscribers that fill ``topicSeq`` gaps from
@@ -16,13 +16,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
+from partition_notify.store.provider import Store
+from partition_notify.store.schema import EventRow, TableRow
+from partition_notify.store.uow import UnitOfWork
 from sqlalchemy import Select, select, update
 from sqlalchemy.orm import Session
 
 from partition_notify.errors import ConflictError, NotFoundError
-from store.provider import Store
-from store.schema import EventRow, TableRow
-from store.uow import UnitOfWork
 
 _IN_CHUNK = 500
 

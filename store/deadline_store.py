@@ -6,13 +6,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from partition_notify.store.http_repositories import (
+    ExpectationCheckRepository,
+    ExpectationRepository,
+)
+from partition_notify.store.http_schema import ExpectationCheckRow, ExpectationRow
+from partition_notify.store.uow import UnitOfWork
+
 from partition_notify.errors import ConflictError, NotFoundError
-from store.http_repositories import ExpectationCheckRepository, ExpectationRepository
-from store.http_schema import ExpectationCheckRow, ExpectationRow
-from store.uow import UnitOfWork
 
 if TYPE_CHECKING:
-    from store.provider import Store, TableInfo
+    from partition_notify.store.provider import Store, TableInfo
 
 ON_TIME, DONE_LATE, LATE = "on_time", "done_late", "late"
 

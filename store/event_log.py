@@ -7,19 +7,19 @@ import sqlite3
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 
-from sqlalchemy.exc import SQLAlchemyError
-
-from partition_notify.contract import AnyMessage
-from store.append_rows import DriverAppend, Rows
-from store.records import EventDraft, InTxn, LoggedEvent
-from store.repositories import (
+from partition_notify.store.append_rows import DriverAppend, Rows
+from partition_notify.store.records import EventDraft, InTxn, LoggedEvent
+from partition_notify.store.repositories import (
     INSERT_EVENTS,
     INSERT_SET_DONE,
     TOPIC_EVENTS_AFTER,
     TOPIC_LAST_SEQ,
     reserve,
 )
-from store.uow import Access, UnitOfWork, map_db_error, map_driver_error
+from partition_notify.store.uow import Access, UnitOfWork, map_db_error, map_driver_error
+from sqlalchemy.exc import SQLAlchemyError
+
+from partition_notify.contract import AnyMessage
 
 log = logging.getLogger(__name__)
 

@@ -23,12 +23,11 @@ import threading
 from collections.abc import Sequence
 
 import psycopg
+from partition_notify.store.uow import map_db_error
 from psycopg.rows import TupleRow
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
-
-from store.uow import map_db_error
 
 #: Connections kept aside at most; a burst beyond it uses the engine's pool.
 #: Waiters poll one at a time, so a few cover them, and an idle PostgreSQL

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from partition_notify.store.http_schema import (
+    ApiTokenRow,
+    ExpectationCheckRow,
+    ExpectationRow,
+    IdempotencyRow,
+)
+from partition_notify.store.uow import affected_rows
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
-
-from store.http_schema import ApiTokenRow, ExpectationCheckRow, ExpectationRow, IdempotencyRow
-from store.uow import affected_rows
 
 
 class ApiTokenRepository:

@@ -1,15 +1,14 @@
 """Tables of the HTTP API and of partition deadlines (migration 0005).
 
 On the store's ``Base`` metadata; one repository each in
-:mod:`store.http_repositories`.
+:mod:`partition_notify.store.http_repositories`.
 """
 
 from __future__ import annotations
 
+from partition_notify.store.schema import Base, BigId
 from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
-
-from store.schema import Base, BigId
 
 #: Longest accepted Idempotency-Key header value.
 MAX_IDEMPOTENCY_KEY_CHARS = 200

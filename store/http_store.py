@@ -14,17 +14,21 @@ import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from partition_notify.store.http_repositories import ApiTokenRepository, IdempotencyRepository
+from partition_notify.store.http_schema import (
+    MAX_IDEMPOTENCY_KEY_CHARS,
+    ApiTokenRow,
+    IdempotencyRow,
+)
+from partition_notify.store.schema import EventRow
+from partition_notify.store.uow import UnitOfWork
 from sqlalchemy import select
 
 from partition_notify.api_roles import ROLES
 from partition_notify.errors import ConflictError, NotFoundError, ValidationError
-from store.http_repositories import ApiTokenRepository, IdempotencyRepository
-from store.http_schema import MAX_IDEMPOTENCY_KEY_CHARS, ApiTokenRow, IdempotencyRow
-from store.schema import EventRow
-from store.uow import UnitOfWork
 
 if TYPE_CHECKING:
-    from store.provider import Store
+    from partition_notify.store.provider import Store
 
 TOKEN_PREFIX = "pn_"
 _NAME = re.compile(r"[A-Za-z0-9._@-]{1,128}")

@@ -1,8 +1,8 @@
 """The storage provider: what the rest of partition-notify asks of the store.
 
 ``Store`` opens and closes the database and hands out its parts:
-``store.catalog`` (tables, partitions), ``store.log`` (the event log and
-outbox) and ``store.retention`` (set-done history, look-up, purge). Callers
+``partition_notify.store.catalog`` (tables, partitions), ``store.log`` (the event log and
+outbox) and ``partition_notify.store.retention`` (set-done history, look-up, purge). Callers
 never see a transaction (the storage interface hides them): each method of a
 part is one unit of work.
 """
@@ -11,16 +11,22 @@ from __future__ import annotations
 
 import time
 
+from partition_notify.store.catalog import Catalog
+from partition_notify.store.engine import DEFAULT_SQLITE_SYNCHRONOUS, make_engine
+from partition_notify.store.event_log import EventLog
+from partition_notify.store.migrate import migrate
+from partition_notify.store.records import (
+    Clock,
+    EventDraft,
+    InTxn,
+    LoggedEvent,
+    PartitionInfo,
+    TableInfo,
+)
+from partition_notify.store.retention import Retention
+from partition_notify.store.uow import Access, map_db_error
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
-
-from store.catalog import Catalog
-from store.engine import DEFAULT_SQLITE_SYNCHRONOUS, make_engine
-from store.event_log import EventLog
-from store.migrate import migrate
-from store.records import Clock, EventDraft, InTxn, LoggedEvent, PartitionInfo, TableInfo
-from store.retention import Retention
-from store.uow import Access, map_db_error
 
 
 class Store:

@@ -6,16 +6,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from partition_notify.store.schema import TableRow
 from sqlalchemy import Row
 
 from partition_notify.contract import AnyMessage
-from store.schema import TableRow
 
 if TYPE_CHECKING:
-    from store.uow import UnitOfWork
+    from partition_notify.store.uow import UnitOfWork
 
 Clock = Callable[[], float]
-#: Runs inside :meth:`store.event_log.EventLog.append`'s transaction with the
+#: Runs inside :meth:`partition_notify.store.event_log.EventLog.append`'s transaction with the
 #: messages logged (idempotency keys, late-message rows); raising rolls
 #: everything back.
 InTxn = Callable[["UnitOfWork", list[AnyMessage]], None]

@@ -1,11 +1,12 @@
 """One small repository per table. Each takes a Session and never commits:
-the unit of work does (see :mod:`store.uow`)."""
+the unit of work does (see :mod:`partition_notify.store.uow`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
+from partition_notify.store.schema import EventRow, PartitionRow, SequenceRow, SetDoneRow, TableRow
 from sqlalchemy import (
     Connection,
     Integer,
@@ -21,8 +22,6 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.orm import Session
-
-from store.schema import EventRow, PartitionRow, SequenceRow, SetDoneRow, TableRow
 
 _IN_CHUNK = 500  # keep IN-lists well under SQLite's variable limit
 

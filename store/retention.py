@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from partition_notify.store.hot_read import HotReader
+from partition_notify.store.records import TableInfo
+from partition_notify.store.repositories import covering_sql
+from partition_notify.store.uow import Access, map_db_error
 from sqlalchemy.exc import SQLAlchemyError
-
-from store.hot_read import HotReader
-from store.records import TableInfo
-from store.repositories import covering_sql
-from store.uow import Access, map_db_error
 
 
 class Retention:

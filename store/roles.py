@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from partition_notify.store.uow import map_db_error
 from pydantic import SecretStr
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from partition_notify.errors import ConfigurationError, StoreError
-from store.uow import map_db_error
 
 READONLY_SQL = Path(__file__).with_name("sql") / "readonly_role.sql"
 DEFAULT_ROLE = "pn_reader"

@@ -7,20 +7,20 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
-from sqlalchemy import CursorResult, Engine, Executable, Row
-from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
-from sqlalchemy.orm import Session
-
-from partition_notify.errors import ConflictError, StoreError
-from store.engine import SINGLE_READ, WRITE
-from store.records import Clock
-from store.repositories import (
+from partition_notify.store.engine import SINGLE_READ, WRITE
+from partition_notify.store.records import Clock
+from partition_notify.store.repositories import (
     EventRepository,
     PartitionRepository,
     SequenceRepository,
     SetDoneRepository,
     TableRepository,
 )
+from sqlalchemy import CursorResult, Engine, Executable, Row
+from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from partition_notify.errors import ConflictError, StoreError
 
 
 def map_db_error(exc: SQLAlchemyError) -> StoreError | ConflictError:

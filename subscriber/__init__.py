@@ -1,6 +1,6 @@
 """The subscriber library for workflow schedulers."""
 
-from subscriber.subscriber import Subscriber, SubscriberStats
-from subscriber.subscription import Subscription
+from partition_notify.subscriber.subscriber import Subscriber, SubscriberStats
+from partition_notify.subscriber.subscription import Subscription
 
 __all__ = ["Subscriber", "SubscriberStats", "Subscription"]

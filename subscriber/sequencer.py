@@ -24,11 +24,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from partition_notify.store import LoggedEvent, Store
+from partition_notify.subscriber import subscription as _subscription
+from partition_notify.subscriber.seq_window import SeqWindow
+
 from partition_notify.contract import AnyMessage
 from partition_notify.errors import PartitionNotifyError
-from store import LoggedEvent, Store
-from subscriber import subscription as _subscription
-from subscriber.seq_window import SeqWindow
 
 log = logging.getLogger(__name__)
 

@@ -22,18 +22,19 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from partition_notify.store import Store, TableInfo
+from partition_notify.store.provider import LoggedEvent
+from partition_notify.subscriber.refs import TableRef, table_keys
+from partition_notify.subscriber.sequencer import Followed, Sequencer
+from partition_notify.subscriber.subscription import Callback, Subscription
+from partition_notify.transports import Consumer, RawMessage, Transport
+
 from partition_notify.contract import AnyMessage, SetDoneMessage, decode, spec
 from partition_notify.errors import (
     MalformedMessageError,
     SubscribeError,
     WaitTimeout,
 )
-from store import Store, TableInfo
-from store.provider import LoggedEvent
-from subscriber.refs import TableRef, table_keys
-from subscriber.sequencer import Followed, Sequencer
-from subscriber.subscription import Callback, Subscription
-from transports import Consumer, RawMessage, Transport
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +116,7 @@ class Subscriber:
         or several tables as a list or tuple of those, e.g.
         ``("sales.orders", "sales.returns")``; anything ambiguous (say
         ``("sales", "sales.returns")``) raises :class:`InvalidNameError`
-        (see :mod:`subscriber.refs`).
+        (see :mod:`partition_notify.subscriber.refs`).
 
         Returns once the subscription is confirmed by the bus and history is
         merged (history first, then live, each message once). Whatever

@@ -1,7 +1,7 @@
 """Message transports: embedded (the store's log), STOMP (ActiveMQ, RabbitMQ) and Kafka."""
 
-from transports.base import Consumer, OnMessage, RawMessage, Transport
-from transports.registry import TRANSPORTS, create_transport, resolve
+from partition_notify.transports.base import Consumer, OnMessage, RawMessage, Transport
+from partition_notify.transports.registry import TRANSPORTS, create_transport, resolve
 
 __all__ = [
     "TRANSPORTS",

@@ -5,7 +5,7 @@ docs/architecture.md): subclass :class:`Transport` (and :class:`Consumer`) in
 its own subpackage like ``transports/stomp/``, implement ``from_url`` (mypy
 refuses a subclass without it, and checks its keywords against
 :class:`TransportOptions`), parse the URL's host list with
-``transports.hosts.parse_hosts`` and retry with ``partition_notify.backoff``,
+``partition_notify.transports.hosts.parse_hosts`` and retry with ``partition_notify.backoff``,
 map driver errors to the ``partition_notify.errors`` tree at this boundary,
 add the scheme to ``TRANSPORTS`` in ``transports/registry.py`` (imported only
 when used), and add the broker to the contract suite in ``tests/contract``.
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, ClassVar, TypedDict, Unpack
 from partition_notify.contract import Envelope
 
 if TYPE_CHECKING:
-    from store import Store
+    from partition_notify.store import Store
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,12 +13,13 @@ import weakref
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from partition_notify.store import Store
+from partition_notify.store.event_log import EventLog
+from partition_notify.transports.base import Consumer, OnMessage, RawMessage, Transport
+
 from partition_notify.backoff import Backoff
 from partition_notify.contract import Envelope
 from partition_notify.errors import ConfigurationError, PartitionNotifyError, SubscribeError
-from store import Store
-from store.event_log import EventLog
-from transports.base import Consumer, OnMessage, RawMessage, Transport
 
 log = logging.getLogger(__name__)
 

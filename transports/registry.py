@@ -11,14 +11,14 @@ from partition_notify.errors import ConfigurationError, PartitionNotifyError
 from partition_notify.redact import redact_url
 
 if TYPE_CHECKING:
-    from transports.base import Transport, TransportOptions
+    from partition_notify.transports.base import Transport, TransportOptions
 
 #: scheme -> "module:Class". Heavy drivers load only when their scheme is used.
 TRANSPORTS: dict[str, str] = {
-    "embedded": "transports.embedded:EmbeddedTransport",
-    "stomp": "transports.stomp.transport:StompTransport",
-    "stomp+ssl": "transports.stomp.transport:StompTransport",
-    "kafka": "transports.kafka.transport:KafkaTransport",
+    "embedded": "partition_notify.transports.embedded:EmbeddedTransport",
+    "stomp": "partition_notify.transports.stomp.transport:StompTransport",
+    "stomp+ssl": "partition_notify.transports.stomp.transport:StompTransport",
+    "kafka": "partition_notify.transports.kafka.transport:KafkaTransport",
 }
 
 

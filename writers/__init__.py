@@ -7,8 +7,9 @@ Quick use from a PySpark job::
     w.write(df, mode="append", mark_set_done="datestamp=20110228")
 """
 
+from partition_notify.writers.commit import WriteResult
+from partition_notify.writers.writer import NotifyingWriter
+
 from partition_notify.errors import CommitIncompleteError
-from writers.commit import WriteResult
-from writers.writer import NotifyingWriter
 
 __all__ = ["CommitIncompleteError", "NotifyingWriter", "WriteResult"]

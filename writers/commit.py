@@ -2,7 +2,7 @@
 
 Runs after Spark's own job commit put the data in the staging directory and
 the manifest was written. Every step is idempotent, so a process that takes
-over a dead writer's manifest (:mod:`writers.recovery`) runs the same code:
+over a dead writer's manifest (:mod:`partition_notify.writers.recovery`) runs the same code:
 
 0. transactional writes: record the staged data files under the revision
    (once per write, before anything moves);
@@ -28,19 +28,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from partition_notify.publisher import Publisher
+from partition_notify.store import TableInfo
+from partition_notify.writers.hadoop import HadoopFs
+from partition_notify.writers.layout import DATA, REPLACED, Manifest, partition_pattern
+from partition_notify.writers.lease import Lease
+from partition_notify.writers.target import add_catalog_partitions
+
 from partition_notify.contract import AddPartitionMessage, SetDoneMessage, decode, spec
 from partition_notify.errors import PublishError
-from publisher import Publisher
-from store import TableInfo
-from writers.hadoop import HadoopFs
-from writers.layout import DATA, REPLACED, Manifest, partition_pattern
-from writers.lease import Lease
-from writers.target import add_catalog_partitions
 
 if TYPE_CHECKING:
+    from partition_notify.revisions.files import RevisionFiles
     from pyspark.sql import SparkSession
-
-    from revisions.files import RevisionFiles
 
 log = logging.getLogger(__name__)
 

@@ -26,6 +26,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from partition_notify.publisher import Publisher
+from partition_notify.store import TableInfo, UnitOfWork
+from partition_notify.store.commit_repository import SparkCommitRepository
+from partition_notify.store.commit_schema import MAX_JOB_ID_CHARS
+from partition_notify.store.provider import InTxn
+from partition_notify.writers.layout import parse_partition_path
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticError
 
@@ -37,12 +43,6 @@ from partition_notify.errors import (
     InvalidSpecError,
     PublishError,
 )
-from publisher import Publisher
-from store import TableInfo, UnitOfWork
-from store.commit_repository import SparkCommitRepository
-from store.commit_schema import MAX_JOB_ID_CHARS
-from store.provider import InTxn
-from writers.layout import parse_partition_path
 
 log = logging.getLogger(__name__)
 

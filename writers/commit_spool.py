@@ -4,7 +4,7 @@ The commit protocol writes ``<jobId>.json`` (write, then rename) into
 ``_partition_notify/`` under the job's output path when ``serve`` is
 unreachable. This job looks there under every registered table location
 (and in extra spool directories), announces each manifest once
-(:func:`writers.commit_manifest.apply_manifest` is idempotent by job id) and
+(:func:`partition_notify.writers.commit_manifest.apply_manifest` is idempotent by job id) and
 only then deletes it. A manifest that cannot be valid is renamed
 ``<jobId>.json.rejected`` and logged, so it is looked at by a person, not
 retried forever.
@@ -22,9 +22,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from partition_notify.publisher import Publisher
+from partition_notify.writers.commit_manifest import apply_manifest, parse_manifest
+
 from partition_notify.errors import InvalidManifestError, PartitionNotifyError
-from publisher import Publisher
-from writers.commit_manifest import apply_manifest, parse_manifest
 
 log = logging.getLogger(__name__)
 

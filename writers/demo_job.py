@@ -6,9 +6,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from partition_notify.writers.writer import HasPublisher
     from pyspark.sql import DataFrame, SparkSession
-
-    from writers.writer import HasPublisher
 
 
 def write_demo_partitions(
@@ -20,7 +19,7 @@ def write_demo_partitions(
     location: str,
     progress: Callable[[str], None],
 ) -> None:
-    from writers import NotifyingWriter
+    from partition_notify.writers import NotifyingWriter
 
     spark = _local_spark()
     writer = NotifyingWriter(

@@ -18,7 +18,7 @@ import socket
 import threading
 import time
 
-from writers.hadoop import HadoopFs
+from partition_notify.writers.hadoop import HadoopFs
 
 log = logging.getLogger(__name__)
 

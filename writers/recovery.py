@@ -24,18 +24,18 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from partition_notify.publisher import Publisher
+from partition_notify.revisions import DEFAULT_FAMILY
+from partition_notify.writers.commit import WriteResult, complete
+from partition_notify.writers.hadoop import HadoopFs
+from partition_notify.writers.layout import ADOPTED, LOCK, MANIFEST, STAGING, Manifest, staging_dir
+from partition_notify.writers.lease import Lease
+
 from partition_notify.errors import ConflictError
-from publisher import Publisher
-from revisions import DEFAULT_FAMILY
-from writers.commit import WriteResult, complete
-from writers.hadoop import HadoopFs
-from writers.layout import ADOPTED, LOCK, MANIFEST, STAGING, Manifest, staging_dir
-from writers.lease import Lease
 
 if TYPE_CHECKING:
+    from partition_notify.revisions.files import RevisionFiles
     from pyspark.sql import SparkSession
-
-    from revisions.files import RevisionFiles
 
 log = logging.getLogger(__name__)
 

@@ -1,9 +1,9 @@
 """SNAPSHOT datasets with Spark: write a complete new version, read the current one.
 
 The bookkeeping (versions, pointer, retention) is
-:class:`revisions.datasets.SnapshotDatasets` (``app.datasets``); this module
+:class:`partition_notify.revisions.datasets.SnapshotDatasets` (``app.datasets``); this module
 writes a version's files with Spark, deletes them through the Hadoop
-FileSystem (:class:`writers.hadoop.HadoopFs`) and announces new versions.
+FileSystem (:class:`partition_notify.writers.hadoop.HadoopFs`) and announces new versions.
 
 A failed run leaves the pointer alone and removes its partial files; a
 killed run's files are removed by retention (:func:`expire_versions`, and
@@ -24,8 +24,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from partition_notify.errors import ConfigurationError, ConflictError, PartitionNotifyError
-from revisions.datasets import (
+from partition_notify.revisions.datasets import (
     COMPLETE,
     DEFAULT_MIN_VERSIONS,
     FAILED,
@@ -37,15 +36,17 @@ from revisions.datasets import (
     VersionInfo,
     version_path,
 )
-from revisions.manager import RevisionManager
-from revisions.model import WriteTransaction
-from writers.hadoop import HadoopFs
+from partition_notify.revisions.manager import RevisionManager
+from partition_notify.revisions.model import WriteTransaction
+from partition_notify.writers.hadoop import HadoopFs
+
+from partition_notify.errors import ConfigurationError, ConflictError, PartitionNotifyError
 
 if TYPE_CHECKING:
+    from partition_notify.publisher import Publisher
     from pyspark.sql import DataFrame, SparkSession
 
     from partition_notify.app import App
-    from publisher import Publisher
 
 log = logging.getLogger(__name__)
 

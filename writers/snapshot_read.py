@@ -17,11 +17,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from partition_notify.revisions import DEFAULT_FAMILY, RevisionManager, Snapshot
+from partition_notify.revisions.files import RevisionFiles
+from partition_notify.writers.hadoop import HadoopFs
+
 from partition_notify.contract import names
 from partition_notify.errors import ConfigurationError, NotFoundError
-from revisions import DEFAULT_FAMILY, RevisionManager, Snapshot
-from revisions.files import RevisionFiles
-from writers.hadoop import HadoopFs
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -13,9 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from partition_notify.store import TableInfo
+
 from partition_notify.contract import names
 from partition_notify.errors import ConfigurationError, ValidationError
-from store import TableInfo
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

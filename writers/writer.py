@@ -21,20 +21,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from partition_notify.errors import (
-    CommitIncompleteError,
-    ConfigurationError,
-    UnknownTableError,
-    ValidationError,
-)
-from publisher import Publisher
-from revisions import DEFAULT_FAMILY as DATA_FAMILY
-from revisions import RevisionManager, WriteTransaction
-from revisions.files import RevisionFiles
-from store import TableInfo
-from writers.commit import WriteResult, canonical_set_done, complete
-from writers.hadoop import HadoopFs
-from writers.layout import (
+from partition_notify.publisher import Publisher
+from partition_notify.revisions import DEFAULT_FAMILY as DATA_FAMILY
+from partition_notify.revisions import RevisionManager, WriteTransaction
+from partition_notify.revisions.files import RevisionFiles
+from partition_notify.store import TableInfo
+from partition_notify.writers.commit import WriteResult, canonical_set_done, complete
+from partition_notify.writers.hadoop import HadoopFs
+from partition_notify.writers.layout import (
     DATA,
     LOCK,
     MANIFEST,
@@ -45,10 +39,17 @@ from writers.layout import (
     partition_pattern,
     staging_dir,
 )
-from writers.lease import Lease
-from writers.progress import Progress
-from writers.recovery import recover
-from writers.target import Target, catalog_metadata, check_keys
+from partition_notify.writers.lease import Lease
+from partition_notify.writers.progress import Progress
+from partition_notify.writers.recovery import recover
+from partition_notify.writers.target import Target, catalog_metadata, check_keys
+
+from partition_notify.errors import (
+    CommitIncompleteError,
+    ConfigurationError,
+    UnknownTableError,
+    ValidationError,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -1,10 +1,10 @@
 """Airflow integration (``pip install partition-notify[airflow]``).
 
-* :class:`~integrations.airflow.sensors.PartitionSetDoneSensor`: a deferrable
+* :class:`~partition_notify.integrations.airflow.sensors.PartitionSetDoneSensor`: a deferrable
   sensor for cron-scheduled DAGs.
-* :class:`~integrations.airflow.triggers.PartitionSetDoneEventTrigger`: an
+* :class:`~partition_notify.integrations.airflow.triggers.PartitionSetDoneEventTrigger`: an
   event trigger for ``AssetWatcher`` (also ``MessageQueueTrigger(scheme="partition-notify")``).
-* :mod:`integrations.airflow.push`: the push sink of ``partition-notify serve``
+* :mod:`partition_notify.integrations.airflow.push`: the push sink of ``partition-notify serve``
   (needs no Airflow package, only Airflow's REST API).
 
 Nothing here imports Airflow at package import time.

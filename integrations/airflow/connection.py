@@ -56,7 +56,7 @@ def get_settings(conn_id: str | None) -> Settings:
     """Blocking: for operators (workers), never on an event loop."""
     if conn_id is None:
         return load_settings()
-    from integrations.airflow._compat import BaseHook
+    from partition_notify.integrations.airflow._compat import BaseHook
 
     return _from_connection(BaseHook.get_connection(conn_id))
 
@@ -65,7 +65,7 @@ async def aget_settings(conn_id: str | None) -> Settings:
     """For triggers: the connection is fetched without blocking the event loop."""
     if conn_id is None:
         return await asyncio.to_thread(load_settings)
-    from integrations.airflow._compat import BaseHook
+    from partition_notify.integrations.airflow._compat import BaseHook
 
     getter = getattr(BaseHook, "aget_connection", None)
     if getter is not None:

@@ -1,14 +1,14 @@
 """``PartitionNotifyHook``: registers the ``partition_notify`` connection type with Airflow.
 
 Its only job is the Connection form and a connection test; operators and
-triggers read the Connection through :mod:`integrations.airflow.connection`.
+triggers read the Connection through :mod:`partition_notify.integrations.airflow.connection`.
 """
 
 from __future__ import annotations
 
-from integrations.airflow import CONN_TYPE
-from integrations.airflow._compat import BaseHook
-from integrations.airflow.connection import get_settings
+from partition_notify.integrations.airflow import CONN_TYPE
+from partition_notify.integrations.airflow._compat import BaseHook
+from partition_notify.integrations.airflow.connection import get_settings
 
 
 class PartitionNotifyHook(BaseHook):  # type: ignore[misc]
@@ -34,7 +34,7 @@ class PartitionNotifyHook(BaseHook):  # type: ignore[misc]
 
     def test_connection(self) -> tuple[bool, str]:
         """Open the store (one query) with the connection's settings."""
-        from integrations import shared
+        from partition_notify.integrations import shared
 
         try:
             store = shared.entry(get_settings(self.conn_id)).app.store

@@ -11,15 +11,15 @@ def get_provider_info() -> dict[str, object]:
         "(MessageQueueTrigger scheme 'partition-notify') and a push sink.",
         "triggers": [
             {"integration-name": "partition-notify",
-             "python-modules": ["integrations.airflow.triggers"]},
+             "python-modules": ["partition_notify.integrations.airflow.triggers"]},
         ],
         "sensors": [
             {"integration-name": "partition-notify",
-             "python-modules": ["integrations.airflow.sensors"]},
+             "python-modules": ["partition_notify.integrations.airflow.sensors"]},
         ],
-        "queues": ["integrations.airflow.queues.PartitionNotifyQueueProvider"],
+        "queues": ["partition_notify.integrations.airflow.queues.PartitionNotifyQueueProvider"],
         "connection-types": [
-            {"hook-class-name": "integrations.airflow.hook.PartitionNotifyHook",
+            {"hook-class-name": "partition_notify.integrations.airflow.hook.PartitionNotifyHook",
              "connection-type": "partition_notify"},
         ],
     }

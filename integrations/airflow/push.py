@@ -29,10 +29,12 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from partition_notify.integrations.shared import payload
+from partition_notify.store import Store, TableInfo
+from partition_notify.store.cursors import Cursors
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from integrations.shared import payload
 from partition_notify.contract import SetDoneMessage, decode
 from partition_notify.contract.messages import (
     HCAT_EVENT,
@@ -46,8 +48,6 @@ from partition_notify.errors import (
     PartitionNotifyError,
     PushError,
 )
-from store import Store, TableInfo
-from store.cursors import Cursors
 
 log = logging.getLogger(__name__)
 

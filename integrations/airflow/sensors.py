@@ -6,10 +6,11 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from integrations import shared
-from integrations.airflow._compat import AirflowSensorTimeout, BaseSensorOperator
-from integrations.airflow.connection import get_settings
-from integrations.airflow.triggers import DONE, TIMEOUT, PartitionSetDoneTrigger
+from partition_notify.integrations import shared
+from partition_notify.integrations.airflow._compat import AirflowSensorTimeout, BaseSensorOperator
+from partition_notify.integrations.airflow.connection import get_settings
+from partition_notify.integrations.airflow.triggers import DONE, TIMEOUT, PartitionSetDoneTrigger
+
 from partition_notify.contract import SetDoneMessage, decode, spec
 
 if TYPE_CHECKING:

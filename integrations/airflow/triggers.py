@@ -5,7 +5,7 @@ the triggerer's event loop: set-up runs in a worker thread with a deadline
 (``asyncio.to_thread``), and messages come back from the subscriber's
 dispatcher or the log follower thread through ``loop.call_soon_threadsafe``.
 Every trigger of a process shares one connection per partition-notify
-connection (:mod:`integrations.shared`).
+connection (:mod:`partition_notify.integrations.shared`).
 """
 
 from __future__ import annotations
@@ -14,15 +14,20 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 
-from integrations import shared
-from integrations.airflow._compat import BaseEventTrigger, BaseTrigger, TriggerEvent
-from integrations.airflow.connection import aget_settings
-from integrations.follow import LogFollower, Watch
+from partition_notify.integrations import shared
+from partition_notify.integrations.airflow._compat import (
+    BaseEventTrigger,
+    BaseTrigger,
+    TriggerEvent,
+)
+from partition_notify.integrations.airflow.connection import aget_settings
+from partition_notify.integrations.follow import LogFollower, Watch
+from partition_notify.store import TableInfo
+from partition_notify.store.cursors import Cursor, Cursors
+from partition_notify.subscriber.subscription import Subscription
+
 from partition_notify.contract import AnyMessage, SetDoneMessage, spec
 from partition_notify.errors import PartitionNotifyError
-from store import TableInfo
-from store.cursors import Cursor, Cursors
-from subscriber.subscription import Subscription
 
 DONE = "done"
 TIMEOUT = "timeout"

@@ -18,13 +18,13 @@ import itertools
 from collections.abc import Iterator, Sequence
 
 import dagster as dg
+from partition_notify.integrations import shared
+from partition_notify.store import LoggedEvent, TableInfo
 
-from integrations import shared
 from partition_notify.contract import SetDoneMessage, decode
 from partition_notify.contract.messages import HCAT_EVENT, PARTITION_DONE, PN_TABLE
 from partition_notify.errors import ConfigurationError, InvalidSpecError, MalformedMessageError
 from partition_notify.settings import Settings, load_settings
-from store import LoggedEvent, TableInfo
 
 #: Events read per tick; the cursor carries on from there at the next tick.
 MAX_EVENTS_PER_TICK = 1000

@@ -24,8 +24,8 @@ from partition_notify.errors import (
     ValidationError,
     WaitTimeout,
 )
-from store import TableInfo
-from store.deadline_store import CheckInfo, DeadlineStore, ExpectationInfo
+from partition_notify.store import TableInfo
+from partition_notify.store.deadline_store import CheckInfo, DeadlineStore, ExpectationInfo
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,127}")
 

@@ -30,8 +30,8 @@ from partition_notify.contract import (
 )
 from partition_notify.deadlines.schedule import Deadline, Instance, Schedule, render
 from partition_notify.errors import PartitionNotifyError, PublishError
-from store import EventDraft, TableInfo
-from store.deadline_store import (
+from partition_notify.store import EventDraft, TableInfo
+from partition_notify.store.deadline_store import (
     DONE_LATE,
     LATE,
     ON_TIME,
@@ -40,7 +40,7 @@ from store.deadline_store import (
     DeadlineStore,
     ExpectationInfo,
 )
-from store.uow import UnitOfWork
+from partition_notify.store.uow import UnitOfWork
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from partition_notify.http import (
 from partition_notify.http.context import HttpContext
 from partition_notify.http.hub import EventHub
 from partition_notify.metrics import Metrics
-from store.http_store import HttpStore
+from partition_notify.store.http_store import HttpStore
 
 DESCRIPTION = """\
 Partition-completion notifications over HTTP, for consumers and writers that

@@ -8,7 +8,7 @@ from partition_notify.contract import AnyMessage, names, spec
 from partition_notify.errors import InvalidNameError
 from partition_notify.http.context import HttpContext
 from partition_notify.http.problems import about
-from store import TableInfo
+from partition_notify.store import TableInfo
 
 
 def table_ref(ref: str) -> tuple[str, str]:

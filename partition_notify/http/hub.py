@@ -22,7 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from partition_notify.contract import AnyMessage, decode
 from partition_notify.contract.messages import HCAT_EVENT, PN_TABLE
 from partition_notify.errors import MalformedMessageError, PartitionNotifyError
-from store import LoggedEvent, Store
+from partition_notify.store import LoggedEvent, Store
 
 log = logging.getLogger(__name__)
 #: Events read per query; a full page is followed at once by the next.

@@ -31,9 +31,13 @@ from partition_notify.errors import PublishError, ValidationError
 from partition_notify.http.auth import Principal
 from partition_notify.http.context import HttpContext
 from partition_notify.http.problems import ApiProblem, from_error
-from store.http_store import IdempotentReplay, StoredResponse, check_idempotency_key
-from store.provider import InTxn
-from store.uow import UnitOfWork
+from partition_notify.store.http_store import (
+    IdempotentReplay,
+    StoredResponse,
+    check_idempotency_key,
+)
+from partition_notify.store.provider import InTxn
+from partition_notify.store.uow import UnitOfWork
 
 IdempotencyKey = Annotated[
     str | None,

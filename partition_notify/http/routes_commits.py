@@ -22,8 +22,14 @@ from partition_notify.http.auth import Principal, require_role
 from partition_notify.http.context import HttpContext, context
 from partition_notify.http.idempotency import IdempotencyKey, fingerprint, idempotent_write
 from partition_notify.http.problems import about
-from store.provider import InTxn
-from writers.commit_manifest import Outcome, already_processed, announce, manifest_from_obj, plan
+from partition_notify.store.provider import InTxn
+from partition_notify.writers.commit_manifest import (
+    Outcome,
+    already_processed,
+    announce,
+    manifest_from_obj,
+    plan,
+)
 
 router = APIRouter(prefix="/v1", tags=["spark"])
 Writer = Annotated[Principal, Depends(require_role("write"))]

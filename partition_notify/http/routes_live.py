@@ -16,7 +16,7 @@ from partition_notify.http.common import table_info, wanted_spec
 from partition_notify.http.context import HttpContext, context
 from partition_notify.http.hub import HubEvent
 from partition_notify.http.problems import ApiProblem
-from store import TableInfo
+from partition_notify.store import TableInfo
 
 router = APIRouter(prefix="/v1", tags=["live"])
 Reader = Annotated[Principal, Depends(require_role("read"))]

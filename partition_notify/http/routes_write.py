@@ -23,7 +23,7 @@ from partition_notify.http.common import message_json, table_info, table_json, t
 from partition_notify.http.context import HttpContext, context
 from partition_notify.http.idempotency import IdempotencyKey, fingerprint, idempotent_write
 from partition_notify.http.problems import about
-from store.provider import InTxn
+from partition_notify.store.provider import InTxn
 
 router = APIRouter(prefix="/v1", tags=["write"])
 Writer = Annotated[Principal, Depends(require_role("write"))]

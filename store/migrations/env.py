@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from alembic import context
-
-from store.schema import Base
+from partition_notify.store.schema import Base
 
 connection = context.config.attributes["connection"]
 context.configure(

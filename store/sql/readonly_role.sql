@@ -10,7 +10,7 @@
 -- and again after every migration that adds a table:
 --
 --     psql "postgresql://owner@host/db" -f store/sql/readonly_role.sql
---     (or: python -c 'from store.roles import apply_readonly_role; ...')
+--     (or: python -c 'from partition_notify.store.roles import apply_readonly_role; ...')
 --
 -- The role is created NOLOGIN-safe: it has LOGIN but no password, so it can
 -- only sign in by certificate/peer/trust rules of pg_hba.conf until you set

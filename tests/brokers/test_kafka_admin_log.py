@@ -6,10 +6,10 @@ import logging
 import time
 
 import pytest
+from partition_notify.transports.kafka._topics import TopicAdmin
+from partition_notify.transports.kafka.config import parse_url
 
 from tests.brokers.kafka_helpers import kafka_spec, unique_topic
-from transports.kafka._topics import TopicAdmin
-from transports.kafka.config import parse_url
 
 SECRET = "admin-log-s3cret"
 

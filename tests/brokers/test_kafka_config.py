@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from partition_notify.transports import resolve
+from partition_notify.transports.kafka.config import parse_url
 
 from partition_notify.errors import ConfigurationError
-from transports import resolve
-from transports.kafka.config import parse_url
 
 
 def test_hosts_ports_and_defaults():
@@ -66,7 +66,7 @@ def test_bad_urls_say_what_is_wrong(url, message):
 
 
 def test_registry_resolves_the_scheme():
-    from transports.kafka import KafkaTransport
+    from partition_notify.transports.kafka import KafkaTransport
 
     assert resolve("kafka://h:9092") is KafkaTransport
 

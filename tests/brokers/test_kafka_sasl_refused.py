@@ -11,11 +11,11 @@ from __future__ import annotations
 import time
 
 import pytest
+from partition_notify.transports.kafka import KafkaTransport
 
 from partition_notify.errors import AuthenticationError
 from tests.brokers.kafka_helpers import envelope, kafka_spec, unique_topic
 from tests.support.markers import uses
-from transports.kafka import KafkaTransport
 
 CONNECT_TIMEOUT = 10.0
 

@@ -10,6 +10,8 @@ import time
 import psutil
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from partition_notify.transports.base import RawMessage
+from partition_notify.transports.kafka import KafkaTransport
 
 from partition_notify.errors import MessageRejected, PublishError, PublishTimeout, TransportError
 from tests.brokers.kafka_helpers import (
@@ -20,8 +22,6 @@ from tests.brokers.kafka_helpers import (
     with_options,
 )
 from tests.support.markers import uses
-from transports.base import RawMessage
-from transports.kafka import KafkaTransport
 
 pytestmark = pytest.mark.broker
 

@@ -9,10 +9,10 @@ import time
 
 import psutil
 import pytest
+from partition_notify.transports.stomp import StompTransport
 
 from tests.brokers.stomp_helpers import STOMP_BROKERS, host_port, stomp_spec
 from tests.support.markers import uses
-from transports.stomp import StompTransport
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 

@@ -9,9 +9,9 @@ and must not hand anything to its callback twice, however small its window.
 
 from __future__ import annotations
 
+import partition_notify.subscriber.subscription as subscription_module
 import pytest
 
-import subscriber.subscription as subscription_module
 from tests.brokers.stomp_helpers import build, host_port, stomp_spec
 from tests.contract.faults import FaultProxy
 from tests.faults.support import Collector, tally

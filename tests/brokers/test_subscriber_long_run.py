@@ -9,9 +9,9 @@ be delivered exactly once and resident memory must not grow with the count.
 
 from __future__ import annotations
 
+import partition_notify.subscriber.subscription as subscription_module
 import pytest
 
-import subscriber.subscription as subscription_module
 from tests.brokers.stomp_helpers import build, host_port, stomp_spec
 from tests.contract.faults import FaultProxy
 from tests.faults.support import Collector, bulk_set_done, rss_mb, tally

@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from partition_notify.revisions import RevisionManager, Snapshot
+from partition_notify.store import Store
+from partition_notify.writers.snapshot_dataset import SnapshotDataset
 
 from partition_notify.app import build_app
 from partition_notify.cli import EXIT_ERROR, EXIT_USAGE, build_parser, main
-from revisions import RevisionManager, Snapshot
-from store import Store
 from tests.support.clock import FakeClock
-from writers.snapshot_dataset import SnapshotDataset
 
 TABLE = "news.articles"
 

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from partition_notify.publisher import relay as relay_module
+from partition_notify.publisher.relay import Relay
+from partition_notify.revisions import DEFAULT_KEEP_ALIVE_SECONDS
 
 from partition_notify import settings
 from partition_notify.cli import build_parser
 from partition_notify.settings import Settings
-from publisher import relay as relay_module
-from publisher.relay import Relay
-from revisions import DEFAULT_KEEP_ALIVE_SECONDS
 
 ROOT = Path(__file__).resolve().parents[2]
 NUMBER = re.compile(r"(?<![\w.=])\d[\d,_]*(?:\.\d+)?(?![\w.])")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import uuid
 
+from partition_notify.transports import RawMessage
 from sqlalchemy import text
 
 from partition_notify.contract import SetDoneMessage, to_envelope
 from tests.store.helpers import Collector
-from transports import RawMessage
 
 
 def _skip_topic_seq(engine, topic: str, by: int) -> None:

@@ -96,8 +96,8 @@ def test_cli_wait_timeout_zero_reads_history(app, store_url):
 def test_repeats_past_the_window_are_dropped_by_number(app, monkeypatch):
     """Every message of a followed topic arrives again, newest first, long after a
     de-dup window of 5 ids forgot them: none reaches the callback twice."""
-    import subscriber.subscription as subscription_module
-    from transports import RawMessage
+    import partition_notify.subscriber.subscription as subscription_module
+    from partition_notify.transports import RawMessage
 
     monkeypatch.setattr(subscription_module, "DEDUP_WINDOW", 5)
     app.publisher.register_table("w", "t", ["ds"])
@@ -120,8 +120,9 @@ def test_a_number_the_log_does_not_hold_does_not_move_the_mark(app):
     subscriber drop the genuine messages below it as repeats."""
     import uuid
 
+    from partition_notify.transports import RawMessage
+
     from partition_notify.contract import SetDoneMessage, to_envelope
-    from transports import RawMessage
 
     app.publisher.register_table("w", "t", ["ds"])
     topic = app.store.catalog.get_table("w", "t").topic

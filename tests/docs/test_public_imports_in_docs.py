@@ -33,6 +33,7 @@ def test_examples_import_public_names_from_the_package() -> None:
 
 
 def test_a_detour_is_found() -> None:
-    text = "```python\nfrom writers import NotifyingWriter\nfrom store import Store\n```\n"
-    assert detours(text) == ["from writers import NotifyingWriter"]
+    text = ("```python\nfrom partition_notify.writers import NotifyingWriter\n"
+            "from partition_notify.store import Store\n```\n")
+    assert detours(text) == ["from partition_notify.writers import NotifyingWriter"]
     assert detours("```python\nfrom partition_notify import build_app\n```\n") == []

@@ -12,10 +12,10 @@ import os
 import sys
 import time
 
+from partition_notify.publisher.relay import Relay
 from pydantic import SecretStr
 
 from partition_notify.app import build_app
-from publisher.relay import Relay
 
 
 def main() -> None:

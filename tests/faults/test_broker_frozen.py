@@ -11,8 +11,9 @@ from __future__ import annotations
 import threading
 import time
 
+from partition_notify.publisher.relay import Relay
+
 from partition_notify.errors import PublishError
-from publisher.relay import Relay
 from tests.faults.support import Collector, logged_message_ids, stomp_app, tally
 from tests.support.accounts import READER_PASSWORD, READER_USER
 from tests.support.activemq import ActiveMQ

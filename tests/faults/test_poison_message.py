@@ -24,13 +24,13 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from partition_notify.store.dead_letters import DeadLetters
+from partition_notify.store.schema import EventRow, TableRow
 from sqlalchemy import select
 
 from partition_notify.app import App, build_app
 from partition_notify.errors import PublishError
 from partition_notify.service import Service
-from store.dead_letters import DeadLetters
-from store.schema import EventRow, TableRow
 from tests.brokers.kafka_helpers import kafka_spec
 from tests.faults.support import Collector, stomp_app, tally
 from tests.support.activemq import ActiveMQ
@@ -87,7 +87,7 @@ def _run_episode(name: str, up: App, down: App, db: str, big_location: str | Non
             after = {_logged_ids(up, db, ("poisoned",))[-1]}
         svc = _service(up)
         started = time.monotonic()
-        with caplog.at_level(logging.WARNING, logger="publisher.relay"):
+        with caplog.at_level(logging.WARNING, logger="partition_notify.publisher.relay"):
             svc.start()
             try:
                 prompt = collect.wait_for(set(ids), PROMPT_SECONDS)

@@ -15,10 +15,10 @@ import sys
 import time
 from pathlib import Path
 
+from partition_notify.publisher.relay import Relay
 from sqlalchemy import create_engine, text
 
 from partition_notify.errors import PublishError
-from publisher.relay import Relay
 from tests.contract.faults import FaultProxy
 from tests.faults.support import Collector, logged_message_ids, stomp_app, tally
 from tests.support.accounts import READER_PASSWORD, READER_USER, ROOT

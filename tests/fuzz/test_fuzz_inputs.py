@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from partition_notify.transports import RawMessage
 
 from partition_notify import cli
 from partition_notify.app import build_app
@@ -35,7 +36,6 @@ from partition_notify.errors import MalformedMessageError
 from tests.fuzz import gen
 from tests.fuzz.budget import Counter, batch, examples, fuzz_settings, run
 from tests.fuzz.test_fuzz_contract import CORPUS
-from transports import RawMessage
 
 rngs = st.randoms(use_true_random=True)
 

@@ -78,7 +78,7 @@ def pn_connection(monkeypatch: pytest.MonkeyPatch) -> object:
 def _fresh_shared_connections() -> Iterator[None]:
     """Each test gets its own process-wide connections (they are keyed by store URL anyway)."""
     yield
-    from integrations import shared
+    from partition_notify.integrations import shared
 
     shared.close_all()
 

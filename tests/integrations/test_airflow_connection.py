@@ -10,7 +10,7 @@ import pytest
 
 def test_connection_maps_to_settings(airflow_home: object,
                                      pn_connection: Callable[..., str]) -> None:
-    from integrations.airflow.connection import get_settings
+    from partition_notify.integrations.airflow.connection import get_settings
 
     conn_id = pn_connection("pn_conn", extra={"store_url": "sqlite:///x.db",
                                               "transport_url": "stomp://h:61613",
@@ -30,7 +30,8 @@ def test_connection_maps_to_settings(airflow_home: object,
 ])
 def test_bad_connection_extra_is_named(airflow_home: object, pn_connection: Callable[..., str],
                                        extra: dict[str, object], named: str) -> None:
-    from integrations.airflow.connection import get_settings
+    from partition_notify.integrations.airflow.connection import get_settings
+
     from partition_notify.errors import ConfigurationError
 
     conn_id = pn_connection("pn_bad", extra=extra)
@@ -39,7 +40,7 @@ def test_bad_connection_extra_is_named(airflow_home: object, pn_connection: Call
 
 
 def test_trigger_kwargs_hold_no_connection_details(airflow_home: object) -> None:
-    from integrations.airflow.triggers import (
+    from partition_notify.integrations.airflow.triggers import (
         PartitionSetDoneEventTrigger,
         PartitionSetDoneTrigger,
     )
@@ -55,13 +56,12 @@ def test_connection_type_is_registered_and_testable(
     airflow_home: object, pn_connection: Callable[..., str], tmp_path: object
 ) -> None:
     from airflow.providers_manager import ProvidersManager
-
-    from integrations.airflow.hook import PartitionNotifyHook
+    from partition_notify.integrations.airflow.hook import PartitionNotifyHook
 
     hooks = ProvidersManager().hooks
     assert hooks["partition_notify"] is not None
     assert hooks["partition_notify"].hook_class_name == (
-        "integrations.airflow.hook.PartitionNotifyHook")
+        "partition_notify.integrations.airflow.hook.PartitionNotifyHook")
     ok = pn_connection("pn_ok", extra={"store_url": f"sqlite:///{tmp_path}/pn.db"})
     assert PartitionNotifyHook(ok).test_connection()[0]
     bad = pn_connection("pn_typo", extra={"stor_url": "x"})

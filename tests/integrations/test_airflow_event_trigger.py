@@ -74,14 +74,14 @@ def setup(airflow_home: object, pn_connection: Callable[..., str], store_url: st
 
 
 def _trigger(conn_id: str, **kw: Any) -> Any:
-    from integrations.airflow.triggers import PartitionSetDoneEventTrigger
+    from partition_notify.integrations.airflow.triggers import PartitionSetDoneEventTrigger
 
     return PartitionSetDoneEventTrigger(table="sales.orders", conn_id=conn_id, **kw)
 
 
 def test_one_event_per_set_done_after_the_cursor(setup: Any) -> None:
     app, conn_id = setup
-    from integrations import shared
+    from partition_notify.integrations import shared
 
     app.publisher.send_mark_set_done("sales", "orders", "datestamp=20110227")  # before: not sent
 
@@ -116,7 +116,7 @@ def test_restart_resumes_after_the_last_event_handed_over(setup: Any) -> None:
     request for the next) comes again after the restart: at-least-once.
     """
     app, conn_id = setup
-    from integrations import shared
+    from partition_notify.integrations import shared
 
     def mark(day: str) -> Any:
         return asyncio.to_thread(app.publisher.send_mark_set_done, "sales", "orders",
@@ -150,7 +150,7 @@ def test_restart_resumes_after_the_last_event_handed_over(setup: Any) -> None:
 
 
 def _cursor(app: Any, name: str) -> int:
-    from store.cursors import Cursors
+    from partition_notify.store.cursors import Cursors
 
     cur = Cursors(app.store).get(name)
     return -1 if cur is None else cur.event_id
@@ -158,7 +158,7 @@ def _cursor(app: Any, name: str) -> int:
 
 def test_spec_filter_keeps_relevant_set_dones(setup: Any) -> None:
     app, conn_id = setup
-    from integrations import shared
+    from partition_notify.integrations import shared
 
     async def main() -> None:
         events = _trigger(conn_id, spec="region=us", cursor="us").run()
@@ -178,15 +178,14 @@ def test_message_queue_trigger_resolves_to_ours_and_fires(setup: Any) -> None:
     app, conn_id = setup
     from airflow.providers.common.messaging.triggers.msg_queue import MessageQueueTrigger
     from airflow.sdk import Asset, AssetWatcher
-
-    from integrations import shared
-    from integrations.airflow.triggers import PartitionSetDoneEventTrigger
+    from partition_notify.integrations import shared
+    from partition_notify.integrations.airflow.triggers import PartitionSetDoneEventTrigger
 
     mq = MessageQueueTrigger(scheme="partition-notify", table="sales.orders", conn_id=conn_id,
                              cursor="mq")
     assert isinstance(mq.trigger, PartitionSetDoneEventTrigger)
     classpath, kwargs = mq.serialize()
-    assert classpath == "integrations.airflow.triggers.PartitionSetDoneEventTrigger"
+    assert classpath == "partition_notify.integrations.airflow.triggers.PartitionSetDoneEventTrigger"
     assert kwargs == {"table": "sales.orders", "spec": None, "cursor": "mq", "conn_id": conn_id}
     # An AssetWatcher accepts it (event triggers only).
     Asset("sales_orders", watchers=[AssetWatcher(name="pn", trigger=mq)])

@@ -88,9 +88,12 @@ class Crash(Exception):
 
 
 def _sink(app: Any, url: str, crash: str | None = None) -> Any:
+    from partition_notify.integrations.airflow.push import (
+        AirflowClient,
+        AirflowPushSettings,
+        AirflowPushSink,
+    )
     from pydantic import SecretStr
-
-    from integrations.airflow.push import AirflowClient, AirflowPushSettings, AirflowPushSink
 
     class CrashingClient(AirflowClient):
         def post_event(self, asset_id: int, partition_key: str, extra: dict[str, object]) -> Any:
@@ -168,9 +171,12 @@ def test_crash_and_restart_sends_each_set_done_once(
 
 
 def test_wrong_password_is_a_push_error_naming_the_call(pn_app: Any, airflow_api: str) -> None:
+    from partition_notify.integrations.airflow.push import (
+        AirflowPushSettings,
+        AirflowPushSink,
+        PushError,
+    )
     from pydantic import SecretStr
-
-    from integrations.airflow.push import AirflowPushSettings, AirflowPushSink, PushError
 
     cfg = AirflowPushSettings(url=airflow_api, username=USER, password=SecretStr("wrong"),
                               assets={"sales.orders": "sales_orders"})

@@ -26,7 +26,7 @@ def _sensor_dag(dag_id: str) -> Any:
 
 def _publish_once_armed(app: Any, spec: str, errors: list[BaseException]) -> threading.Thread:
     """Mark ``spec`` done as soon as the deferred trigger is subscribed (no sleep)."""
-    from integrations import shared
+    from partition_notify.integrations import shared
 
     def go() -> None:
         try:
@@ -128,8 +128,9 @@ def test_many_deferred_triggers_share_one_connection_and_never_block_the_loop(
     import asyncio
     import time
 
-    from integrations import shared
-    from integrations.airflow.triggers import PartitionSetDoneTrigger
+    from partition_notify.integrations import shared
+    from partition_notify.integrations.airflow.triggers import PartitionSetDoneTrigger
+
     from tests.integrations.test_airflow_event_trigger import MAX_LOOP_STALL_SECONDS, Ticker
 
     spec = stomp_spec("activemq")

@@ -21,8 +21,7 @@ def pn_app(dagster_available: None, tmp_path: Any) -> Any:
 
 def _defs(app: Any) -> tuple[Any, Any, Any, Any]:
     import dagster as dg
-
-    from integrations.dagster.sensors import partition_set_done_sensor
+    from partition_notify.integrations.dagster.sensors import partition_set_done_sensor
 
     pdef = dg.MultiPartitionsDefinition({
         "datestamp": dg.DailyPartitionsDefinition(start_date="20110201", end_date="20110310",

@@ -16,15 +16,15 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
+from partition_notify.publisher import Publisher, PublisherConfig
+from partition_notify.publisher.marks import MarkBatcher
+from partition_notify.publisher.relay import Relay
+from partition_notify.store import Store
+from partition_notify.transports.base import Consumer, OnMessage, Transport
 from sqlalchemy import event
 
 from partition_notify.contract import Envelope
 from partition_notify.errors import StoreError
-from publisher import Publisher, PublisherConfig
-from publisher.marks import MarkBatcher
-from publisher.relay import Relay
-from store import Store
-from transports.base import Consumer, OnMessage, Transport
 
 
 class RecordingBus(Transport):

@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from partition_notify.revisions import RevisionManager
+from partition_notify.revisions.datasets import SnapshotDatasets
+from partition_notify.store import Store
 
-from revisions import RevisionManager
-from revisions.datasets import SnapshotDatasets
-from store import Store
 from tests.support.ci import require
 from tests.support.clock import FakeClock
 from tests.support.markers import uses

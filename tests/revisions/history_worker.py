@@ -18,8 +18,8 @@ MAX_OPEN = 4
 
 
 def run(url: str, proc: int, transactions: int, out_path: str, seed: int, barrier: Any) -> None:
-    from revisions import RevisionManager
-    from store.engine import make_engine
+    from partition_notify.revisions import RevisionManager
+    from partition_notify.store.engine import make_engine
 
     engine = make_engine(url)
     rm = RevisionManager(engine)

@@ -13,12 +13,12 @@ import sys
 
 
 def main(url: str, name: str) -> None:
+    from partition_notify.writers.snapshot_dataset import SnapshotDataset
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType
 
     from partition_notify.app import build_app
-    from writers.snapshot_dataset import SnapshotDataset
 
     spark = (
         SparkSession.builder.master("local[1]")

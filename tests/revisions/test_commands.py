@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
+from partition_notify.revisions import RevisionManager
+from partition_notify.revisions.datasets import SnapshotDatasets
+from partition_notify.store import Store
 
 from partition_notify import cli_rev_commands as cmd
 from partition_notify.errors import ConflictError, NotFoundError
-from revisions import RevisionManager
-from revisions.datasets import SnapshotDatasets
-from store import Store
 from tests.support.clock import FakeClock
 
 

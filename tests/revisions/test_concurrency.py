@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 
 import pytest
+from partition_notify.store import Store
 
-from store import Store
 from tests.revisions import history_worker
 from tests.revisions.history_checker import check, load
 

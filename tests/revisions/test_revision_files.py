@@ -11,11 +11,11 @@ import threading
 from typing import Any
 
 import pytest
+from partition_notify.revisions import RevisionManager, snapshot_partitions
+from partition_notify.revisions.files import RevisionFiles
+from partition_notify.store import Store
 
 from partition_notify.errors import ConflictError
-from revisions import RevisionManager, snapshot_partitions
-from revisions.files import RevisionFiles
-from store import Store
 from tests.support.clock import FakeClock
 
 T = "sales.orders"

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections import defaultdict
 
 import pytest
+from partition_notify.revisions import RevisionManager, Snapshot, WriteTransaction
+from partition_notify.revisions.schema import RevisionTxnRow
+from partition_notify.store import Store
 
 from partition_notify.errors import ConflictError, NotFoundError, StoreError, ValidationError
-from revisions import RevisionManager, Snapshot, WriteTransaction
-from revisions.schema import RevisionTxnRow
-from store import Store
 from tests.support.clock import FakeClock
 
 T = "news.articles"
@@ -271,7 +271,7 @@ def test_bad_input_is_rejected_before_anything_is_stored(
 
 
 def test_database_errors_are_store_errors(tmp_path: object) -> None:
-    from store import make_engine
+    from partition_notify.store import make_engine
 
     unmigrated = make_engine(f"sqlite:///{tmp_path}/empty.db")
     with pytest.raises(StoreError, match="no such table"):

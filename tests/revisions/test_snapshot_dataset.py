@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from partition_notify.revisions.datasets import COMPLETE, FAILED, WRITING, SnapshotDatasets
+from partition_notify.writers.snapshot_dataset import SnapshotDataset, expire_versions
 
 from partition_notify.errors import (
     ConfigurationError,
@@ -19,9 +21,7 @@ from partition_notify.errors import (
     NotFoundError,
     ValidationError,
 )
-from revisions.datasets import COMPLETE, FAILED, WRITING, SnapshotDatasets
 from tests.support.clock import FakeClock
-from writers.snapshot_dataset import SnapshotDataset, expire_versions
 
 pytestmark = pytest.mark.spark
 NAME = "warehouse.customers"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from revisions import RevisionManager, snapshot_partitions
+from partition_notify.revisions import RevisionManager, snapshot_partitions
 
 
 def test_snapshot_partitions_are_those_of_covered_committed_revisions(app: Any) -> None:

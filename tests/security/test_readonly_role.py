@@ -12,6 +12,10 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from partition_notify.store import Store
+from partition_notify.store.roles import apply_readonly_role, readonly_role_sql
+from partition_notify.subscriber import Subscriber
+from partition_notify.transports import create_transport
 from pydantic import SecretStr
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
@@ -19,12 +23,8 @@ from sqlalchemy.exc import DBAPIError
 
 from partition_notify.app import build_app
 from partition_notify.errors import ConfigurationError, StoreError
-from store import Store
-from store.roles import apply_readonly_role, readonly_role_sql
-from subscriber import Subscriber
 from tests.support.ci import require
 from tests.support.postgres import PostgresDatabases
-from transports import create_transport
 
 
 @pytest.fixture
@@ -157,7 +157,7 @@ def test_role_name_and_dialect_checked(sqlite_url: str) -> None:
 
 def test_reader_keeps_its_event_trigger_cursor(pg: tuple[str, str]) -> None:
     """Airflow event triggers run as consumers: their cursor is the one thing they write."""
-    from store.cursors import Cursors
+    from partition_notify.store.cursors import Cursors
 
     _, reader_url = pg
     reader_store = Store.open(reader_url)

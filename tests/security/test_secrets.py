@@ -12,6 +12,7 @@ import logging
 from collections.abc import Iterator
 
 import pytest
+from partition_notify.publisher.relay import Relay
 from pydantic import SecretStr
 from sqlalchemy import create_engine, text
 
@@ -19,7 +20,6 @@ from partition_notify import cli
 from partition_notify.app import build_app
 from partition_notify.errors import ConnectError, PartitionNotifyError, PublishError
 from partition_notify.settings import load_settings
-from publisher.relay import Relay
 from tests.support.accounts import SERVICE_USER
 from tests.support.net import free_port
 

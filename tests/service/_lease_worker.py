@@ -7,7 +7,7 @@ from typing import Any
 
 def claim_all(store_url: str, owner: str, batch: int, barrier: Any, out: Any) -> None:
     """Lease, 'publish' (record), mark, until nothing is left; report what was claimed."""
-    from store import Store
+    from partition_notify.store import Store
 
     store = Store.open(store_url)
     claimed: list[list[int]] = []

@@ -10,8 +10,9 @@ from __future__ import annotations
 import multiprocessing as mp
 import time
 
+from partition_notify.store import Store
+
 from partition_notify.app import build_app
-from store import Store
 from tests.service import _lease_worker
 
 PROCESSES = 4

@@ -5,8 +5,9 @@ from __future__ import annotations
 import urllib.error
 import urllib.request
 
+from partition_notify.subscriber import SubscriberStats
+
 from partition_notify.metrics import Metrics
-from subscriber import SubscriberStats
 
 
 def get(port: int, path: str) -> tuple[int, str]:

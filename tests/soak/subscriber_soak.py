@@ -22,7 +22,8 @@ import tempfile
 import threading
 import time
 
-import subscriber.subscription as subscription_module
+import partition_notify.subscriber.subscription as subscription_module
+
 from partition_notify.contract import AnyMessage
 from tests.brokers.stomp_helpers import build, host_port
 from tests.contract.faults import FaultProxy

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import pytest
+from partition_notify.writers.hadoop import glob_escape
+from partition_notify.writers.layout import (
+    Manifest,
+    attempt_for,
+    new_write_id,
+    parse_partition_path,
+)
+from partition_notify.writers.target import quote_identifier, sql_string
 
 from partition_notify.contract import spec
 from partition_notify.errors import InvalidSpecError
-from writers.hadoop import glob_escape
-from writers.layout import Manifest, attempt_for, new_write_id, parse_partition_path
-from writers.target import quote_identifier, sql_string
 
 
 def test_partition_paths_are_unescaped_as_spark_escaped_them():

@@ -12,13 +12,13 @@ import time
 from typing import Any
 
 import pytest
+from partition_notify.revisions import RevisionManager
+from partition_notify.writers.snapshot_read import read_snapshot
 
 from partition_notify.contract import AddPartitionMessage, SetDoneMessage
-from revisions import RevisionManager
 from tests.faults.support import tally
 from tests.spark.helpers import Collector
 from tests.spark.test_writers import frame, path_writer, rows_for
-from writers.snapshot_read import read_snapshot
 
 pytestmark = pytest.mark.spark
 
@@ -111,8 +111,9 @@ def test_a_write_whose_revision_expired_while_publishing_still_succeeds(spark, s
                                                                         tmp_path):
     """The heartbeat could not help (say the database was away longer than the
     keep-alive): the write published, so it succeeds at a new committed revision."""
-    from publisher import Publisher
-    from revisions import snapshot_partitions
+    from partition_notify.publisher import Publisher
+    from partition_notify.revisions import snapshot_partitions
+
     from tests.support.clock import FakeClock
 
     clock = FakeClock(time.time())

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from partition_notify.publisher import Publisher
+from partition_notify.writers import CommitIncompleteError, NotifyingWriter
 
 from partition_notify.contract import AddPartitionMessage, SetDoneMessage
 from partition_notify.errors import StoreError
-from publisher import Publisher
 from tests.spark.test_writers import KEYS, frame, rows_for, staging_entries
-from writers import CommitIncompleteError, NotifyingWriter
 
 pytestmark = pytest.mark.spark
 
@@ -120,7 +120,7 @@ def test_never_committed_staging_is_deleted_and_nothing_announced(spark, spark_a
 
 
 def _snapshot_rows(spark: Any, app: Any, snap: Any) -> int:
-    from writers.snapshot_read import read_snapshot
+    from partition_notify.writers.snapshot_read import read_snapshot
 
     return int(read_snapshot(spark, app, "sales", "orders", snapshot=snap).frame.count())
 
@@ -141,7 +141,8 @@ def test_recovery_commits_the_live_revision_it_announced_under(spark, spark_app,
 
 
 def test_recovery_after_the_revision_expired_commits_a_new_one(spark, spark_app, tmp_path):
-    from revisions import RevisionManager, snapshot_partitions
+    from partition_notify.revisions import RevisionManager, snapshot_partitions
+
     from tests.support.clock import FakeClock
 
     clock = FakeClock(time.time())
@@ -168,7 +169,8 @@ def test_recovery_after_the_revision_expired_commits_a_new_one(spark, spark_app,
 
 def test_a_recovery_that_fails_is_continued_under_the_revision_it_adopted(spark, spark_app,
                                                                           tmp_path):
-    from revisions import RevisionManager
+    from partition_notify.revisions import RevisionManager
+
     from tests.support.clock import FakeClock
 
     clock = FakeClock(time.time())

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from partition_notify.writers.snapshot_read import read_snapshot
 
 from tests.spark.test_writers import frame, path_writer, rows_for
-from writers.snapshot_read import read_snapshot
 
 
 def _rows(df):

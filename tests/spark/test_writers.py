@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from partition_notify.writers import NotifyingWriter
 
 from partition_notify.contract import AddPartitionMessage, SetDoneMessage, spec
 from partition_notify.errors import InvalidSpecError, UnknownTableError, ValidationError
 from tests.spark.helpers import Collector, count_data_files, local_path
-from writers import NotifyingWriter
 
 pytestmark = pytest.mark.spark
 

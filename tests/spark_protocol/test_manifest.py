@@ -12,11 +12,15 @@ from typing import Any
 
 import httpx
 import pytest
+from partition_notify.writers.commit_manifest import (
+    apply_manifest,
+    manifest_from_obj,
+    normalise_location,
+)
+from partition_notify.writers.commit_spool import scan
 
 from partition_notify.errors import InvalidManifestError
 from tests.spark_protocol.helpers import start_serve
-from writers.commit_manifest import apply_manifest, manifest_from_obj, normalise_location
-from writers.commit_spool import scan
 
 KEYS = ["ds", "region"]
 
@@ -94,7 +98,7 @@ def test_spool_pick_up(mapp: Any, tmp_path: Path) -> None:
 
 
 def test_http_route(mapp: Any, store_url: str, tmp_path: Path) -> None:
-    from store.http_store import HttpStore
+    from partition_notify.store.http_store import HttpStore
 
     token = HttpStore(mapp.store).create_token("spark", "write")[1]
     serve = start_serve(store_url, tmp_path / "serve.log")

@@ -184,7 +184,7 @@ def test_malformed_message_in_log_is_logged_and_skipped(seeded, caplog):
             seeded.store.engine, topic=info.topic, table_id=info.id,
             body='{"eventType": "PARTITION_DONE", "db": "sales", "eventId": "x"}',
             headers={"HCAT_EVENT": "PARTITION_DONE"})
-        with caplog.at_level(logging.WARNING, logger="subscriber.subscriber"):
+        with caplog.at_level(logging.WARNING, logger="partition_notify.subscriber.subscriber"):
             good = seeded.publisher.send_mark_set_done(DB, TABLE, "datestamp=2")
             assert got.wait_for(lambda ms: any(m.message_id == good.message_id for m in ms), 10)
         assert [m.message_id for m in got.messages] == [good.message_id]

@@ -11,7 +11,7 @@ from partition_notify.errors import ConflictError, InvalidNameError
 
 @pytest.fixture
 def cursors(app: Any) -> Any:
-    from store.cursors import Cursors
+    from partition_notify.store.cursors import Cursors
 
     app.publisher.register_table("sales", "orders", ["datestamp"])
     app.publisher.send_mark_set_done("sales", "orders", "datestamp=1")

@@ -10,11 +10,11 @@ import sys
 from collections.abc import Iterator
 
 import pytest
+from partition_notify.store import Store
+from partition_notify.store.dead_letters import DeadLetters
 
 from partition_notify.app import App, build_app
 from partition_notify.errors import ConflictError, NotFoundError
-from store import Store
-from store.dead_letters import DeadLetters
 from tests.support.accounts import ROOT
 
 

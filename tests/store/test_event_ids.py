@@ -11,10 +11,10 @@ import multiprocessing
 import threading
 from collections import defaultdict
 
+from partition_notify.store import Store
 from sqlalchemy import text
 
 from partition_notify.app import build_app
-from store import Store
 from tests.store._writer_process import write
 
 THREADS, PER_THREAD = 8, 200

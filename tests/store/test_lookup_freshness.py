@@ -15,13 +15,13 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from partition_notify.store import Store, TableInfo, make_engine
+from partition_notify.store.hot_read import MAX_KEPT
 from sqlalchemy import create_engine, text
 
 from partition_notify.app import build_app
 from partition_notify.contract import spec
 from partition_notify.errors import StoreError
-from store import Store, TableInfo, make_engine
-from store.hot_read import MAX_KEPT
 from tests.store._writer_process import mark_on_request
 
 

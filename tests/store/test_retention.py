@@ -9,14 +9,14 @@ from __future__ import annotations
 import random
 
 import pytest
+from partition_notify.publisher import Publisher, PublisherConfig
+from partition_notify.store import Store
+from partition_notify.subscriber import Subscriber
+from partition_notify.transports.embedded import EmbeddedTransport
 from sqlalchemy import event, text
 
 from partition_notify.errors import WaitTimeout
-from publisher import Publisher, PublisherConfig
-from store import Store
-from subscriber import Subscriber
 from tests.store.helpers import snapshot
-from transports.embedded import EmbeddedTransport
 
 T0 = 1_700_000_000.0
 SHORT, LONG = 100, 1000

@@ -8,12 +8,12 @@ WAL with ``synchronous=NORMAL`` may lose the last commits on power loss;
 from __future__ import annotations
 
 import pytest
+from partition_notify.store import Store
 from sqlalchemy import text
 
 from partition_notify.app import build_app
 from partition_notify.errors import ConfigurationError
 from partition_notify.settings import load_settings
-from store import Store
 
 LEVELS = {"OFF": 0, "NORMAL": 1, "FULL": 2, "EXTRA": 3}
 
@@ -52,8 +52,9 @@ def test_store_open_defaults_to_full(sqlite_url):
 
 
 def test_settings_offer_the_levels_the_engine_accepts():
+    from partition_notify.store.engine import DEFAULT_SQLITE_SYNCHRONOUS, SQLITE_SYNCHRONOUS_LEVELS
+
     from partition_notify.settings import SQLITE_LEVELS, Settings
-    from store.engine import DEFAULT_SQLITE_SYNCHRONOUS, SQLITE_SYNCHRONOUS_LEVELS
 
     assert SQLITE_LEVELS == SQLITE_SYNCHRONOUS_LEVELS
     assert Settings.model_fields["sqlite_synchronous"].default == DEFAULT_SQLITE_SYNCHRONOUS

@@ -22,7 +22,7 @@ class PostgresDatabases:
         self.created: list[str] = []
 
     def start(self) -> None:
-        from store import make_engine, migrate
+        from partition_notify.store import make_engine, migrate
 
         with self.admin.connect() as conn:
             conn.execute(text(f'CREATE DATABASE "{self.template}"'))

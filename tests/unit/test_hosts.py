@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from partition_notify.transports.hosts import parse_hosts
+from partition_notify.transports.kafka.config import parse_url as kafka_url
+from partition_notify.transports.stomp.transport import parse_url as stomp_url
 
 from partition_notify.errors import ConfigurationError
-from transports.hosts import parse_hosts
-from transports.kafka.config import parse_url as kafka_url
-from transports.stomp.transport import parse_url as stomp_url
 
 
 def test_ports_defaults_and_ipv6():

@@ -13,8 +13,11 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("partition_notify", "store", "transports", "publisher", "subscriber",
-            "revisions", "writers", "integrations")
+#: Folder at the top of the repository -> the package it installs as.
+PACKAGES = {"partition_notify": "partition_notify", **{
+    folder: f"partition_notify.{folder}" for folder in (
+        "store", "transports", "publisher", "subscriber", "revisions", "writers",
+        "integrations")}}
 
 #: Layer -> module prefixes; the longest matching prefix decides.
 LAYERS: dict[str, tuple[str, ...]] = {
@@ -23,16 +26,16 @@ LAYERS: dict[str, tuple[str, ...]] = {
              "partition_notify.metrics"),
     "contract": ("partition_notify.contract",),
     "settings": ("partition_notify.settings",),
-    "store": ("store",),
-    "transports": ("transports",),
-    "publisher": ("publisher",),
-    "subscriber": ("subscriber",),
-    "revisions": ("revisions",),
-    "writers": ("writers",),
+    "store": ("partition_notify.store",),
+    "transports": ("partition_notify.transports",),
+    "publisher": ("partition_notify.publisher",),
+    "subscriber": ("partition_notify.subscriber",),
+    "revisions": ("partition_notify.revisions",),
+    "writers": ("partition_notify.writers",),
     "app": ("partition_notify.app",),
     "deadlines": ("partition_notify.deadlines",),
     "http": ("partition_notify.http",),
-    "integrations": ("integrations",),
+    "integrations": ("partition_notify.integrations",),
     "service": ("partition_notify.service",),
     "cli": ("partition_notify.cli", "partition_notify.cli_", "partition_notify.demo"),
     # The package itself: the public names, re-exported lazily from every layer.
@@ -81,11 +84,20 @@ def layer_of(module: str) -> str | None:
 
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    parts[0] = PACKAGES[parts[0]]
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def module_path(name: str) -> Path:
+    """The file or folder (without ``.py``) that module ``name`` is in the repository."""
+    parts = name.split(".")
+    if len(parts) > 1 and parts[1] in PACKAGES and parts[1] != "partition_notify":
+        parts = parts[1:]
+    return ROOT.joinpath(*parts)
+
+
 def _is_module(name: str) -> bool:
-    path = ROOT.joinpath(*name.split("."))
+    path = module_path(name)
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
@@ -107,15 +119,15 @@ def imports_of(path: Path) -> dict[str, bool]:
             subs = {f"{node.module}.{a.name}" for a in node.names}
             names = {s for s in subs if _is_module(s)} or {node.module}
         for name in names:
-            if name.split(".")[0] in PACKAGES:
+            if name.split(".")[0] == "partition_notify":
                 found[name] = found.get(name, True) and id(node) in type_only
     return found
 
 
 def forbidden_edges() -> list[str]:
     bad = []
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
+    for folder in PACKAGES:
+        for path in sorted((ROOT / folder).rglob("*.py")):
             if "migrations" in path.parts:
                 continue
             importer = _module_name(path)
@@ -140,12 +152,16 @@ def test_no_layer_imports_a_layer_above_it() -> None:
 def test_the_check_sees_a_forbidden_edge(tmp_path: Path) -> None:
     # A store module reaching up into the publisher must be caught.
     probe = tmp_path / "probe.py"
-    probe.write_text("from typing import TYPE_CHECKING\nfrom publisher import Publisher\n"
-                     "import store.schema\nif TYPE_CHECKING:\n    from store import uow\n")
+    probe.write_text("from typing import TYPE_CHECKING\n"
+                     "from partition_notify.publisher import Publisher\n"
+                     "import partition_notify.store.schema\n"
+                     "if TYPE_CHECKING:\n    from partition_notify.store import uow\n")
     imported = imports_of(probe)
-    assert imported == {"publisher": False, "store.schema": False, "store.uow": True}
-    assert layer_of("store.provider") == "store"
-    assert "publisher" not in ALLOWED[layer_of("store.provider") or ""]
+    assert imported == {"partition_notify.publisher": False,
+                        "partition_notify.store.schema": False,
+                        "partition_notify.store.uow": True}
+    assert layer_of("partition_notify.store.provider") == "store"
+    assert "publisher" not in ALLOWED[layer_of("partition_notify.store.provider") or ""]
     assert layer_of("partition_notify.cli_http") == "cli"
     assert layer_of("partition_notify.contract.messages") == "contract"
     assert layer_of("partition_notify") == "api"
@@ -153,7 +169,7 @@ def test_the_check_sees_a_forbidden_edge(tmp_path: Path) -> None:
 
 def test_every_exception_is_still_needed() -> None:
     for importer, imported in EXCEPTIONS:
-        path = ROOT.joinpath(*importer.split("."))
+        path = module_path(importer)
         path = path.with_suffix(".py") if path.with_suffix(".py").is_file() \
             else path / "__init__.py"
         assert imported in imports_of(path), f"stale exception: {importer} -> {imported}"

@@ -45,10 +45,11 @@ def test_a_name_is_imported_on_first_use_only() -> None:
 
 
 def test_every_public_name_resolves_to_its_home() -> None:
+    from partition_notify.publisher import Publisher
+    from partition_notify.subscriber import Subscriber
+    from partition_notify.writers import NotifyingWriter
+
     from partition_notify.app import App, build_app
-    from publisher import Publisher
-    from subscriber import Subscriber
-    from writers import NotifyingWriter
 
     for name in partition_notify.__all__:
         assert getattr(partition_notify, name) is not None, name

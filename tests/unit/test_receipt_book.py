@@ -6,8 +6,7 @@ import threading
 import time
 
 import pytest
-
-from transports.stomp._pending import ReceiptBook, ReceiptFailed, ReceiptTimeout
+from partition_notify.transports.stomp._pending import ReceiptBook, ReceiptFailed, ReceiptTimeout
 
 
 def test_batch_completes_when_every_receipt_arrived():
@@ -78,7 +77,7 @@ def test_permanent_refusal_settles_one_frame_and_the_rest_still_complete():
 
 
 def test_permanent_refusal_patterns():
-    from transports.stomp._wire import PERMANENT_REFUSAL
+    from partition_notify.transports.stomp._wire import PERMANENT_REFUSAL
 
     for reason in ("User pn_service is not authorized to write to: topic://denied.x",
                    "java.lang.SecurityException: ...", "InvalidDestinationException: bad",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from subscriber.seq_window import SeqWindow
+from partition_notify.subscriber.seq_window import SeqWindow
 
 
 def test_in_order_numbers_keep_only_a_mark():

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from partition_notify.transports import resolve
+from partition_notify.transports.stomp import StompTransport, parse_url
 
 from partition_notify.errors import ConfigurationError
-from transports import resolve
-from transports.stomp import StompTransport, parse_url
 
 
 def test_plain_url_defaults():

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from partition_notify.transports import create_transport
+from partition_notify.transports.base import Transport
 
 from partition_notify.errors import ConfigurationError
-from transports import create_transport
-from transports.base import Transport
 
 
 def test_from_url_is_part_of_the_interface():

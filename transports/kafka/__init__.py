@@ -5,7 +5,7 @@
 driver glue, ``_sasl`` checks SASL before the driver retries blindly.
 """
 
-from transports.kafka.config import KafkaEndpoint, parse_url
-from transports.kafka.transport import KafkaTransport
+from partition_notify.transports.kafka.config import KafkaEndpoint, parse_url
+from partition_notify.transports.kafka.transport import KafkaTransport
 
 __all__ = ["KafkaEndpoint", "KafkaTransport", "parse_url"]

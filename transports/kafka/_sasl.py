@@ -17,8 +17,9 @@ import ssl
 import struct
 import time
 
+from partition_notify.transports.kafka.config import KafkaEndpoint
+
 from partition_notify.errors import AuthenticationError
-from transports.kafka.config import KafkaEndpoint
 
 SASL_HANDSHAKE, VERSION = 17, 1
 #: Kafka protocol error codes a SaslHandshake can return.

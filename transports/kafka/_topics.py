@@ -17,9 +17,9 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, TypeVar
 
 import kafka.errors as kerrors
+from partition_notify.transports.kafka.config import KafkaEndpoint
 
 from partition_notify.errors import SubscribeError
-from transports.kafka.config import KafkaEndpoint
 
 if TYPE_CHECKING:
     from kafka.admin import KafkaAdminClient

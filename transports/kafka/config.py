@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 from typing import Annotated, Literal
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from partition_notify.transports.hosts import parse_hosts
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 from pydantic import ValidationError as PydanticValidationError
 
 from partition_notify.errors import ConfigurationError
-from transports.hosts import parse_hosts
 
 DEFAULT_PORT = 9092
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]

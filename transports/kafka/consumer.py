@@ -33,13 +33,13 @@ from typing import TYPE_CHECKING
 import kafka.errors as kerrors
 from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
+from partition_notify.transports.base import Consumer, OnMessage, RawMessage
+from partition_notify.transports.kafka._sasl import check_sasl
+from partition_notify.transports.kafka._topics import TopicAdmin, client_config, describe
+from partition_notify.transports.kafka.config import KafkaEndpoint
 
 from partition_notify.backoff import Backoff
 from partition_notify.errors import ConnectError, SubscribeError, TransportError
-from transports.base import Consumer, OnMessage, RawMessage
-from transports.kafka._sasl import check_sasl
-from transports.kafka._topics import TopicAdmin, client_config, describe
-from transports.kafka.config import KafkaEndpoint
 
 if TYPE_CHECKING:
     from kafka.consumer.fetcher import ConsumerRecord

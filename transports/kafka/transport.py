@@ -26,6 +26,11 @@ from typing import TYPE_CHECKING, ClassVar
 
 import kafka.errors as kerrors
 from kafka import KafkaProducer
+from partition_notify.transports.base import OnMessage, Transport
+from partition_notify.transports.kafka._sasl import check_sasl
+from partition_notify.transports.kafka._topics import TopicAdmin, client_config, describe
+from partition_notify.transports.kafka.config import KafkaEndpoint, parse_url
+from partition_notify.transports.kafka.consumer import KafkaTopicConsumer
 
 from partition_notify.contract import Envelope
 from partition_notify.errors import (
@@ -34,11 +39,6 @@ from partition_notify.errors import (
     PublishError,
     PublishTimeout,
 )
-from transports.base import OnMessage, Transport
-from transports.kafka._sasl import check_sasl
-from transports.kafka._topics import TopicAdmin, client_config, describe
-from transports.kafka.config import KafkaEndpoint, parse_url
-from transports.kafka.consumer import KafkaTopicConsumer
 
 if TYPE_CHECKING:
     from kafka.producer.future import FutureRecordMetadata

@@ -22,19 +22,14 @@ from typing import TypeVar
 
 import stomp
 import stomp.exception
-
-from partition_notify.backoff import Backoff
-from partition_notify.errors import (
-    ConnectError,
-    MessageRejected,
-    PartitionNotifyError,
-    PublishError,
-    PublishTimeout,
-    SubscribeError,
+from partition_notify.transports.base import RawMessage
+from partition_notify.transports.stomp._pending import (
+    Batch,
+    ReceiptBook,
+    ReceiptFailed,
+    ReceiptTimeout,
 )
-from transports.base import RawMessage
-from transports.stomp._pending import Batch, ReceiptBook, ReceiptFailed, ReceiptTimeout
-from transports.stomp._wire import (
+from partition_notify.transports.stomp._wire import (
     DRIVER_ERRORS,
     PERMANENT_REFUSAL,
     SEND_WINDOW,
@@ -50,7 +45,17 @@ from transports.stomp._wire import (
     hide_passcodes,
 )
 
-log = logging.getLogger("transports.stomp")
+from partition_notify.backoff import Backoff
+from partition_notify.errors import (
+    ConnectError,
+    MessageRejected,
+    PartitionNotifyError,
+    PublishError,
+    PublishTimeout,
+    SubscribeError,
+)
+
+log = logging.getLogger("partition_notify.transports.stomp")
 #: The first reconnect attempt after a loss waits this long (then doubles).
 RECONNECT_FIRST_DELAY = 0.1
 _Item = TypeVar("_Item")

@@ -15,10 +15,9 @@ from typing import Protocol
 
 import stomp
 import stomp.exception
+from partition_notify.transports.base import RawMessage
 
-from transports.base import RawMessage
-
-log = logging.getLogger("transports.stomp")
+log = logging.getLogger("partition_notify.transports.stomp")
 
 #: Driver errors that mean "the connection is gone"; a retry on a new one may work.
 DRIVER_ERRORS: tuple[type[BaseException], ...] = (stomp.exception.StompException, OSError)

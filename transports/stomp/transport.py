@@ -35,12 +35,13 @@ from collections.abc import Sequence
 from typing import ClassVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from partition_notify.transports.base import Consumer, OnMessage, RawMessage, Transport
+from partition_notify.transports.hosts import parse_hosts
+from partition_notify.transports.stomp._link import StompLink
+from partition_notify.transports.stomp._wire import Endpoint, Frame, Sub
+
 from partition_notify.contract import Envelope
 from partition_notify.errors import ConfigurationError, PublishError, SubscribeError
-from transports.base import Consumer, OnMessage, RawMessage, Transport
-from transports.hosts import parse_hosts
-from transports.stomp._link import StompLink
-from transports.stomp._wire import Endpoint, Frame, Sub
 
 DEFAULT_PORTS = {"stomp": 61613, "stomp+ssl": 61614}
 

@@ -6,8 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from airflow.sdk import DAG, task
-
-from integrations.airflow.sensors import PartitionSetDoneSensor
+from partition_notify.integrations.airflow.sensors import PartitionSetDoneSensor
 
 DATE = datetime(2011, 2, 28, tzinfo=UTC)
 #: (dag id, Airflow connection id, sensor timeout in seconds: past the tests' 300 s arm wait)
