@@ -38,9 +38,9 @@ from pathlib import Path
 import httpx
 import psutil
 from core_common import PG_ADMIN_URL, machine_note, pct, scratch_store_url
-from partition_notify.store.http_store import HttpStore
 
 from partition_notify.app import build_app
+from partition_notify.http.store import HttpStore
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = "bench.events"

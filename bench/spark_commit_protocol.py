@@ -51,7 +51,7 @@ def main() -> int:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from partition_notify.cli_spark import LISTENER_CLASS, PROTOCOL_CLASS, jar_path
+    from partition_notify.cli.spark import LISTENER_CLASS, PROTOCOL_CLASS, jar_path
 
     tmp = tempfile.mkdtemp(prefix="pn-bench-protocol-")
     spool = os.path.join(tmp, "spool")
@@ -66,9 +66,8 @@ def main() -> int:
     serve, app = None, None
     if args.serve:
         sys.path.insert(0, str(ROOT))
-        from partition_notify.store.http_store import HttpStore
-
         from partition_notify.app import build_app
+        from partition_notify.http.store import HttpStore
         from tests.spark_protocol.helpers import start_serve
 
         store_url = f"sqlite:///{tmp}/store.db"

@@ -14,13 +14,12 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from partition_notify.integrations.shared import compatible
 from partition_notify.store import Store
 from partition_notify.transports.embedded import commit_signal
 
 from partition_notify.contract import SetDoneMessage, decode
 from partition_notify.contract.messages import HCAT_EVENT, PARTITION_DONE, PN_TABLE
-from partition_notify.errors import MalformedMessageError, PartitionNotifyError
+from partition_notify.core.errors import MalformedMessageError, PartitionNotifyError
 
 log = logging.getLogger(__name__)
 
@@ -128,3 +127,12 @@ class LogFollower:
                 w.position = max(w.position, top)
         return len(events) == BATCH
 
+
+def compatible(done: Mapping[str, str], wanted: Mapping[str, str]) -> bool:
+    """True when the set ``done`` names overlaps the partitions ``wanted`` selects.
+
+    Every key both specs mention must have the same value: ``datestamp=X``
+    done is relevant to a filter ``region=us`` (it covers ``X/us``), while
+    ``datestamp=X/region=eu`` is not.
+    """
+    return all(done[k] == v for k, v in wanted.items() if k in done)

@@ -10,7 +10,7 @@ as long as the process; :func:`close_all` is for tests and benchmarks.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -85,7 +85,7 @@ def close_all() -> None:
 def split_table(table: str) -> tuple[str, str]:
     """``"db.table"`` → ``("db", "table")``, with the contract's name checks."""
     from partition_notify.contract import names
-    from partition_notify.errors import InvalidNameError
+    from partition_notify.core.errors import InvalidNameError
 
     db, sep, name = table.partition(".")
     if not sep:
@@ -102,16 +102,6 @@ def partition_key(msg: SetDoneMessage, keys: Sequence[str]) -> str:
     """
     ordered = spec.in_key_order(msg.partition_spec, keys)
     return "|".join(ordered.values())
-
-
-def compatible(done: Mapping[str, str], wanted: Mapping[str, str]) -> bool:
-    """True when the set ``done`` names overlaps the partitions ``wanted`` selects.
-
-    Every key both specs mention must have the same value: ``datestamp=X``
-    done is relevant to a filter ``region=us`` (it covers ``X/us``), while
-    ``datestamp=X/region=eu`` is not.
-    """
-    return all(done[k] == v for k, v in wanted.items() if k in done)
 
 
 def payload(msg: SetDoneMessage, keys: Sequence[str]) -> dict[str, object]:

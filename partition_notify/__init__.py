@@ -21,7 +21,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from partition_notify.errors import (
+from partition_notify.core.errors import (
     AuthenticationError,
     CommitIncompleteError,
     ConfigurationError,

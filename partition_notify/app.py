@@ -61,12 +61,13 @@ class App:
             on_gap=on_gap,
         )
 
-    @property
+    @cached_property
     def deadlines(self) -> Deadlines:
-        """Expectations and deadline checks (partition_notify.deadlines)."""
+        """Expectations and deadline checks (partition_notify.deadlines), built on first use."""
         from partition_notify.deadlines.api import Deadlines
 
-        return Deadlines(self)
+        return Deadlines(self.store, self.publisher, self.subscriber,
+                         lookback_seconds=self.settings.deadline_lookback_seconds)
 
     def close(self) -> None:
         # Pending marks first: they need the store, which closes last.

@@ -14,8 +14,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from partition_notify.contract.messages import DEFAULT_MAX_MESSAGE_BYTES, MAX_BODY_BYTES
 from partition_notify.contract.topics import TopicPolicy
-from partition_notify.errors import ConfigurationError
-from partition_notify.limits import MAX_RETENTION_SECONDS
+from partition_notify.core.errors import ConfigurationError
+from partition_notify.core.limits import MAX_RETENTION_SECONDS
 
 DEFAULT_RETENTION_SECONDS = 7 * 24 * 3600
 #: Relay lease when none is set: max(RELAY_MIN_LEASE_SECONDS, 3 x publish timeout)

@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from partition_notify.errors import PartitionNotifyError
+from partition_notify.core.errors import PartitionNotifyError
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,6 @@ from partition_notify.store.provider import InTxn
 from partition_notify.store.schema import MAX_SPEC_CHARS
 from partition_notify.transports import Transport
 
-from partition_notify import limits
 from partition_notify.contract import (
     AddPartitionMessage,
     AnyMessage,
@@ -31,7 +30,8 @@ from partition_notify.contract import (
     topic_for,
 )
 from partition_notify.contract.messages import DEFAULT_MAX_MESSAGE_BYTES, encode_body
-from partition_notify.errors import (
+from partition_notify.core import limits
+from partition_notify.core.errors import (
     InvalidSpecError,
     MessageRejected,
     PublishError,

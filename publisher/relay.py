@@ -41,9 +41,9 @@ from partition_notify.store import LoggedEvent, Store
 from partition_notify.store.dead_letters import DeadLetters
 from partition_notify.transports import Transport
 
-from partition_notify.backoff import Backoff
 from partition_notify.contract import Envelope
-from partition_notify.errors import ConfigurationError, MessageRejected, PartitionNotifyError
+from partition_notify.core.backoff import Backoff
+from partition_notify.core.errors import ConfigurationError, MessageRejected, PartitionNotifyError
 from partition_notify.settings import DEFAULT_MAX_ATTEMPTS
 
 log = logging.getLogger(__name__)

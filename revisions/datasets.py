@@ -35,7 +35,7 @@ from partition_notify.revisions.model import DEFAULT_FAMILY, WriteTransaction, t
 from partition_notify.revisions.repositories import RevisionUnitOfWork
 from partition_notify.revisions.schema import SnapshotDatasetRow, SnapshotVersionRow
 
-from partition_notify.errors import (
+from partition_notify.core.errors import (
     ConfigurationError,
     ConflictError,
     NotFoundError,

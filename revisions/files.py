@@ -26,7 +26,7 @@ from partition_notify.revisions.model import DEFAULT_FAMILY, Snapshot, WriteTran
 from partition_notify.revisions.repositories import RevisionUnitOfWork
 from partition_notify.revisions.schema import ABORTED, RevisionFileRow, RevisionReplacementRow
 
-from partition_notify.errors import ConflictError, NotFoundError
+from partition_notify.core.errors import ConflictError, NotFoundError
 
 log = logging.getLogger(__name__)
 

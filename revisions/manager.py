@@ -46,7 +46,7 @@ from partition_notify.revisions.repositories import RevisionUnitOfWork
 from partition_notify.revisions.schema import ABORTED, RUNNING, RevisionTxnRow
 from sqlalchemy import Engine
 
-from partition_notify.errors import ConflictError, NotFoundError, ValidationError
+from partition_notify.core.errors import ConflictError, NotFoundError, ValidationError
 
 if TYPE_CHECKING:
     from partition_notify.store.provider import PartitionInfo, Store, TableInfo
@@ -342,7 +342,7 @@ class KeepAlive:
         self._thread.join(timeout)
 
     def _run(self) -> None:
-        from partition_notify.errors import StoreError
+        from partition_notify.core.errors import StoreError
 
         while not self._stop.wait(self.interval):
             try:

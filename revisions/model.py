@@ -13,7 +13,7 @@ from typing import Any
 
 from partition_notify.revisions.schema import MAX_FAMILY_CHARS, MAX_TABLE_CHARS, RevisionTxnRow
 
-from partition_notify.errors import ValidationError
+from partition_notify.core.errors import ValidationError
 
 Clock = Callable[[], float]
 

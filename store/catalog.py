@@ -12,7 +12,7 @@ from partition_notify.store.schema import PartitionRow, TableRow
 from partition_notify.store.uow import Access, DriverRow
 from sqlalchemy import Table
 
-from partition_notify.errors import ConflictError, UnknownTableError
+from partition_notify.core.errors import ConflictError, UnknownTableError
 
 _TABLE_COLUMNS = (
     "id", "db", "name", "partition_keys", "topic", "retention_seconds", "location",

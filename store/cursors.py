@@ -10,7 +10,7 @@ from partition_notify.store.uow import UnitOfWork, affected_rows
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
-from partition_notify.errors import ConflictError, InvalidNameError
+from partition_notify.core.errors import ConflictError, InvalidNameError
 
 
 @dataclass(frozen=True, slots=True)

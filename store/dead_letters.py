@@ -1,6 +1,6 @@
 """Dead letters: events the broker refused for good, taken off the relay's path.
 
-An event the broker refuses for good (:class:`~partition_notify.errors.MessageRejected`:
+An event the broker refuses for good (:class:`~partition_notify.core.errors.MessageRejected`:
 too large, not authorized, invalid destination) is *retried* a bounded number
 of times - its ``rejections`` count - with ``retry_at`` holding back its own
 topic meanwhile (see :meth:`partition_notify.store.event_log.EventLog.lease_unpublished`). Retriable
@@ -22,7 +22,7 @@ from partition_notify.store.uow import UnitOfWork
 from sqlalchemy import Select, select, update
 from sqlalchemy.orm import Session
 
-from partition_notify.errors import ConflictError, NotFoundError
+from partition_notify.core.errors import ConflictError, NotFoundError
 
 _IN_CHUNK = 500
 

@@ -10,8 +10,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
 
-from partition_notify.errors import ConfigurationError
-from partition_notify.redact import redact_url
+from partition_notify.core.errors import ConfigurationError
+from partition_notify.core.redact import redact_url
 
 if TYPE_CHECKING:
     import sqlite3

@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 
 from partition_notify.store.append_rows import DriverAppend, Rows
-from partition_notify.store.records import EventDraft, InTxn, LoggedEvent
+from partition_notify.store.records import EventDraft, LoggedEvent
 from partition_notify.store.repositories import (
     INSERT_EVENTS,
     INSERT_SET_DONE,
@@ -16,7 +16,7 @@ from partition_notify.store.repositories import (
     TOPIC_LAST_SEQ,
     reserve,
 )
-from partition_notify.store.uow import Access, UnitOfWork, map_db_error, map_driver_error
+from partition_notify.store.uow import Access, InTxn, UnitOfWork, map_db_error, map_driver_error
 from sqlalchemy.exc import SQLAlchemyError
 
 from partition_notify.contract import AnyMessage

@@ -18,13 +18,12 @@ from partition_notify.store.migrate import migrate
 from partition_notify.store.records import (
     Clock,
     EventDraft,
-    InTxn,
     LoggedEvent,
     PartitionInfo,
     TableInfo,
 )
 from partition_notify.store.retention import Retention
-from partition_notify.store.uow import Access, map_db_error
+from partition_notify.store.uow import Access, InTxn, map_db_error
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 

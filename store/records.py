@@ -4,21 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from partition_notify.store.schema import TableRow
 from sqlalchemy import Row
 
 from partition_notify.contract import AnyMessage
 
-if TYPE_CHECKING:
-    from partition_notify.store.uow import UnitOfWork
-
 Clock = Callable[[], float]
-#: Runs inside :meth:`partition_notify.store.event_log.EventLog.append`'s transaction with the
-#: messages logged (idempotency keys, late-message rows); raising rolls
-#: everything back.
-InTxn = Callable[["UnitOfWork", list[AnyMessage]], None]
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from pydantic import SecretStr
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from partition_notify.errors import ConfigurationError, StoreError
+from partition_notify.core.errors import ConfigurationError, StoreError
 
 READONLY_SQL = Path(__file__).with_name("sql") / "readonly_role.sql"
 DEFAULT_ROLE = "pn_reader"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -20,7 +20,8 @@ from sqlalchemy import CursorResult, Engine, Executable, Row
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from partition_notify.errors import ConflictError, StoreError
+from partition_notify.contract import AnyMessage
+from partition_notify.core.errors import ConflictError, StoreError
 
 
 def map_db_error(exc: SQLAlchemyError) -> StoreError | ConflictError:
@@ -31,6 +32,10 @@ def map_db_error(exc: SQLAlchemyError) -> StoreError | ConflictError:
     return StoreError(f"store operation failed: {type(orig).__name__}: {str(orig).strip()[:300]}")
 
 
+#: Runs inside :meth:`partition_notify.store.event_log.EventLog.append`'s transaction with the
+#: messages logged (idempotency keys, late-message rows); raising rolls
+#: everything back.
+InTxn = Callable[["UnitOfWork", list[AnyMessage]], None]
 #: A row as SQLite's driver returns it.
 DriverRow = tuple[str | int | float | None, ...]
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import TypeGuard
 
 from partition_notify.contract import names
-from partition_notify.errors import InvalidNameError
+from partition_notify.core.errors import InvalidNameError
 
 TableRef = str | tuple[str, str]
 

@@ -29,7 +29,7 @@ from partition_notify.subscriber import subscription as _subscription
 from partition_notify.subscriber.seq_window import SeqWindow
 
 from partition_notify.contract import AnyMessage
-from partition_notify.errors import PartitionNotifyError
+from partition_notify.core.errors import PartitionNotifyError
 
 log = logging.getLogger(__name__)
 

@@ -30,11 +30,7 @@ from partition_notify.subscriber.subscription import Callback, Subscription
 from partition_notify.transports import Consumer, RawMessage, Transport
 
 from partition_notify.contract import AnyMessage, SetDoneMessage, decode, spec
-from partition_notify.errors import (
-    MalformedMessageError,
-    SubscribeError,
-    WaitTimeout,
-)
+from partition_notify.core.errors import MalformedMessageError, SubscribeError, WaitTimeout
 
 log = logging.getLogger(__name__)
 

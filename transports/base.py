@@ -5,8 +5,8 @@ docs/architecture.md): subclass :class:`Transport` (and :class:`Consumer`) in
 its own subpackage like ``transports/stomp/``, implement ``from_url`` (mypy
 refuses a subclass without it, and checks its keywords against
 :class:`TransportOptions`), parse the URL's host list with
-``partition_notify.transports.hosts.parse_hosts`` and retry with ``partition_notify.backoff``,
-map driver errors to the ``partition_notify.errors`` tree at this boundary,
+``partition_notify.transports.hosts.parse_hosts`` and retry with ``partition_notify.core.backoff``,
+map driver errors to the ``partition_notify.core.errors`` tree at this boundary,
 add the scheme to ``TRANSPORTS`` in ``transports/registry.py`` (imported only
 when used), and add the broker to the contract suite in ``tests/contract``.
 """
@@ -76,7 +76,7 @@ class Transport(abc.ABC):
 
     Failures are mapped at this boundary: a message the broker refuses for
     good (too large, not authorized, invalid destination) raises
-    :class:`~partition_notify.errors.MessageRejected` naming its event id,
+    :class:`~partition_notify.core.errors.MessageRejected` naming its event id,
     after the rest of the call was confirmed or failed; every other failure
     (broker down, timeout, connection lost) is a retriable ``PublishError``.
     Each transport declares which driver errors are permanent.

@@ -17,9 +17,9 @@ from partition_notify.store import Store
 from partition_notify.store.event_log import EventLog
 from partition_notify.transports.base import Consumer, OnMessage, RawMessage, Transport
 
-from partition_notify.backoff import Backoff
 from partition_notify.contract import Envelope
-from partition_notify.errors import ConfigurationError, PartitionNotifyError, SubscribeError
+from partition_notify.core.backoff import Backoff
+from partition_notify.core.errors import ConfigurationError, PartitionNotifyError, SubscribeError
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ item and what was expected.
 
 from __future__ import annotations
 
-from partition_notify.errors import ConfigurationError
+from partition_notify.core.errors import ConfigurationError
 
 Host = tuple[str, int]
 

@@ -7,8 +7,8 @@ import importlib
 from typing import TYPE_CHECKING, Unpack
 from urllib.parse import urlsplit
 
-from partition_notify.errors import ConfigurationError, PartitionNotifyError
-from partition_notify.redact import redact_url
+from partition_notify.core.errors import ConfigurationError, PartitionNotifyError
+from partition_notify.core.redact import redact_url
 
 if TYPE_CHECKING:
     from partition_notify.transports.base import Transport, TransportOptions

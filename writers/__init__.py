@@ -10,6 +10,6 @@ Quick use from a PySpark job::
 from partition_notify.writers.commit import WriteResult
 from partition_notify.writers.writer import NotifyingWriter
 
-from partition_notify.errors import CommitIncompleteError
+from partition_notify.core.errors import CommitIncompleteError
 
 __all__ = ["CommitIncompleteError", "NotifyingWriter", "WriteResult"]

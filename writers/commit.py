@@ -36,7 +36,7 @@ from partition_notify.writers.lease import Lease
 from partition_notify.writers.target import add_catalog_partitions
 
 from partition_notify.contract import AddPartitionMessage, SetDoneMessage, decode, spec
-from partition_notify.errors import PublishError
+from partition_notify.core.errors import PublishError
 
 if TYPE_CHECKING:
     from partition_notify.revisions.files import RevisionFiles

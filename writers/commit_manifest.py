@@ -28,15 +28,15 @@ from typing import Literal
 
 from partition_notify.publisher import Publisher
 from partition_notify.store import TableInfo, UnitOfWork
-from partition_notify.store.commit_repository import SparkCommitRepository
-from partition_notify.store.commit_schema import MAX_JOB_ID_CHARS
 from partition_notify.store.provider import InTxn
+from partition_notify.writers.commit_repository import SparkCommitRepository
+from partition_notify.writers.commit_schema import MAX_JOB_ID_CHARS
 from partition_notify.writers.layout import parse_partition_path
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticError
 
 from partition_notify.contract import AnyMessage
-from partition_notify.errors import (
+from partition_notify.core.errors import (
     ConflictError,
     InvalidManifestError,
     InvalidNameError,

@@ -25,7 +25,7 @@ from pathlib import Path
 from partition_notify.publisher import Publisher
 from partition_notify.writers.commit_manifest import apply_manifest, parse_manifest
 
-from partition_notify.errors import InvalidManifestError, PartitionNotifyError
+from partition_notify.core.errors import InvalidManifestError, PartitionNotifyError
 
 log = logging.getLogger(__name__)
 

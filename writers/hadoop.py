@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from partition_notify.errors import ConfigurationError
+from partition_notify.core.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from partition_notify.contract import spec
-from partition_notify.errors import InvalidSpecError
+from partition_notify.core.errors import InvalidSpecError
 
 STAGING = "_pn_staging"
 DATA = "data"

@@ -31,7 +31,7 @@ from partition_notify.writers.hadoop import HadoopFs
 from partition_notify.writers.layout import ADOPTED, LOCK, MANIFEST, STAGING, Manifest, staging_dir
 from partition_notify.writers.lease import Lease
 
-from partition_notify.errors import ConflictError
+from partition_notify.core.errors import ConflictError
 
 if TYPE_CHECKING:
     from partition_notify.revisions.files import RevisionFiles

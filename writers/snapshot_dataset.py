@@ -40,13 +40,12 @@ from partition_notify.revisions.manager import RevisionManager
 from partition_notify.revisions.model import WriteTransaction
 from partition_notify.writers.hadoop import HadoopFs
 
-from partition_notify.errors import ConfigurationError, ConflictError, PartitionNotifyError
+from partition_notify.core.errors import ConfigurationError, ConflictError, PartitionNotifyError
 
 if TYPE_CHECKING:
     from partition_notify.publisher import Publisher
+    from partition_notify.writers.parts import AppParts
     from pyspark.sql import DataFrame, SparkSession
-
-    from partition_notify.app import App
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +70,7 @@ def file_system(spark: SparkSession | None = None, fs: FileSystem | None = None)
     return SparkFileSystem(spark) if spark is not None else LocalFileSystem()
 
 
-def _wired(source: App | SnapshotDatasets,
+def _wired(source: AppParts | SnapshotDatasets,
            publisher: Publisher | None) -> tuple[SnapshotDatasets, Publisher | None]:
     """The datasets and publisher of an App (or of the datasets alone: no announcements)."""
     if isinstance(source, SnapshotDatasets):
@@ -104,7 +103,7 @@ class SnapshotDataset:
         return self.datasets.revisions
 
     @classmethod
-    def define(cls, source: App | SnapshotDatasets, name: str, location: str, *,
+    def define(cls, source: AppParts | SnapshotDatasets, name: str, location: str, *,
                ttl_seconds: float | None = None, min_versions: int = DEFAULT_MIN_VERSIONS,
                publisher: Publisher | None = None,
                keep_alive_seconds: float = DEFAULT_RUN_KEEP_ALIVE_SECONDS) -> SnapshotDataset:
@@ -116,7 +115,7 @@ class SnapshotDataset:
                    keep_alive_seconds=keep_alive_seconds)
 
     @classmethod
-    def open(cls, source: App | SnapshotDatasets, name: str, *,
+    def open(cls, source: AppParts | SnapshotDatasets, name: str, *,
              publisher: Publisher | None = None,
              keep_alive_seconds: float = DEFAULT_RUN_KEEP_ALIVE_SECONDS) -> SnapshotDataset:
         """The dataset as defined in the store (:class:`NotFoundError` if it is not)."""

@@ -22,12 +22,11 @@ from partition_notify.revisions.files import RevisionFiles
 from partition_notify.writers.hadoop import HadoopFs
 
 from partition_notify.contract import names
-from partition_notify.errors import ConfigurationError, NotFoundError
+from partition_notify.core.errors import ConfigurationError, NotFoundError
 
 if TYPE_CHECKING:
+    from partition_notify.writers.parts import AppParts
     from pyspark.sql import DataFrame, SparkSession
-
-    from partition_notify.app import App
 
 
 @dataclass(frozen=True)
@@ -50,7 +49,7 @@ class SnapshotRead:
         return getattr(self.frame, name)
 
 
-def read_snapshot(spark: SparkSession, app: App, db: str, table: str, *,
+def read_snapshot(spark: SparkSession, app: AppParts, db: str, table: str, *,
                   snapshot: Snapshot | None = None, family: str = DEFAULT_FAMILY,
                   format: str = "parquet", revisions: RevisionManager | None = None,
                   **options: Any) -> SnapshotRead:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from partition_notify.store import TableInfo
 
 from partition_notify.contract import names
-from partition_notify.errors import ConfigurationError, ValidationError
+from partition_notify.core.errors import ConfigurationError, ValidationError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -44,7 +44,7 @@ from partition_notify.writers.progress import Progress
 from partition_notify.writers.recovery import recover
 from partition_notify.writers.target import Target, catalog_metadata, check_keys
 
-from partition_notify.errors import (
+from partition_notify.core.errors import (
     CommitIncompleteError,
     ConfigurationError,
     UnknownTableError,

@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from partition_notify.errors import ConfigurationError
+from partition_notify.core.errors import ConfigurationError
 from partition_notify.settings import Settings, load_settings
 
 if TYPE_CHECKING:

@@ -42,7 +42,7 @@ from partition_notify.contract.messages import (
     PN_MESSAGE_ID,
     PN_TABLE,
 )
-from partition_notify.errors import (
+from partition_notify.core.errors import (
     ConfigurationError,
     MalformedMessageError,
     PartitionNotifyError,

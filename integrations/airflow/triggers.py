@@ -27,7 +27,7 @@ from partition_notify.store.cursors import Cursor, Cursors
 from partition_notify.subscriber.subscription import Subscription
 
 from partition_notify.contract import AnyMessage, SetDoneMessage, spec
-from partition_notify.errors import PartitionNotifyError
+from partition_notify.core.errors import PartitionNotifyError
 
 DONE = "done"
 TIMEOUT = "timeout"

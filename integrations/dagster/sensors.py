@@ -23,7 +23,11 @@ from partition_notify.store import LoggedEvent, TableInfo
 
 from partition_notify.contract import SetDoneMessage, decode
 from partition_notify.contract.messages import HCAT_EVENT, PARTITION_DONE, PN_TABLE
-from partition_notify.errors import ConfigurationError, InvalidSpecError, MalformedMessageError
+from partition_notify.core.errors import (
+    ConfigurationError,
+    InvalidSpecError,
+    MalformedMessageError,
+)
 from partition_notify.settings import Settings, load_settings
 
 #: Events read per tick; the cursor carries on from there at the next tick.

@@ -23,7 +23,7 @@ from typing import Annotated, Literal
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
-from partition_notify.errors import MalformedMessageError
+from partition_notify.core.errors import MalformedMessageError
 
 HCAT_EVENT = "HCAT_EVENT"
 HCAT_MESSAGE_VERSION = "HCAT_MESSAGE_VERSION"

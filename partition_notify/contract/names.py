@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from partition_notify.errors import InvalidNameError
+from partition_notify.core.errors import InvalidNameError
 
 MAX_NAME_LENGTH = 128
 #: Partition keys per table. Coverage look-ups enumerate the 2**n sub-specs of a

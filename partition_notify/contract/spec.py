@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from partition_notify.contract.names import MAX_PARTITION_KEYS, partition_key
-from partition_notify.errors import InvalidNameError, InvalidSpecError
+from partition_notify.core.errors import InvalidNameError, InvalidSpecError
 
 #: Hive writes a null partition value as this literal.
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"

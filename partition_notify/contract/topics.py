@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 import re
 
-from partition_notify.errors import InvalidNameError
+from partition_notify.core.errors import InvalidNameError
 
 MAX_TOPIC_LENGTH = 249
 _TOPIC = re.compile(r"[a-zA-Z0-9._-]+")

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from partition_notify.app import App
 from partition_notify.contract import (
     PartitionLateMessage,
     SetDoneMessage,
@@ -16,16 +15,18 @@ from partition_notify.contract import (
     names,
     spec,
 )
-from partition_notify.deadlines.checker import DeadlineChecker, DeadlineMetrics
-from partition_notify.deadlines.schedule import Deadline, Schedule, check_template, render
-from partition_notify.errors import (
+from partition_notify.core.errors import (
     InvalidSpecError,
     PartitionLateError,
     ValidationError,
     WaitTimeout,
 )
-from partition_notify.store import TableInfo
-from partition_notify.store.deadline_store import CheckInfo, DeadlineStore, ExpectationInfo
+from partition_notify.deadlines.checker import DeadlineChecker, DeadlineMetrics
+from partition_notify.deadlines.schedule import Deadline, Schedule, check_template, render
+from partition_notify.deadlines.store import CheckInfo, DeadlineStore, ExpectationInfo
+from partition_notify.publisher import Publisher
+from partition_notify.store import Store, TableInfo
+from partition_notify.subscriber import Subscriber
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,127}")
 
@@ -61,12 +62,17 @@ def check_json(c: CheckInfo) -> dict[str, object]:
 class Deadlines:
     """Declare, list and remove expectations; run a check."""
 
-    def __init__(self, app: App) -> None:
-        self.app = app
-        self.store = DeadlineStore(app.store)
+    def __init__(self, store: Store, publisher: Publisher,
+                 subscriber: Callable[[], Subscriber], *, lookback_seconds: float) -> None:
+        """``subscriber`` opens a new Subscriber (the App's factory)."""
+        self.log_store = store
+        self.publisher = publisher
+        self.subscriber = subscriber
+        self.lookback_seconds = lookback_seconds
+        self.store = DeadlineStore(store)
 
     def _table(self, db: str, table: str) -> TableInfo:
-        return self.app.publisher.table(db, table)
+        return self.publisher.table(db, table)
 
     def add(self, db: str, table: str, *, name: str, spec_template: str, cron: str,
             timezone: str = "UTC", deadline: str) -> ExpectationView:
@@ -80,7 +86,7 @@ class Deadlines:
         check_template(spec_template)
         schedule = Schedule(cron, timezone, Deadline.parse(deadline))
         # Render the next instance: the template must give a spec of this table.
-        inst = next(schedule.instances(_now(self.app), _now(self.app, days=400)), None)
+        inst = next(schedule.instances(_now(self.log_store), _now(self.log_store, days=400)), None)
         if inst is None:
             raise ValidationError(f"schedule {cron!r} has no deadline in the next 400 days")
         rendered = render(spec_template, inst.logical_date, inst.interval_end)
@@ -98,7 +104,7 @@ class Deadlines:
     def expectations(
         self, db: str | None = None, table: str | None = None
     ) -> list[ExpectationView]:
-        tables = {t.id: t for t in self.app.store.catalog.tables()}
+        tables = {t.id: t for t in self.log_store.catalog.tables()}
         ids = None if db is None or table is None else [self._table(db, table).id]
         return [self._view(tables[e.table_id], e) for e in self.store.expectations(ids)]
 
@@ -131,9 +137,9 @@ class Deadlines:
         wanted = spec.coerce(partial_spec)
         spec.check_against(wanted, info.partition_keys, full=False, table=info.qualified)
         canon = spec.canonical(wanted)
-        with self.app.subscriber() as sub:
+        with self.subscriber() as sub:
             live = sub.subscribe((info.db, info.name), history=False)
-            bodies = self.app.store.retention.set_done_covering(info, spec.covering_specs(wanted))
+            bodies = self.log_store.retention.set_done_covering(info, spec.covering_specs(wanted))
             if bodies:
                 done = decode(bodies[0].encode())
                 assert isinstance(done, SetDoneMessage)
@@ -160,12 +166,12 @@ class Deadlines:
                 metrics: DeadlineMetrics | None = None,
                 lookback_seconds: float | None = None) -> DeadlineChecker:
         """A checker (``serve`` runs one); ``clock`` lets tests move time."""
-        return DeadlineChecker(self.app, clock=clock, metrics=metrics,
-                               lookback_seconds=lookback_seconds)
+        return DeadlineChecker(self.log_store, self.publisher, clock=clock, metrics=metrics,
+                               lookback_seconds=lookback_seconds or self.lookback_seconds)
 
     def _view(self, info: TableInfo, e: ExpectationInfo) -> ExpectationView:
         schedule = Schedule(e.cron, e.timezone, Deadline.from_json(e.deadline))
-        inst = next(schedule.instances(_now(self.app), _now(self.app, days=400)), None)
+        inst = next(schedule.instances(_now(self.log_store), _now(self.log_store, days=400)), None)
         return ExpectationView(
             info.qualified, e.name, e.spec_template, e.cron, e.timezone,
             schedule.deadline.text() if schedule.deadline.at is None else
@@ -175,8 +181,8 @@ class Deadlines:
         )
 
 
-def _now(app: App, days: int = 0) -> datetime:
-    return datetime.fromtimestamp(app.store.clock() + days * 86400, UTC)
+def _now(store: Store, days: int = 0) -> datetime:
+    return datetime.fromtimestamp(store.clock() + days * 86400, UTC)
 
 
 def _related(late: dict[str, str], wanted: dict[str, str]) -> bool:

@@ -21,17 +21,15 @@ from datetime import UTC, datetime
 
 from prometheus_client import CollectorRegistry, Counter
 
-from partition_notify.app import App
 from partition_notify.contract import (
     AnyMessage,
     PartitionLateMessage,
     PartitionLateRecoveredMessage,
     spec,
 )
+from partition_notify.core.errors import PartitionNotifyError, PublishError
 from partition_notify.deadlines.schedule import Deadline, Instance, Schedule, render
-from partition_notify.errors import PartitionNotifyError, PublishError
-from partition_notify.store import EventDraft, TableInfo
-from partition_notify.store.deadline_store import (
+from partition_notify.deadlines.store import (
     DONE_LATE,
     LATE,
     ON_TIME,
@@ -40,6 +38,8 @@ from partition_notify.store.deadline_store import (
     DeadlineStore,
     ExpectationInfo,
 )
+from partition_notify.publisher import Publisher
+from partition_notify.store import EventDraft, Store, TableInfo
 from partition_notify.store.uow import UnitOfWork
 
 log = logging.getLogger(__name__)
@@ -79,17 +79,19 @@ class _Covered(Exception):
 class DeadlineChecker:
     def __init__(
         self,
-        app: App,
+        store: Store,
+        publisher: Publisher,
         *,
+        lookback_seconds: float,
         clock: Callable[[], float] | None = None,
         metrics: DeadlineMetrics | None = None,
-        lookback_seconds: float | None = None,
     ) -> None:
-        self.app = app
-        self.clock = clock or app.store.clock
+        self.log_store = store
+        self.publisher = publisher
+        self.clock = clock or store.clock
         self.metrics = metrics or DeadlineMetrics()
-        self.lookback = lookback_seconds or app.settings.deadline_lookback_seconds
-        self.store = DeadlineStore(app.store)
+        self.lookback = lookback_seconds
+        self.store = DeadlineStore(store)
         self._busy = threading.Lock()
 
     def check(self) -> CheckReport:
@@ -97,7 +99,7 @@ class DeadlineChecker:
         report = CheckReport()
         with self._busy:
             now = self.clock()
-            tables = {t.id: t for t in self.app.store.catalog.tables()}
+            tables = {t.id: t for t in self.log_store.catalog.tables()}
             for exp in self.store.expectations():
                 info = tables.get(exp.table_id)
                 if info is not None:
@@ -140,13 +142,13 @@ class DeadlineChecker:
             return
 
         def in_txn(uow: UnitOfWork, messages: list[AnyMessage]) -> None:
-            if self.store.covered_in(uow, info.id, candidates, self.app.store.clock()):
+            if self.store.covered_in(uow, info.id, candidates, self.log_store.clock()):
                 raise _Covered
             self.store.record(uow, exp.id, inst.key, canon, due, LATE, messages[0].event_id)
 
         draft = self._late_draft(info, exp, inst, wanted, canon)
         try:
-            logged = self.app.publisher.append_and_deliver([draft], in_txn=in_txn)
+            logged = self.publisher.append_and_deliver([draft], in_txn=in_txn)
         except AlreadyDecided:
             report.decided_elsewhere += 1
             return
@@ -171,7 +173,7 @@ class DeadlineChecker:
         self, exp: ExpectationInfo, info: TableInfo, inst: Instance, canon: str,
         candidates: list[str], report: CheckReport,
     ) -> bool:
-        bodies = self.app.store.retention.set_done_covering(info, candidates)
+        bodies = self.log_store.retention.set_done_covering(info, candidates)
         if not bodies:
             return False
         first = min(json.loads(b).get("timestampMs", 0) / 1000.0 for b in bodies)
@@ -204,7 +206,7 @@ class DeadlineChecker:
         self, exp: ExpectationInfo, info: TableInfo, check: CheckInfo, report: CheckReport
     ) -> None:
         wanted = spec.parse(check.spec)
-        bodies = self.app.store.retention.set_done_covering(info, spec.covering_specs(wanted))
+        bodies = self.log_store.retention.set_done_covering(info, spec.covering_specs(wanted))
         if not bodies:
             return
         done = json.loads(bodies[0])
@@ -214,14 +216,14 @@ class DeadlineChecker:
 
         def build(event_id: int, seq: int, now: float) -> AnyMessage:
             return PartitionLateRecoveredMessage.model_validate({
-                **self.app.publisher.common_fields(info, event_id, seq, now),
+                **self.publisher.common_fields(info, event_id, seq, now),
                 **_late_fields(exp, wanted, check.spec, check.logical_date, check.deadline_at),
                 "setDoneEventId": done["eventId"],
                 "lateBySeconds": int(done["timestampMs"] / 1000 - check.deadline_at),
             })
 
         try:
-            logged = self.app.publisher.append_and_deliver([EventDraft(info, build)], in_txn=in_txn)
+            logged = self.publisher.append_and_deliver([EventDraft(info, build)], in_txn=in_txn)
         except AlreadyDecided:
             report.decided_elsewhere += 1
             return
@@ -239,7 +241,7 @@ class DeadlineChecker:
                     wanted: spec.Spec, canon: str) -> EventDraft:
         def build(event_id: int, seq: int, now: float) -> AnyMessage:
             return PartitionLateMessage.model_validate({
-                **self.app.publisher.common_fields(info, event_id, seq, now),
+                **self.publisher.common_fields(info, event_id, seq, now),
                 **_late_fields(exp, wanted, canon, inst.key, inst.deadline.timestamp()),
             })
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from partition_notify.core.errors import ValidationError
 from partition_notify.deadlines.cron import Cron
-from partition_notify.errors import ValidationError
 
 #: Template variables, from the logical date L and the interval end N.
 VARIABLES: dict[str, str] = {

@@ -10,6 +10,7 @@ from fastapi import APIRouter, FastAPI
 from partition_notify.app import App
 from partition_notify.http import (
     problems,
+    routes_commits,
     routes_deadlines,
     routes_live,
     routes_ops,
@@ -18,8 +19,8 @@ from partition_notify.http import (
 )
 from partition_notify.http.context import HttpContext
 from partition_notify.http.hub import EventHub
+from partition_notify.http.store import HttpStore
 from partition_notify.metrics import Metrics
-from partition_notify.store.http_store import HttpStore
 
 DESCRIPTION = """\
 Partition-completion notifications over HTTP, for consumers and writers that
@@ -27,6 +28,17 @@ are not Python. Authenticate with `Authorization: Bearer <token>` (tokens:
 `partition-notify token create`). Errors are `application/problem+json`.
 The message bodies are the JSON Schemas in docs/schemas/.
 """
+
+#: Every route of the API, in the order of the OpenAPI document; adding a
+#: route module is one entry here.
+ROUTERS: tuple[APIRouter, ...] = (
+    routes_ops.router,
+    routes_read.router,
+    routes_live.router,
+    routes_write.router,
+    routes_deadlines.router,
+    routes_commits.router,
+)
 
 
 def create_http_app(
@@ -66,14 +78,7 @@ def create_http_app(
     )
     api.state.pn = ctx
     problems.install(api)
-    for router in (
-        routes_ops.router,
-        routes_read.router,
-        routes_live.router,
-        routes_write.router,
-        routes_deadlines.router,
-        *extra_routers,
-    ):
+    for router in (*ROUTERS, *extra_routers):
         api.include_router(router)
     api.add_middleware(problems.BodyLimit, limit=app.settings.http_max_body_bytes)
     return api

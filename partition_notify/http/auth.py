@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from partition_notify.api_roles import ROLES
+from partition_notify.core.api_roles import ROLES
 from partition_notify.http.context import HttpContext, context
 from partition_notify.http.problems import ApiProblem
 

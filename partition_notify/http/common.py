@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from partition_notify.contract import AnyMessage, names, spec
-from partition_notify.errors import InvalidNameError
+from partition_notify.core.errors import InvalidNameError
 from partition_notify.http.context import HttpContext
 from partition_notify.http.problems import about
 from partition_notify.store import TableInfo

@@ -10,9 +10,9 @@ from prometheus_client import Gauge
 
 from partition_notify.app import App
 from partition_notify.http.hub import EventHub
+from partition_notify.http.store import HttpStore
 from partition_notify.metrics import Metrics
 from partition_notify.settings import Settings
-from partition_notify.store.http_store import HttpStore
 
 
 @dataclass

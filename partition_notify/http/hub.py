@@ -21,7 +21,7 @@ from starlette.concurrency import run_in_threadpool
 
 from partition_notify.contract import AnyMessage, decode
 from partition_notify.contract.messages import HCAT_EVENT, PN_TABLE
-from partition_notify.errors import MalformedMessageError, PartitionNotifyError
+from partition_notify.core.errors import MalformedMessageError, PartitionNotifyError
 from partition_notify.store import LoggedEvent, Store
 
 log = logging.getLogger(__name__)

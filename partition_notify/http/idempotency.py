@@ -27,15 +27,11 @@ from fastapi import Header
 from fastapi.responses import JSONResponse
 
 from partition_notify.contract import AnyMessage
-from partition_notify.errors import PublishError, ValidationError
+from partition_notify.core.errors import PublishError, ValidationError
 from partition_notify.http.auth import Principal
 from partition_notify.http.context import HttpContext
 from partition_notify.http.problems import ApiProblem, from_error
-from partition_notify.store.http_store import (
-    IdempotentReplay,
-    StoredResponse,
-    check_idempotency_key,
-)
+from partition_notify.http.store import IdempotentReplay, StoredResponse, check_idempotency_key
 from partition_notify.store.provider import InTxn
 from partition_notify.store.uow import UnitOfWork
 

@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from partition_notify.errors import (
+from partition_notify.core.errors import (
     ConfigurationError,
     ConflictError,
     NotFoundError,

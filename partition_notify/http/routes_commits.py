@@ -17,7 +17,7 @@ from fastapi import APIRouter, Body, Depends, Request
 from fastapi.responses import JSONResponse
 
 from partition_notify.contract import AddPartitionMessage, AnyMessage, SetDoneMessage
-from partition_notify.errors import ConflictError
+from partition_notify.core.errors import ConflictError
 from partition_notify.http.auth import Principal, require_role
 from partition_notify.http.context import HttpContext, context
 from partition_notify.http.idempotency import IdempotencyKey, fingerprint, idempotent_write

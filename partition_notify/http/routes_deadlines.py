@@ -34,7 +34,7 @@ class ExpectationBody(BaseModel):
 
 
 def _deadlines(ctx: HttpContext) -> Deadlines:
-    return Deadlines(ctx.app)
+    return ctx.app.deadlines
 
 
 @router.get("/tables/{table}/expectations", summary="Expectations of a table")

@@ -20,7 +20,7 @@ import time
 import pytest
 
 from partition_notify.contract import Envelope
-from partition_notify.errors import PartitionNotifyError
+from partition_notify.core.errors import PartitionNotifyError
 from tests.brokers.stomp_helpers import build
 from tests.support import accounts
 from tests.support.accounts import BusSpec

@@ -6,7 +6,7 @@ import pytest
 from partition_notify.transports import resolve
 from partition_notify.transports.kafka.config import parse_url
 
-from partition_notify.errors import ConfigurationError
+from partition_notify.core.errors import ConfigurationError
 
 
 def test_hosts_ports_and_defaults():

@@ -13,7 +13,7 @@ import time
 import pytest
 from partition_notify.transports.kafka import KafkaTransport
 
-from partition_notify.errors import AuthenticationError
+from partition_notify.core.errors import AuthenticationError
 from tests.brokers.kafka_helpers import envelope, kafka_spec, unique_topic
 from tests.support.markers import uses
 

@@ -13,7 +13,12 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from partition_notify.transports.base import RawMessage
 from partition_notify.transports.kafka import KafkaTransport
 
-from partition_notify.errors import MessageRejected, PublishError, PublishTimeout, TransportError
+from partition_notify.core.errors import (
+    MessageRejected,
+    PublishError,
+    PublishTimeout,
+    TransportError,
+)
 from tests.brokers.kafka_helpers import (
     envelope,
     kafka_spec,

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from partition_notify.cli import EXIT_ERROR, EXIT_USAGE, main
+from partition_notify.cli import main
+from partition_notify.cli.entry import EXIT_ERROR, EXIT_USAGE
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,8 @@ from partition_notify.store import Store
 from partition_notify.writers.snapshot_dataset import SnapshotDataset
 
 from partition_notify.app import build_app
-from partition_notify.cli import EXIT_ERROR, EXIT_USAGE, build_parser, main
+from partition_notify.cli import main
+from partition_notify.cli.entry import EXIT_ERROR, EXIT_USAGE, build_parser
 from tests.support.clock import FakeClock
 
 TABLE = "news.articles"

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from partition_notify.cli import EXIT_ERROR, main
+from partition_notify.cli import main
+from partition_notify.cli.entry import EXIT_ERROR
 
 
 def demo(capsys: pytest.CaptureFixture[str], workdir: Path | str) -> tuple[int, list[str]]:

@@ -18,7 +18,7 @@ from partition_notify.publisher.relay import Relay
 from partition_notify.revisions import DEFAULT_KEEP_ALIVE_SECONDS
 
 from partition_notify import settings
-from partition_notify.cli import build_parser
+from partition_notify.cli.entry import build_parser
 from partition_notify.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ import pytest
 
 from partition_notify.contract import AddPartitionMessage, SetDoneMessage, decode
 from partition_notify.contract.messages import HCAT_EVENT, PN_MESSAGE_ID
-from partition_notify.errors import PublishError, PublishTimeout
+from partition_notify.core.errors import PublishError, PublishTimeout
 from tests.contract import raw_clients
 from tests.contract.faults import FaultProxy
 from tests.support.accounts import bus_specs

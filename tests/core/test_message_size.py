@@ -14,7 +14,7 @@ import pytest
 from partition_notify.app import App, build_app
 from partition_notify.contract import AnyMessage
 from partition_notify.contract.messages import encode_body
-from partition_notify.errors import ValidationError
+from partition_notify.core.errors import ValidationError
 from partition_notify.settings import DEFAULT_MAX_MESSAGE_BYTES
 
 

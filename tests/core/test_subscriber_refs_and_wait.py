@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from partition_notify.errors import InvalidNameError, WaitTimeout
+from partition_notify.core.errors import InvalidNameError, WaitTimeout
 from tests.store.helpers import Collector
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -23,7 +23,7 @@ from partition_notify.contract import (
     PartitionLateMessage,
     PartitionLateRecoveredMessage,
 )
-from partition_notify.errors import ConflictError, NotFoundError, ValidationError
+from partition_notify.core.errors import ConflictError, NotFoundError, ValidationError
 from tests.support.accounts import ROOT
 
 

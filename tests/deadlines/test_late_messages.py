@@ -10,7 +10,7 @@ from partition_notify.contract import (
     decode,
     to_envelope,
 )
-from partition_notify.errors import MalformedMessageError
+from partition_notify.core.errors import MalformedMessageError
 
 COMMON = {"server": "s", "db": "sales", "table": "orders", "timestamp": 1, "messageId": "m",
           "eventId": 5, "topic": "hcat.sales.orders", "topicSeq": 3, "expectation": "daily",

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from partition_notify.core.errors import ValidationError
 from partition_notify.deadlines.schedule import Deadline, Schedule, check_template, render
-from partition_notify.errors import ValidationError
 
 
 def utc(*a: int) -> datetime:

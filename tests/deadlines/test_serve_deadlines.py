@@ -16,10 +16,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from partition_notify.store.http_store import HttpStore
 from sqlalchemy import text
 
 from partition_notify.app import App, build_app
+from partition_notify.http.store import HttpStore
 from tests.http.support import HttpServe
 from tests.support.ci import require
 from tests.support.net import wait_until

@@ -14,7 +14,7 @@ import time
 import pytest
 from partition_notify.publisher.relay import Relay
 
-from partition_notify.errors import PublishError
+from partition_notify.core.errors import PublishError
 from tests.faults.support import Collector, logged_message_ids, stomp_app, tally
 from tests.support.accounts import READER_PASSWORD, READER_USER
 from tests.support.activemq import ActiveMQ

@@ -13,7 +13,7 @@ import time
 
 from partition_notify.publisher.relay import Relay
 
-from partition_notify.errors import PublishError
+from partition_notify.core.errors import PublishError
 from tests.faults.support import Collector, logged_message_ids, stomp_app, tally
 from tests.support.accounts import READER_PASSWORD, READER_USER
 from tests.support.activemq import ActiveMQ

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from partition_notify.errors import StoreError
+from partition_notify.core.errors import StoreError
 from tests.contract.faults import FaultProxy
 from tests.faults.support import Collector, stomp_app, tally
 from tests.support.accounts import READER_PASSWORD, READER_USER

@@ -18,7 +18,7 @@ from pathlib import Path
 from partition_notify.publisher.relay import Relay
 from sqlalchemy import create_engine, text
 
-from partition_notify.errors import PublishError
+from partition_notify.core.errors import PublishError
 from tests.contract.faults import FaultProxy
 from tests.faults.support import Collector, logged_message_ids, stomp_app, tally
 from tests.support.accounts import READER_PASSWORD, READER_USER, ROOT

@@ -28,7 +28,7 @@ from partition_notify.contract import (
     topic_for,
 )
 from partition_notify.contract.topics import validate_topic
-from partition_notify.errors import InvalidNameError, InvalidSpecError, MalformedMessageError
+from partition_notify.core.errors import InvalidNameError, InvalidSpecError, MalformedMessageError
 from tests.fuzz import gen
 from tests.fuzz.budget import Counter, batch, fuzz_settings, run
 

@@ -32,7 +32,7 @@ from partition_notify.transports import RawMessage
 from partition_notify import cli
 from partition_notify.app import build_app
 from partition_notify.contract import AnyMessage, decode
-from partition_notify.errors import MalformedMessageError
+from partition_notify.core.errors import MalformedMessageError
 from tests.fuzz import gen
 from tests.fuzz.budget import Counter, batch, examples, fuzz_settings, run
 from tests.fuzz.test_fuzz_contract import CORPUS

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from partition_notify.store.http_store import HttpStore
 
 from partition_notify.app import App, build_app
+from partition_notify.http.store import HttpStore
 from tests.support.accounts import ROOT
 from tests.support.ci import require
 from tests.support.net import free_port, wait_until

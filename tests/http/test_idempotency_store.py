@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from partition_notify.store import Store
-from partition_notify.store.http_store import HttpStore, IdempotentReplay
 
 from partition_notify.app import build_app
+from partition_notify.http.store import HttpStore, IdempotentReplay
 
 
 class Clock:

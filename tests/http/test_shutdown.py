@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from partition_notify.store.http_store import HttpStore
 
 from partition_notify.app import build_app
+from partition_notify.http.store import HttpStore
 from tests.http.support import HttpServe
 from tests.http.test_reads import waits_in_progress
 from tests.support.net import wait_until

@@ -32,7 +32,7 @@ def test_bad_connection_extra_is_named(airflow_home: object, pn_connection: Call
                                        extra: dict[str, object], named: str) -> None:
     from partition_notify.integrations.airflow.connection import get_settings
 
-    from partition_notify.errors import ConfigurationError
+    from partition_notify.core.errors import ConfigurationError
 
     conn_id = pn_connection("pn_bad", extra=extra)
     with pytest.raises(ConfigurationError, match=named):

@@ -204,7 +204,7 @@ def test_message_queue_trigger_resolves_to_ours_and_fires(setup: Any) -> None:
 
 
 def test_bad_spec_filter_fails_with_the_field(setup: Any) -> None:
-    from partition_notify.errors import InvalidSpecError
+    from partition_notify.core.errors import InvalidSpecError
 
     _, conn_id = setup
 

@@ -191,7 +191,7 @@ def test_serve_runs_the_sink_when_configured(
     pn_app: Any, airflow_api: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`partition-notify serve`'s Service schedules the sink from PN_AIRFLOW_* alone."""
-    from partition_notify.service import Service
+    from partition_notify.serve.service import Service
 
     monkeypatch.setenv("PN_AIRFLOW_URL", airflow_api)
     monkeypatch.setenv("PN_AIRFLOW_USERNAME", USER)

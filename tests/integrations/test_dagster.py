@@ -85,7 +85,7 @@ def test_exactly_the_done_partitions_are_requested(pn_app: Any) -> None:
 def test_bad_cursor_is_named(pn_app: Any) -> None:
     import dagster as dg
 
-    from partition_notify.errors import ConfigurationError
+    from partition_notify.core.errors import ConfigurationError
 
     _, _, sensor, _ = _defs(pn_app)
     with pytest.raises(ConfigurationError, match="'abc'"):

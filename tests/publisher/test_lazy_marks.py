@@ -24,7 +24,7 @@ from partition_notify.transports.base import Consumer, OnMessage, Transport
 from sqlalchemy import event
 
 from partition_notify.contract import Envelope
-from partition_notify.errors import StoreError
+from partition_notify.core.errors import StoreError
 
 
 class RecordingBus(Transport):

@@ -8,7 +8,7 @@ import pytest
 from partition_notify.writers import NotifyingWriter
 
 from partition_notify.app import build_app
-from partition_notify.errors import ConfigurationError
+from partition_notify.core.errors import ConfigurationError
 
 
 def test_writers_and_datasets_use_the_apps_manager_on_the_stores_clock(tmp_path: Path) -> None:

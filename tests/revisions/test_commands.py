@@ -10,8 +10,8 @@ from partition_notify.revisions import RevisionManager
 from partition_notify.revisions.datasets import SnapshotDatasets
 from partition_notify.store import Store
 
-from partition_notify import cli_rev_commands as cmd
-from partition_notify.errors import ConflictError, NotFoundError
+from partition_notify.cli import rev_commands as cmd
+from partition_notify.core.errors import ConflictError, NotFoundError
 from tests.support.clock import FakeClock
 
 

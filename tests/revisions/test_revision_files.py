@@ -15,7 +15,7 @@ from partition_notify.revisions import RevisionManager, snapshot_partitions
 from partition_notify.revisions.files import RevisionFiles
 from partition_notify.store import Store
 
-from partition_notify.errors import ConflictError
+from partition_notify.core.errors import ConflictError
 from tests.support.clock import FakeClock
 
 T = "sales.orders"

@@ -14,7 +14,7 @@ from partition_notify.revisions import RevisionManager, Snapshot, WriteTransacti
 from partition_notify.revisions.schema import RevisionTxnRow
 from partition_notify.store import Store
 
-from partition_notify.errors import ConflictError, NotFoundError, StoreError, ValidationError
+from partition_notify.core.errors import ConflictError, NotFoundError, StoreError, ValidationError
 from tests.support.clock import FakeClock
 
 T = "news.articles"

@@ -15,7 +15,7 @@ import pytest
 from partition_notify.revisions.datasets import COMPLETE, FAILED, WRITING, SnapshotDatasets
 from partition_notify.writers.snapshot_dataset import SnapshotDataset, expire_versions
 
-from partition_notify.errors import (
+from partition_notify.core.errors import (
     ConfigurationError,
     ConflictError,
     NotFoundError,

@@ -22,7 +22,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
 from partition_notify.app import build_app
-from partition_notify.errors import ConfigurationError, StoreError
+from partition_notify.core.errors import ConfigurationError, StoreError
 from tests.support.ci import require
 from tests.support.postgres import PostgresDatabases
 

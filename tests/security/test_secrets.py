@@ -18,7 +18,7 @@ from sqlalchemy import create_engine, text
 
 from partition_notify import cli
 from partition_notify.app import build_app
-from partition_notify.errors import ConnectError, PartitionNotifyError, PublishError
+from partition_notify.core.errors import ConnectError, PartitionNotifyError, PublishError
 from partition_notify.settings import load_settings
 from tests.support.accounts import SERVICE_USER
 from tests.support.net import free_port

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, text
 
-from partition_notify.errors import PublishError
+from partition_notify.core.errors import PublishError
 from tests.support.accounts import ROOT
 
 

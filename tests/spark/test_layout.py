@@ -13,7 +13,7 @@ from partition_notify.writers.layout import (
 from partition_notify.writers.target import quote_identifier, sql_string
 
 from partition_notify.contract import spec
-from partition_notify.errors import InvalidSpecError
+from partition_notify.core.errors import InvalidSpecError
 
 
 def test_partition_paths_are_unescaped_as_spark_escaped_them():

@@ -17,7 +17,7 @@ from partition_notify.publisher import Publisher
 from partition_notify.writers import CommitIncompleteError, NotifyingWriter
 
 from partition_notify.contract import AddPartitionMessage, SetDoneMessage
-from partition_notify.errors import StoreError
+from partition_notify.core.errors import StoreError
 from tests.spark.test_writers import KEYS, frame, rows_for, staging_entries
 
 pytestmark = pytest.mark.spark

@@ -10,7 +10,7 @@ import pytest
 from partition_notify.writers import NotifyingWriter
 
 from partition_notify.contract import AddPartitionMessage, SetDoneMessage, spec
-from partition_notify.errors import InvalidSpecError, UnknownTableError, ValidationError
+from partition_notify.core.errors import InvalidSpecError, UnknownTableError, ValidationError
 from tests.spark.helpers import Collector, count_data_files, local_path
 
 pytestmark = pytest.mark.spark

@@ -80,7 +80,7 @@ def app(store_file: str) -> Iterator[Any]:
 
 @pytest.fixture
 def writer_token(app: Any) -> str:
-    from partition_notify.store.http_store import HttpStore
+    from partition_notify.http.store import HttpStore
 
     return str(HttpStore(app.store).create_token("spark-jobs", "write")[1])
 

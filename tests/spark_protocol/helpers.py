@@ -16,7 +16,7 @@ DEAD_URL = "http://127.0.0.1:9"
 
 
 def spark_flags(serve_url: str | None = None) -> dict[str, str]:
-    from partition_notify.cli_spark import spark_settings
+    from partition_notify.cli.spark import spark_settings
 
     return spark_settings(serve_url, None)
 

@@ -19,7 +19,7 @@ from partition_notify.writers.commit_manifest import (
 )
 from partition_notify.writers.commit_spool import scan
 
-from partition_notify.errors import InvalidManifestError
+from partition_notify.core.errors import InvalidManifestError
 from tests.spark_protocol.helpers import start_serve
 
 KEYS = ["ds", "region"]
@@ -98,7 +98,7 @@ def test_spool_pick_up(mapp: Any, tmp_path: Path) -> None:
 
 
 def test_http_route(mapp: Any, store_url: str, tmp_path: Path) -> None:
-    from partition_notify.store.http_store import HttpStore
+    from partition_notify.http.store import HttpStore
 
     token = HttpStore(mapp.store).create_token("spark", "write")[1]
     serve = start_serve(store_url, tmp_path / "serve.log")
@@ -126,7 +126,7 @@ def test_http_route(mapp: Any, store_url: str, tmp_path: Path) -> None:
 
 def test_spark_conf_cli(capsys: pytest.CaptureFixture[str]) -> None:
     from partition_notify.cli import main
-    from partition_notify.cli_spark import LISTENER_CLASS, PROTOCOL_CLASS, jar_path
+    from partition_notify.cli.spark import LISTENER_CLASS, PROTOCOL_CLASS, jar_path
 
     assert main(["spark-conf", "--for", "spark-sql", "--serve-url", "http://pn:8080/"]) == 0
     out = capsys.readouterr().out

@@ -11,7 +11,7 @@ import logging
 import pytest
 
 from partition_notify.contract import SetDoneMessage
-from partition_notify.errors import (
+from partition_notify.core.errors import (
     ConflictError,
     InvalidNameError,
     InvalidSpecError,

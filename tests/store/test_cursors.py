@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from partition_notify.errors import ConflictError, InvalidNameError
+from partition_notify.core.errors import ConflictError, InvalidNameError
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from partition_notify.store import Store
 from partition_notify.store.dead_letters import DeadLetters
 
 from partition_notify.app import App, build_app
-from partition_notify.errors import ConflictError, NotFoundError
+from partition_notify.core.errors import ConflictError, NotFoundError
 from tests.support.accounts import ROOT
 
 

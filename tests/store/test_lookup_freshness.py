@@ -21,7 +21,7 @@ from sqlalchemy import create_engine, text
 
 from partition_notify.app import build_app
 from partition_notify.contract import spec
-from partition_notify.errors import StoreError
+from partition_notify.core.errors import StoreError
 from tests.store._writer_process import mark_on_request
 
 

@@ -15,7 +15,7 @@ from partition_notify.subscriber import Subscriber
 from partition_notify.transports.embedded import EmbeddedTransport
 from sqlalchemy import event, text
 
-from partition_notify.errors import WaitTimeout
+from partition_notify.core.errors import WaitTimeout
 from tests.store.helpers import snapshot
 
 T0 = 1_700_000_000.0

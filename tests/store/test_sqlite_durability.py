@@ -12,7 +12,7 @@ from partition_notify.store import Store
 from sqlalchemy import text
 
 from partition_notify.app import build_app
-from partition_notify.errors import ConfigurationError
+from partition_notify.core.errors import ConfigurationError
 from partition_notify.settings import load_settings
 
 LEVELS = {"OFF": 0, "NORMAL": 1, "FULL": 2, "EXTRA": 3}

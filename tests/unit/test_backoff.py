@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from partition_notify.backoff import Backoff
+from partition_notify.core.backoff import Backoff
 
 
 def schedule(b: Backoff, n: int) -> list[float]:

@@ -7,7 +7,7 @@ from partition_notify.transports.hosts import parse_hosts
 from partition_notify.transports.kafka.config import parse_url as kafka_url
 from partition_notify.transports.stomp.transport import parse_url as stomp_url
 
-from partition_notify.errors import ConfigurationError
+from partition_notify.core.errors import ConfigurationError
 
 
 def test_ports_defaults_and_ipv6():

@@ -1,10 +1,10 @@
 """The layers of docs/architecture.md, enforced: each may import only the layers below it.
 
 Every import counts: module level, inside functions and under ``TYPE_CHECKING``
-(a type-only import is still a dependency a reader must follow), with one
-rule for the last: any layer may name the composition root's ``App`` in a
-type-only import, because the App is handed to it as an argument. The few
-other deliberate exceptions are listed with their reason.
+(a type-only import is still a dependency a reader must follow). A layer is a
+folder (or a root module); there are no exceptions, and no circles between
+modules either. Only the ways in (cli, serve, http, integrations) receive an
+``App``; the layers below it name the parts they take.
 """
 
 from __future__ import annotations
@@ -19,66 +19,60 @@ PACKAGES = {"partition_notify": "partition_notify", **{
         "store", "transports", "publisher", "subscriber", "revisions", "writers",
         "integrations")}}
 
-#: Layer -> module prefixes; the longest matching prefix decides.
-LAYERS: dict[str, tuple[str, ...]] = {
-    "base": ("partition_notify.errors", "partition_notify.limits", "partition_notify.backoff",
-             "partition_notify.redact", "partition_notify.api_roles",
-             "partition_notify.metrics"),
-    "contract": ("partition_notify.contract",),
-    "settings": ("partition_notify.settings",),
-    "store": ("partition_notify.store",),
-    "transports": ("partition_notify.transports",),
-    "publisher": ("partition_notify.publisher",),
-    "subscriber": ("partition_notify.subscriber",),
-    "revisions": ("partition_notify.revisions",),
-    "writers": ("partition_notify.writers",),
-    "app": ("partition_notify.app",),
-    "deadlines": ("partition_notify.deadlines",),
-    "http": ("partition_notify.http",),
-    "integrations": ("partition_notify.integrations",),
-    "service": ("partition_notify.service",),
-    "cli": ("partition_notify.cli", "partition_notify.cli_", "partition_notify.demo"),
+#: Layer -> its folder (or root module); a module belongs to the layer whose
+#: prefix is the longest that matches it. No exceptions: no entry is a file
+#: inside another layer's folder.
+LAYERS: dict[str, str] = {
+    "core": "partition_notify.core",
+    "contract": "partition_notify.contract",
+    "settings": "partition_notify.settings",
+    "metrics": "partition_notify.metrics",
+    "store": "partition_notify.store",
+    "transports": "partition_notify.transports",
+    "publisher": "partition_notify.publisher",
+    "subscriber": "partition_notify.subscriber",
+    "revisions": "partition_notify.revisions",
+    "writers": "partition_notify.writers",
+    "deadlines": "partition_notify.deadlines",
+    "app": "partition_notify.app",
+    "http": "partition_notify.http",
+    "integrations": "partition_notify.integrations",
+    "serve": "partition_notify.serve",
+    "cli": "partition_notify.cli",
     # The package itself: the public names, re-exported lazily from every layer.
-    "api": ("partition_notify",),
+    "api": "partition_notify",
 }
-_CORE = {"base", "contract", "settings"}
-#: Layer -> the layers it may import (besides itself).
+_GROUND = {"core", "contract", "settings"}
+#: Layer -> the layers it may import (besides itself): only ones listed before it.
 ALLOWED: dict[str, set[str]] = {
-    "base": set(),
-    "contract": {"base"},
-    "settings": {"base", "contract"},
-    "store": {"base", "contract"},
-    "transports": _CORE | {"store"},
-    "publisher": _CORE | {"store", "transports"},
-    "subscriber": _CORE | {"store", "transports"},
-    "revisions": _CORE | {"store"},
-    "writers": _CORE | {"store", "publisher", "revisions"},
-    "app": _CORE | {"store", "transports", "publisher", "subscriber", "revisions", "writers"},
-    "deadlines": _CORE | {"store", "publisher", "subscriber", "app"},
-    "http": _CORE | {"store", "publisher", "subscriber", "revisions", "writers", "app",
-                     "deadlines"},
-    "integrations": _CORE | {"store", "transports", "subscriber", "app"},
-    "service": set(LAYERS) - {"cli", "api"},
-    "cli": set(LAYERS),
+    "core": set(),
+    "contract": {"core"},
+    "settings": {"core", "contract"},
+    "metrics": {"core"},
+    "store": {"core", "contract"},
+    "transports": _GROUND | {"store"},
+    "publisher": _GROUND | {"store", "transports"},
+    "subscriber": _GROUND | {"store", "transports"},
+    "revisions": _GROUND | {"store"},
+    "writers": _GROUND | {"store", "publisher", "revisions"},
+    "deadlines": _GROUND | {"store", "publisher", "subscriber"},
+    "app": _GROUND | {"store", "transports", "publisher", "subscriber", "revisions", "writers",
+                      "deadlines"},
+    "http": _GROUND | {"metrics", "store", "publisher", "subscriber", "revisions", "writers",
+                       "deadlines", "app"},
+    "integrations": _GROUND | {"store", "transports", "subscriber", "app"},
+    "serve": set(LAYERS) - {"cli", "api"},
+    "cli": set(LAYERS) - {"api"},
     "api": set(LAYERS),
-}
-#: (importer, imported): why this edge against the layering is acceptable.
-EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("partition_notify.deadlines.jobs", "partition_notify.service"):
-        "type-only: the deadline job registers itself on the Service that runs it",
-    ("partition_notify.app", "partition_notify.deadlines.api"):
-        "the App.deadlines property builds the facade on first use",
 }
 
 
 def layer_of(module: str) -> str | None:
     best: tuple[int, str] | None = None
-    for layer, prefixes in LAYERS.items():
-        for prefix in prefixes:
-            exact = module == prefix or module.startswith(prefix + ".")
-            loose = prefix.endswith("_") and module.startswith(prefix)
-            if (exact or loose) and (best is None or len(prefix) > best[0]):
-                best = (len(prefix), layer)
+    for layer, prefix in LAYERS.items():
+        inside = module == prefix or (module.startswith(prefix + ".") and layer != "api")
+        if inside and (best is None or len(prefix) > best[0]):
+            best = (len(prefix), layer)
     return best[1] if best else None
 
 
@@ -124,29 +118,82 @@ def imports_of(path: Path) -> dict[str, bool]:
     return found
 
 
+def _our_modules() -> dict[str, Path]:
+    return {_module_name(path): path for folder in PACKAGES
+            for path in sorted((ROOT / folder).rglob("*.py")) if "migrations" not in path.parts}
+
+
 def forbidden_edges() -> list[str]:
     bad = []
-    for folder in PACKAGES:
-        for path in sorted((ROOT / folder).rglob("*.py")):
-            if "migrations" in path.parts:
-                continue
-            importer = _module_name(path)
-            source = layer_of(importer)
-            assert source is not None, f"{importer} is in no layer: add it to LAYERS"
-            for imported, type_only in sorted(imports_of(path).items()):
-                target = layer_of(imported)
-                assert target is not None, f"{imported} is in no layer: add it to LAYERS"
-                if target == source or target in ALLOWED[source]:
-                    continue
-                if type_only and target == "app":
-                    continue
-                if (importer, imported) not in EXCEPTIONS:
-                    bad.append(f"{importer} ({source}) imports {imported} ({target})")
+    for importer, path in _our_modules().items():
+        source = layer_of(importer)
+        assert source is not None, f"{importer} is in no layer: add its folder to LAYERS"
+        for imported in sorted(imports_of(path)):
+            target = layer_of(imported)
+            assert target is not None, f"{imported} is in no layer: add its folder to LAYERS"
+            if target != source and target not in ALLOWED[source]:
+                bad.append(f"{importer} ({source}) imports {imported} ({target})")
     return bad
+
+
+def import_circles(modules: dict[str, Path] | None = None) -> list[list[str]]:
+    """Groups of our modules that import each other, directly or around a circle.
+
+    Type-only imports count: a reader follows them too. A package's
+    ``__init__`` importing its own modules is the package, not a circle.
+    """
+    modules = _our_modules() if modules is None else modules
+    graph = {m: sorted(i for i in imports_of(p) if i in modules and not i.startswith(m + "."))
+             for m, p in modules.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return circles
 
 
 def test_no_layer_imports_a_layer_above_it() -> None:
     assert forbidden_edges() == []
+
+
+def test_no_import_circle() -> None:
+    assert import_circles() == []
+
+
+def test_the_check_sees_a_circle(tmp_path: Path) -> None:
+    # records -> uow (type-only) -> records: the circle this test was written for.
+    a, b, c = tmp_path / "a.py", tmp_path / "b.py", tmp_path / "c.py"
+    a.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                 "    import partition_notify.store.uow\n")
+    b.write_text("from partition_notify.store.records import Clock\n")
+    c.write_text("import partition_notify.store.uow\n")
+    modules = {"partition_notify.store.records": a, "partition_notify.store.uow": b,
+               "partition_notify.store.other": c}
+    assert import_circles(modules) == [["partition_notify.store.records",
+                                        "partition_notify.store.uow"]]
 
 
 def test_the_check_sees_a_forbidden_edge(tmp_path: Path) -> None:
@@ -162,25 +209,16 @@ def test_the_check_sees_a_forbidden_edge(tmp_path: Path) -> None:
                         "partition_notify.store.uow": True}
     assert layer_of("partition_notify.store.provider") == "store"
     assert "publisher" not in ALLOWED[layer_of("partition_notify.store.provider") or ""]
-    assert layer_of("partition_notify.cli_http") == "cli"
+    assert layer_of("partition_notify.cli.http") == "cli"
     assert layer_of("partition_notify.contract.messages") == "contract"
     assert layer_of("partition_notify") == "api"
-
-
-def test_every_exception_is_still_needed() -> None:
-    for importer, imported in EXCEPTIONS:
-        path = module_path(importer)
-        path = path.with_suffix(".py") if path.with_suffix(".py").is_file() \
-            else path / "__init__.py"
-        assert imported in imports_of(path), f"stale exception: {importer} -> {imported}"
 
 
 def test_the_architecture_page_names_every_layer() -> None:
     page = (ROOT / "docs" / "architecture.md").read_text()
     table = page.split("## The layers", 1)[1].split("\n\n", 2)[1]
-    for layer, prefixes in LAYERS.items():
+    for layer, prefix in LAYERS.items():
         if layer == "api":
             continue  # the package itself: its own section
-        shown = [p for p in prefixes if f"`{p.replace('.', '/')}" in table
-                 or f"`{p.rsplit('.', 1)[-1]}" in table]
-        assert shown, f"layer {layer} ({prefixes}) is not in docs/architecture.md's table"
+        shown = f"`{prefix.replace('.', '/')}" in table or f"`{prefix.rsplit('.', 1)[-1]}" in table
+        assert shown, f"layer {layer} ({prefix}) is not in docs/architecture.md's table"

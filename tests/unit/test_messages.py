@@ -17,7 +17,7 @@ from partition_notify.contract import (
     to_envelope,
 )
 from partition_notify.contract.messages import MAX_BODY_BYTES
-from partition_notify.errors import MalformedMessageError
+from partition_notify.core.errors import MalformedMessageError
 
 HCAT_FIELDS = {"server": str, "servicePrincipal": str, "db": str, "table": str, "timestamp": int}
 

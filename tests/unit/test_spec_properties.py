@@ -15,7 +15,7 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from partition_notify.contract import spec
-from partition_notify.errors import InvalidSpecError
+from partition_notify.core.errors import InvalidSpecError
 
 HIVE_ESCAPED = {chr(c) for c in range(0x20)} | set("\"#%'*/:=?\\{[]^") | {"\x7f"}
 

@@ -6,7 +6,7 @@ import pytest
 from partition_notify.transports import create_transport
 from partition_notify.transports.base import Transport
 
-from partition_notify.errors import ConfigurationError
+from partition_notify.core.errors import ConfigurationError
 
 
 def test_from_url_is_part_of_the_interface():

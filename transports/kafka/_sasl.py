@@ -19,7 +19,7 @@ import time
 
 from partition_notify.transports.kafka.config import KafkaEndpoint
 
-from partition_notify.errors import AuthenticationError
+from partition_notify.core.errors import AuthenticationError
 
 SASL_HANDSHAKE, VERSION = 17, 1
 #: Kafka protocol error codes a SaslHandshake can return.

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, TypeVar
 import kafka.errors as kerrors
 from partition_notify.transports.kafka.config import KafkaEndpoint
 
-from partition_notify.errors import SubscribeError
+from partition_notify.core.errors import SubscribeError
 
 if TYPE_CHECKING:
     from kafka.admin import KafkaAdminClient

@@ -39,7 +39,7 @@ from partition_notify.transports.hosts import parse_hosts
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 from pydantic import ValidationError as PydanticValidationError
 
-from partition_notify.errors import ConfigurationError
+from partition_notify.core.errors import ConfigurationError
 
 DEFAULT_PORT = 9092
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]

@@ -38,8 +38,8 @@ from partition_notify.transports.kafka._sasl import check_sasl
 from partition_notify.transports.kafka._topics import TopicAdmin, client_config, describe
 from partition_notify.transports.kafka.config import KafkaEndpoint
 
-from partition_notify.backoff import Backoff
-from partition_notify.errors import ConnectError, SubscribeError, TransportError
+from partition_notify.core.backoff import Backoff
+from partition_notify.core.errors import ConnectError, SubscribeError, TransportError
 
 if TYPE_CHECKING:
     from kafka.consumer.fetcher import ConsumerRecord

@@ -33,7 +33,7 @@ from partition_notify.transports.kafka.config import KafkaEndpoint, parse_url
 from partition_notify.transports.kafka.consumer import KafkaTopicConsumer
 
 from partition_notify.contract import Envelope
-from partition_notify.errors import (
+from partition_notify.core.errors import (
     ConnectError,
     MessageRejected,
     PublishError,

@@ -45,8 +45,8 @@ from partition_notify.transports.stomp._wire import (
     hide_passcodes,
 )
 
-from partition_notify.backoff import Backoff
-from partition_notify.errors import (
+from partition_notify.core.backoff import Backoff
+from partition_notify.core.errors import (
     ConnectError,
     MessageRejected,
     PartitionNotifyError,

@@ -41,7 +41,7 @@ from partition_notify.transports.stomp._link import StompLink
 from partition_notify.transports.stomp._wire import Endpoint, Frame, Sub
 
 from partition_notify.contract import Envelope
-from partition_notify.errors import ConfigurationError, PublishError, SubscribeError
+from partition_notify.core.errors import ConfigurationError, PublishError, SubscribeError
 
 DEFAULT_PORTS = {"stomp": 61613, "stomp+ssl": 61614}
 

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from partition_notify.cli.common import table_arg
+
 if TYPE_CHECKING:
-    from partition_notify.cli_types import Handler, SubParsers
+    from partition_notify.cli.common import Handler, SubParsers
     from partition_notify.store.dead_letters import DeadLetter, DeadLetters
 
 
@@ -71,8 +73,7 @@ def cmd_discard(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser],
-                table_type: Callable[[str], tuple[str, str]]) -> None:
+def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser]) -> None:
     """Add ``dead-letters`` to the subcommands ``sub`` of the main parser."""
     help_ = "events the broker refused for good: list, redrive, discard"
     grp = sub.add_parser("dead-letters", help=help_, description=__doc__,
@@ -86,7 +87,7 @@ def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser],
         return sp
 
     sp = add("list", cmd_list, "list dead letters (discarded ones too), oldest first")
-    sp.add_argument("--table", type=table_type, help="only this table: db.table")
+    sp.add_argument("--table", type=table_arg, help="only this table: db.table")
     sp = add("redrive", cmd_redrive, "send dead letters again: back to pending, attempts reset")
     sp.add_argument("event_ids", nargs="*", type=_event_id, metavar="EVENT_ID")
     sp.add_argument("--all", action="store_true", help="every dead letter not discarded")

@@ -14,18 +14,14 @@ import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from partition_notify.store.http_repositories import ApiTokenRepository, IdempotencyRepository
-from partition_notify.store.http_schema import (
-    MAX_IDEMPOTENCY_KEY_CHARS,
-    ApiTokenRow,
-    IdempotencyRow,
-)
-from partition_notify.store.schema import EventRow
-from partition_notify.store.uow import UnitOfWork
 from sqlalchemy import select
 
-from partition_notify.api_roles import ROLES
-from partition_notify.errors import ConflictError, NotFoundError, ValidationError
+from partition_notify.core.api_roles import ROLES
+from partition_notify.core.errors import ConflictError, NotFoundError, ValidationError
+from partition_notify.http.repositories import ApiTokenRepository, IdempotencyRepository
+from partition_notify.http.schema import MAX_IDEMPOTENCY_KEY_CHARS, ApiTokenRow, IdempotencyRow
+from partition_notify.store.schema import EventRow
+from partition_notify.store.uow import UnitOfWork
 
 if TYPE_CHECKING:
     from partition_notify.store.provider import Store

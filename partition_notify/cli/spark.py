@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from partition_notify.errors import ConfigurationError
+from partition_notify.core.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from partition_notify.cli_types import SubParsers
+    from partition_notify.cli.common import SubParsers
 
 PROTOCOL_CLASS = "io.partitionnotify.spark.NotifyingCommitProtocol"
 LISTENER_CLASS = "io.partitionnotify.spark.NotifyListener"
@@ -80,7 +80,7 @@ def cmd_spark_conf(args: argparse.Namespace) -> int:
 
 
 def cmd_commits_apply(args: argparse.Namespace) -> int:
-    from partition_notify.cli import _app
+    from partition_notify.cli.common import open_app as _app
     from partition_notify.writers.commit_manifest import apply_manifest, parse_manifest
 
     raw = sys.stdin.buffer.read() if args.file == "-" else _read(args.file)
@@ -92,7 +92,7 @@ def cmd_commits_apply(args: argparse.Namespace) -> int:
 
 
 def cmd_commits_scan(args: argparse.Namespace) -> int:
-    from partition_notify.cli import _app
+    from partition_notify.cli.common import open_app as _app
     from partition_notify.writers.commit_spool import scan
 
     with _app(args) as app:

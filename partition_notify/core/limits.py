@@ -6,7 +6,7 @@ docs name these constants rather than repeat the numbers.
 
 from __future__ import annotations
 
-from partition_notify.errors import ValidationError
+from partition_notify.core.errors import ValidationError
 
 #: Both backends store counts and ids as signed 64-bit integers.
 MAX_INT64 = 2**63 - 1

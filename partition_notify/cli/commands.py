@@ -1,82 +1,34 @@
-"""The ``partition-notify`` command line.
-
-Exit codes: 0 success; 1 an error (bad input, store or broker failure) — one
-line on stderr, no traceback; 2 bad command-line usage; 3 ``wait`` timed out;
-4 ``wait --fail-on-late``: the spec was declared late; 130 interrupted.
-"""
+"""The core commands: register, announce, mark-done, wait, history, tail, tables,
+purge, serve, schema and demo."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import logging
-import math
 import sys
 import time
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NoReturn
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from partition_notify import cli_deadletters, cli_deadlines, cli_http, cli_revisions, cli_spark
-from partition_notify.cli_types import Handler, db_table, integer, undecodable
-from partition_notify.errors import PartitionNotifyError, WaitTimeout
+from partition_notify.cli import deadlines
+from partition_notify.cli.common import (
+    Handler,
+    db_table,
+    dump,
+    integer,
+    keys_arg,
+    open_app,
+    seconds,
+    table_arg,
+)
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
-    from partition_notify.app import App
-
-EXIT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 1, 2, 3
-#: Drivers that log their own connection failures; a one-shot command reports
-#: them in its one error line instead (``serve`` keeps them: it configures logging).
-DRIVER_LOGGERS = ("stomp.py", "kafka")
-#: Ten years; larger timeouts overflow the platform's wait primitives.
-MAX_SECONDS = 10 * 365 * 86400
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        # One line, not argparse's usage block: scripts grep stderr.
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
-
-
-def _table(value: str) -> tuple[str, str]:
-    db, sep, table = value.partition(".")
-    if not sep or not db or not table:
-        raise argparse.ArgumentTypeError(f"table {value!r} must be written db.table")
-    return db, table
-
-
-def _seconds(value: str) -> float:
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
-    if not math.isfinite(seconds) or not 0 <= seconds <= MAX_SECONDS:
-        raise argparse.ArgumentTypeError(
-            f"{value!r}: expected a number of seconds from 0 to {MAX_SECONDS:g}"
-        )
-    return seconds
-
-
-def _keys(value: str) -> list[str]:
-    return value.split(",")
-
-
-def _dump(msg: BaseModel) -> str:
-    return msg.model_dump_json(by_alias=True, exclude_none=True)
-
-
-def _app(args: argparse.Namespace) -> App:
-    from partition_notify.app import build_app
-
-    overrides = {
-        k: v for k, v in (("store_url", args.store_url), ("transport_url", args.transport_url)) if v
-    }
-    return build_app(**overrides)
+    from partition_notify.cli.common import SubParsers
 
 
 def cmd_register(args: argparse.Namespace) -> int:
-    with _app(args) as app:
+    with open_app(args) as app:
         info = app.publisher.register_table(
             *db_table(args),
             args.keys,
@@ -92,12 +44,12 @@ def cmd_register(args: argparse.Namespace) -> int:
 
 
 def cmd_announce(args: argparse.Namespace) -> int:
-    with _app(args) as app:
+    with open_app(args) as app:
         sent = app.publisher.announce_partitions(
             *db_table(args), args.partitions, replace=args.replace
         )
         for msg in sent:
-            print(_dump(msg))
+            print(dump(msg))
         skipped = len(args.partitions) - len(sent)
         if skipped:
             print(f"{skipped} partition(s) already announced, not sent again", file=sys.stderr)
@@ -105,32 +57,32 @@ def cmd_announce(args: argparse.Namespace) -> int:
 
 
 def cmd_mark_done(args: argparse.Namespace) -> int:
-    with _app(args) as app:
-        print(_dump(app.publisher.send_mark_set_done(*db_table(args), args.spec)))
+    with open_app(args) as app:
+        print(dump(app.publisher.send_mark_set_done(*db_table(args), args.spec)))
     return 0
 
 
 def cmd_wait(args: argparse.Namespace) -> int:
     if args.fail_on_late:
-        return cli_deadlines.wait_failing_on_late(args)
+        return deadlines.wait_failing_on_late(args)
     started = time.monotonic()
-    with _app(args) as app, app.subscriber() as sub:
+    with open_app(args) as app, app.subscriber() as sub:
         msg = sub.wait_for_set_done(*db_table(args), args.spec, timeout=args.timeout)
-        print(_dump(msg))
+        print(dump(msg))
         print(f"waited {time.monotonic() - started:.3f} s", file=sys.stderr)
     return 0
 
 
 def cmd_history(args: argparse.Namespace) -> int:
     since = time.time() - args.since_seconds if args.since_seconds else 0.0
-    with _app(args) as app, app.subscriber() as sub:
+    with open_app(args) as app, app.subscriber() as sub:
         for msg in sub.set_done_history(*db_table(args), since=since):
-            print(_dump(msg))
+            print(dump(msg))
     return 0
 
 
 def cmd_tail(args: argparse.Namespace) -> int:
-    with _app(args) as app, app.subscriber() as sub:
+    with open_app(args) as app, app.subscriber() as sub:
         subscription = sub.subscribe(args.tables, history=args.history)
         seen = 0
         # 0 means "what is already there, then stop", not "forever".
@@ -142,13 +94,13 @@ def cmd_tail(args: argparse.Namespace) -> int:
                 if left is not None and left <= 0:
                     break
                 continue
-            print(_dump(msg), flush=True)
+            print(dump(msg), flush=True)
             seen += 1
     return 0
 
 
 def cmd_tables(args: argparse.Namespace) -> int:
-    with _app(args) as app:
+    with open_app(args) as app:
         for t in app.store.catalog.tables():
             print(
                 f"{t.qualified}\tkeys={','.join(t.partition_keys)}\ttopic={t.topic}\t"
@@ -158,23 +110,20 @@ def cmd_tables(args: argparse.Namespace) -> int:
 
 
 def cmd_purge(args: argparse.Namespace) -> int:
-    with _app(args) as app:
+    with open_app(args) as app:
         n = app.store.retention.purge_expired(batch_size=app.settings.purge_batch_size)
         print(f"purged {n} expired set-done row(s)")
     return 0
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from partition_notify import service
+    from partition_notify.serve import service
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    with _app(args) as app:
+    with open_app(args) as app:
         if args.once:
             svc = service.Service(app)
-            svc.health_job()
-            svc.spark_commits_job()
-            svc.relay_job()
-            svc.purge_job()
+            svc.run_once()
             count, age = app.store.log.relay_lag()
             print(
                 f"relay published {svc.relay.stats.published}; pending {count} (oldest {age:.1f} s)"
@@ -204,50 +153,50 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from partition_notify.demo import run_demo
+    from partition_notify.cli.demo import run_demo
 
     return run_demo(workdir=args.workdir, spark=args.spark)
 
 
 def _register_args(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("table", type=_table, help="db.table")
-    sp.add_argument("--keys", type=_keys, required=True, help="partition keys, in order: a,b")
+    sp.add_argument("table", type=table_arg, help="db.table")
+    sp.add_argument("--keys", type=keys_arg, required=True, help="partition keys, in order: a,b")
     sp.add_argument("--retention-seconds", type=int, help="how long set-done is kept")
     sp.add_argument("--topic", help="explicit topic instead of the naming policy")
     sp.add_argument("--location", help="table location (informational)")
 
 
 def _announce_args(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("table", type=_table, help="db.table")
+    sp.add_argument("table", type=table_arg, help="db.table")
     sp.add_argument("partitions", nargs="+", help="full specs: datestamp=20110228/region=us")
     sp.add_argument("--replace", action="store_true", help="announce again (overwrite)")
 
 
 def _mark_done_args(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("table", type=_table, help="db.table")
+    sp.add_argument("table", type=table_arg, help="db.table")
     sp.add_argument("spec", help="partial spec: datestamp=20110228")
 
 
 def _wait_args(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("table", type=_table, help="db.table")
+    sp.add_argument("table", type=table_arg, help="db.table")
     sp.add_argument("spec", help="partial or full spec")
     sp.add_argument(
-        "--timeout", type=_seconds, default=3600.0, help="seconds (default %(default)g)"
+        "--timeout", type=seconds, default=3600.0, help="seconds (default %(default)g)"
     )
     sp.add_argument("--fail-on-late", action="store_true",
-                    help=f"exit {cli_deadlines.EXIT_LATE} if the spec is declared late first")
+                    help=f"exit {deadlines.EXIT_LATE} if the spec is declared late first")
 
 
 def _history_args(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("table", type=_table, help="db.table")
-    sp.add_argument("--since-seconds", type=_seconds, help="only the last N seconds")
+    sp.add_argument("table", type=table_arg, help="db.table")
+    sp.add_argument("--since-seconds", type=seconds, help="only the last N seconds")
 
 
 def _tail_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("tables", nargs="+", help="db.table ...")
     sp.add_argument("--history", action="store_true", help="start with retained set-done")
     sp.add_argument("--count", type=integer(1), help="stop after N messages")
-    sp.add_argument("--timeout", type=_seconds, help="stop after N seconds")
+    sp.add_argument("--timeout", type=seconds, help="stop after N seconds")
 
 
 def _serve_args(sp: argparse.ArgumentParser) -> None:
@@ -291,53 +240,9 @@ COMMANDS: tuple[tuple[str, Handler, str, Callable[[argparse.ArgumentParser], Non
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
-        prog="partition-notify",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("--store-url", help="overrides PN_STORE_URL")
-    p.add_argument("--transport-url", help="overrides PN_TRANSPORT_URL")
-    # Typed as the base class, so the group modules take any ArgumentParser's sub-commands.
-    parser_class: type[argparse.ArgumentParser] = _Parser
-    sub = p.add_subparsers(dest="command", required=True, parser_class=parser_class)
+def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser]) -> None:
+    del parser_class  # no sub-commands of their own
     for name, fn, help_, add_arguments in COMMANDS:
         sp = sub.add_parser(name, help=help_, description=help_)
         sp.set_defaults(fn=fn)
         add_arguments(sp)
-    # Command groups with sub-commands of their own, each in its module.
-    cli_revisions.add_parsers(sub, _Parser)
-    cli_deadletters.add_parsers(sub, _Parser, _table)
-    cli_http.add_parsers(sub, _Parser)
-    cli_deadlines.add_parsers(sub, _Parser, _table)
-    cli_spark.add_parsers(sub, _Parser)
-    return p
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    bad = undecodable(argv)
-    if bad is not None:
-        print(f"partition-notify: error: {bad} (see --help)", file=sys.stderr)
-        return EXIT_USAGE
-    args = build_parser().parse_args(argv)
-    if args.command != "serve":
-        for name in DRIVER_LOGGERS:
-            logging.getLogger(name).setLevel(logging.CRITICAL + 1)
-    try:
-        code: int = args.fn(args)
-        return code
-    except WaitTimeout as exc:
-        print(f"partition-notify {args.command}: timeout: {exc}", file=sys.stderr)
-        return EXIT_TIMEOUT
-    except PartitionNotifyError as exc:
-        one_line = " ".join(str(exc).split())
-        print(f"partition-notify {args.command}: error: {one_line}", file=sys.stderr)
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -16,9 +16,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from partition_notify.cli_types import integer
-from partition_notify.errors import ConfigurationError, PartitionNotifyError
-from partition_notify.limits import MAX_INT64
+from partition_notify.cli.common import integer
+from partition_notify.core.errors import ConfigurationError, PartitionNotifyError
+from partition_notify.core.limits import MAX_INT64
 
 if TYPE_CHECKING:
     from partition_notify.app import App
@@ -61,7 +61,7 @@ class RevCommand:
 
 def rev_commands() -> tuple[RevCommand, ...]:
     """The ``rev`` commands; built with the parser, so importing the CLI loads no store."""
-    from partition_notify import cli_rev_commands as rc
+    from partition_notify.cli import rev_commands as rc
     from partition_notify.revisions.model import DEFAULT_FAMILY, DEFAULT_KEEP_ALIVE_SECONDS
 
     table: Arg = (("table",), {"help": "table name, by convention db.table"})

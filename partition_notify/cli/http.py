@@ -8,12 +8,12 @@ import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from partition_notify.api_roles import ROLES
+from partition_notify.core.api_roles import ROLES
 
 if TYPE_CHECKING:
     from partition_notify.app import App
-    from partition_notify.cli_types import Handler, SubParsers
-    from partition_notify.store.http_store import HttpStore
+    from partition_notify.cli.common import Handler, SubParsers
+    from partition_notify.http.store import HttpStore
 
 
 def _when(ts: float | None) -> str | None:
@@ -21,8 +21,8 @@ def _when(ts: float | None) -> str | None:
 
 
 def _tokens(args: argparse.Namespace) -> tuple[App, HttpStore]:
-    from partition_notify.cli import _app
-    from partition_notify.store.http_store import HttpStore
+    from partition_notify.cli.common import open_app as _app
+    from partition_notify.http.store import HttpStore
 
     app = _app(args)
     return app, HttpStore(app.store)

@@ -6,23 +6,20 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from partition_notify.cli_types import db_table
+from partition_notify.cli.common import db_table, dump, open_app, table_arg
 from partition_notify.deadlines.schedule import VARIABLES
 
 if TYPE_CHECKING:
     from partition_notify.app import App
-    from partition_notify.cli_types import Handler, SubParsers
+    from partition_notify.cli.common import Handler, SubParsers
 
 EXIT_LATE = 4
 
 
 def _app(args: argparse.Namespace) -> App:
-    from partition_notify.cli import _app as build
-
-    return build(args)
+    return open_app(args)
 
 
 def cmd_expect_add(args: argparse.Namespace) -> int:
@@ -65,8 +62,7 @@ def cmd_expect_check(args: argparse.Namespace) -> int:
 
 def wait_failing_on_late(args: argparse.Namespace) -> int:
     """``wait --fail-on-late``: exit 4 when the spec is declared late first."""
-    from partition_notify.cli import _dump
-    from partition_notify.errors import PartitionLateError
+    from partition_notify.core.errors import PartitionLateError
 
     started = time.monotonic()
     with _app(args) as app:
@@ -75,13 +71,12 @@ def wait_failing_on_late(args: argparse.Namespace) -> int:
         except PartitionLateError as exc:
             print(f"partition-notify wait: late: {exc}", file=sys.stderr)
             return EXIT_LATE
-        print(_dump(msg))
+        print(dump(msg))
         print(f"waited {time.monotonic() - started:.3f} s", file=sys.stderr)
     return 0
 
 
-def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser],
-                table: Callable[[str], tuple[str, str]]) -> None:
+def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser]) -> None:
     """Add ``expect`` to the subcommands ``sub`` of the main parser."""
     grp = sub.add_parser(
         "expect", help="partition deadlines: expected set-done per schedule",
@@ -95,7 +90,7 @@ def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser],
         return sp
 
     sp = add("add", cmd_expect_add, "declare an expectation of a table")
-    sp.add_argument("table", type=table, help="db.table")
+    sp.add_argument("table", type=table_arg, help="db.table")
     sp.add_argument("--name", required=True, help="unique per table: daily")
     sp.add_argument("--spec-template", required=True,
                     help="partial spec with {{ variables }}: datestamp={{ ds_nodash }}; "
@@ -105,12 +100,12 @@ def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser],
     sp.add_argument("--deadline", required=True,
                     help="local HH:MM after the interval end (06:00), or an offset (+6h)")
     sp = add("list", cmd_expect_list, "list expectations (JSON lines)")
-    sp.add_argument("table", type=table, nargs="?", help="only this db.table")
+    sp.add_argument("table", type=table_arg, nargs="?", help="only this db.table")
     sp = add("remove", cmd_expect_remove, "remove an expectation and its verdicts")
-    sp.add_argument("table", type=table, help="db.table")
+    sp.add_argument("table", type=table_arg, help="db.table")
     sp.add_argument("name")
     sp = add("status", cmd_expect_status, "latest verdicts of an expectation (JSON lines)")
-    sp.add_argument("table", type=table, help="db.table")
+    sp.add_argument("table", type=table_arg, help="db.table")
     sp.add_argument("name")
     sp.add_argument("--limit", type=int, default=20, help="how many (default 20)")
     add("check", cmd_expect_check, "run the deadline check once now (serve does it itself)")

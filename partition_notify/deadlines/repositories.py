@@ -1,67 +1,13 @@
-"""Repositories of the HTTP API and deadline tables; each takes a Session, none commits."""
+"""Repositories of the deadline tables; each takes a Session, none commits."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from partition_notify.store.http_schema import (
-    ApiTokenRow,
-    ExpectationCheckRow,
-    ExpectationRow,
-    IdempotencyRow,
-)
-from partition_notify.store.uow import affected_rows
-from sqlalchemy import delete, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-
-class ApiTokenRepository:
-    def __init__(self, session: Session) -> None:
-        self.session = session
-
-    def by_name(self, name: str) -> ApiTokenRow | None:
-        return self.session.scalars(
-            select(ApiTokenRow).where(ApiTokenRow.name == name)
-        ).one_or_none()
-
-    def by_hash(self, digest: str) -> ApiTokenRow | None:
-        return self.session.scalars(
-            select(ApiTokenRow).where(ApiTokenRow.token_sha256 == digest)
-        ).one_or_none()
-
-    def all(self) -> list[ApiTokenRow]:
-        return list(self.session.scalars(select(ApiTokenRow).order_by(ApiTokenRow.name)))
-
-    def add(self, row: ApiTokenRow) -> None:
-        self.session.add(row)
-        self.session.flush()
-
-
-class IdempotencyRepository:
-    def __init__(self, session: Session) -> None:
-        self.session = session
-
-    def get(self, principal: str, key: str) -> IdempotencyRow | None:
-        stmt = select(IdempotencyRow).where(
-            IdempotencyRow.principal == principal, IdempotencyRow.key == key
-        )
-        return self.session.scalars(stmt).one_or_none()
-
-    def add(self, row: IdempotencyRow) -> None:
-        self.session.add(row)
-        self.session.flush()
-
-    def remove(self, row: IdempotencyRow) -> None:
-        self.session.delete(row)
-        self.session.flush()
-
-    def purge(self, now: float) -> int:
-        result = self.session.execute(
-            delete(IdempotencyRow)
-            .where(IdempotencyRow.expires_at <= now)
-            .execution_options(synchronize_session=False)
-        )
-        return affected_rows(result)
+from partition_notify.deadlines.schema import ExpectationCheckRow, ExpectationRow
 
 
 class ExpectationRepository:

@@ -6,14 +6,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from partition_notify.store.http_repositories import (
+from partition_notify.core.errors import ConflictError, NotFoundError
+from partition_notify.deadlines.repositories import (
     ExpectationCheckRepository,
     ExpectationRepository,
 )
-from partition_notify.store.http_schema import ExpectationCheckRow, ExpectationRow
+from partition_notify.deadlines.schema import ExpectationCheckRow, ExpectationRow
 from partition_notify.store.uow import UnitOfWork
-
-from partition_notify.errors import ConflictError, NotFoundError
 
 if TYPE_CHECKING:
     from partition_notify.store.provider import Store, TableInfo

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from partition_notify.app import App, build_app
 from partition_notify.contract import AddPartitionMessage, AnyMessage, SetDoneMessage
-from partition_notify.errors import ConfigurationError
+from partition_notify.core.errors import ConfigurationError
 
 DB, TABLE = "sales", "orders"
 DAY = "20110228"

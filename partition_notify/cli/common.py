@@ -1,6 +1,7 @@
-"""Argument types and argv checks shared by the ``partition-notify`` commands.
+"""What every ``partition-notify`` command group shares: open the App, dump a
+message, argument types and argv checks.
 
-Bounds come from :mod:`partition_notify.limits`, so a number the store could
+Bounds come from :mod:`partition_notify.core.limits`, so a number the store could
 not hold is refused by argparse (exit 2, one line) instead of failing deep
 inside a driver.
 """
@@ -8,18 +9,61 @@ inside a driver.
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from partition_notify.limits import MAX_INT64
+from partition_notify.core.limits import MAX_INT64
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from partition_notify.app import App
+
     #: The sub-command list of a parser, as ``add_subparsers`` returns it (typeshed's
     #: generic; not subscriptable at run time, hence type-checking only).
     SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
 #: What a sub-command runs: parsed arguments in, exit code out.
 Handler = Callable[[argparse.Namespace], int]
+#: Ten years; larger timeouts overflow the platform's wait primitives.
+MAX_SECONDS = 10 * 365 * 86400
+
+
+def table_arg(value: str) -> tuple[str, str]:
+    db, sep, table = value.partition(".")
+    if not sep or not db or not table:
+        raise argparse.ArgumentTypeError(f"table {value!r} must be written db.table")
+    return db, table
+
+
+def seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not math.isfinite(seconds) or not 0 <= seconds <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: expected a number of seconds from 0 to {MAX_SECONDS:g}"
+        )
+    return seconds
+
+
+def keys_arg(value: str) -> list[str]:
+    return value.split(",")
+
+
+def dump(msg: BaseModel) -> str:
+    return msg.model_dump_json(by_alias=True, exclude_none=True)
+
+
+def open_app(args: argparse.Namespace) -> App:
+    from partition_notify.app import build_app
+
+    overrides = {
+        k: v for k, v in (("store_url", args.store_url), ("transport_url", args.transport_url)) if v
+    }
+    return build_app(**overrides)
 
 
 def integer(minimum: int, maximum: int = MAX_INT64) -> Callable[[str], int]:

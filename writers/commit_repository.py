@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from partition_notify.store.commit_schema import SparkCommitRow
+from partition_notify.writers.commit_schema import SparkCommitRow
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 

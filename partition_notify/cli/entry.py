@@ -1,0 +1,76 @@
+"""The ``partition-notify`` command line.
+
+Exit codes: 0 success; 1 an error (bad input, store or broker failure) — one
+line on stderr, no traceback; 2 bad command-line usage; 3 ``wait`` timed out;
+4 ``wait --fail-on-late``: the spec was declared late; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from partition_notify.cli import commands, deadletters, deadlines, http, revisions, spark
+from partition_notify.cli.common import undecodable
+from partition_notify.core.errors import PartitionNotifyError, WaitTimeout
+
+EXIT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 1, 2, 3
+#: Drivers that log their own connection failures; a one-shot command reports
+#: them in its one error line instead (``serve`` keeps them: it configures logging).
+DRIVER_LOGGERS = ("stomp.py", "kafka")
+#: The command groups, in ``--help`` order. Each module has
+#: ``add_parsers(sub, parser_class)``; adding a group is one entry here.
+GROUPS = (commands, revisions, deadletters, http, deadlines, spark)
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # One line, not argparse's usage block: scripts grep stderr.
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = Parser(
+        prog="partition-notify",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--store-url", help="overrides PN_STORE_URL")
+    p.add_argument("--transport-url", help="overrides PN_TRANSPORT_URL")
+    # Typed as the base class, so the group modules take any ArgumentParser's sub-commands.
+    parser_class: type[argparse.ArgumentParser] = Parser
+    sub = p.add_subparsers(dest="command", required=True, parser_class=parser_class)
+    for group in GROUPS:
+        group.add_parsers(sub, Parser)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    bad = undecodable(argv)
+    if bad is not None:
+        print(f"partition-notify: error: {bad} (see --help)", file=sys.stderr)
+        return EXIT_USAGE
+    args = build_parser().parse_args(argv)
+    if args.command != "serve":
+        for name in DRIVER_LOGGERS:
+            logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+    try:
+        code: int = args.fn(args)
+        return code
+    except WaitTimeout as exc:
+        print(f"partition-notify {args.command}: timeout: {exc}", file=sys.stderr)
+        return EXIT_TIMEOUT
+    except PartitionNotifyError as exc:
+        one_line = " ".join(str(exc).split())
+        print(f"partition-notify {args.command}: error: {one_line}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""``partition-notify serve``: one job list (:mod:`.jobs`) and the process running it."""

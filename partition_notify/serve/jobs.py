@@ -1,0 +1,219 @@
+"""The jobs of ``partition-notify serve``: one list, both for ``serve`` and ``serve --once``.
+
+``serve`` schedules every job of :data:`JOBS` on its interval; ``serve --once``
+runs each once, in list order. Adding a job is one :class:`Job` entry here: a
+``build`` that returns the job's function and interval, or None while the job
+is not configured.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Literal
+
+from partition_notify.core.errors import PartitionNotifyError
+
+if TYPE_CHECKING:
+    from apscheduler.schedulers.base import BaseScheduler
+
+    from partition_notify.app import App
+    from partition_notify.metrics import Metrics
+    from partition_notify.publisher.relay import Relay
+
+log = logging.getLogger(__name__)
+#: SQLite purge: batches short enough that a writer queued behind one waits
+#: ~20 ms, and a pause between them longer than a waiting writer's poll
+#: (store.engine.LOCK_POLL_SECONDS). bench/core_purge.py --batch-size 2500
+#: --pause-ms 5: 1,000,000 rows in 8.3 s, slowest concurrent publish 46 ms.
+SQLITE_PURGE_BATCH = 2500
+SQLITE_PURGE_PAUSE_SECONDS = 0.005
+#: Run a little after the deadline itself: a set-done committed in the very
+#: last moment is then visible.
+AFTER_DEADLINE_SECONDS = 0.5
+HEALTH_INTERVAL_SECONDS = 15.0
+
+JobFn = Callable[[], None]
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """What the jobs of one ``serve`` process share."""
+
+    app: App
+    metrics: Metrics
+    relay: Relay
+    healthy: threading.Event
+    scheduler: BaseScheduler
+
+
+@dataclass(frozen=True)
+class Job:
+    id: str
+    #: The job's function and interval (seconds) for one process; None: not configured.
+    build: Callable[[Runtime], tuple[JobFn, float] | None]
+    #: "now": first run as soon as the scheduler starts; "inline": once in
+    #: ``start()`` before the scheduler runs; "later": after one interval.
+    first: Literal["now", "inline", "later"] = "now"
+
+
+def health(rt: Runtime) -> tuple[JobFn, float]:
+    def job() -> None:
+        try:
+            rt.app.store.log.max_event_id()
+        except PartitionNotifyError as exc:
+            rt.healthy.clear()
+            rt.metrics.up.set(0)
+            log.warning("health: store unreachable: %s", exc)
+            return
+        rt.healthy.set()
+        rt.metrics.up.set(1)
+
+    return job, HEALTH_INTERVAL_SECONDS
+
+
+def spark_commits(rt: Runtime) -> tuple[JobFn, float]:
+    def job() -> None:
+        from partition_notify.writers.commit_spool import scan
+
+        extra = [d for d in rt.app.settings.spark_spool_dirs.split(",") if d.strip()]
+        try:
+            stats = scan(rt.app.publisher, extra)
+        except PartitionNotifyError as exc:
+            log.warning("spark commit pick-up failed: %s", exc)
+            return
+        if stats.jobs:
+            log.info("spark commits picked up: %s", stats,
+                     extra={"pn_event": "spark_commit.picked_up"})
+
+    return job, rt.app.settings.spark_spool_interval_seconds
+
+
+def relay(rt: Runtime) -> tuple[JobFn, float]:
+    def job() -> None:
+        m, stats = rt.metrics, rt.relay.stats
+        before, dead_before = stats.failed_batches, stats.dead_lettered
+        try:
+            m.published.inc(rt.relay.run_once())
+            count, age = rt.app.store.log.relay_lag()
+            m.relay_lag_events.set(count)
+            m.relay_lag_seconds.set(age)
+        except PartitionNotifyError as exc:
+            log.warning("relay job failed: %s", exc, extra={"pn_event": "relay.job_failed"})
+        m.publish_failures.inc(stats.failed_batches - before)
+        m.dead_lettered.inc(stats.dead_lettered - dead_before)
+        m.consecutive_failures.set(stats.consecutive_failures)
+
+    return job, rt.app.settings.relay_interval_seconds
+
+
+def purge(rt: Runtime) -> tuple[JobFn, float]:
+    s = rt.app.settings
+    # SQLite has one write lock, so publishers get in between batches;
+    # PostgreSQL writers never wait on the purge.
+    sqlite = rt.app.store.dialect == "sqlite"
+
+    def job() -> None:
+        started = time.monotonic()
+        try:
+            n = rt.app.store.retention.purge_expired(
+                batch_size=min(s.purge_batch_size, SQLITE_PURGE_BATCH) if sqlite
+                else s.purge_batch_size,
+                between_batches=(lambda: time.sleep(SQLITE_PURGE_PAUSE_SECONDS)) if sqlite
+                else None,
+            )
+        except PartitionNotifyError as exc:
+            log.warning("retention purge failed: %s", exc)
+            return
+        rt.metrics.purged.inc(n)
+        if n:
+            log.info("purged %d expired set-done rows in %.2f s", n, time.monotonic() - started)
+
+    return job, s.purge_interval_seconds
+
+
+def idempotency_purge(rt: Runtime) -> tuple[JobFn, float]:
+    """Expired idempotency keys of the HTTP API, with the retention purge's rhythm."""
+    from partition_notify.http.store import HttpStore
+
+    http_store = HttpStore(rt.app.store)
+
+    def job() -> None:
+        try:
+            n = http_store.purge_idempotency()
+        except PartitionNotifyError as exc:
+            log.warning("idempotency-key purge failed: %s", exc)
+            return
+        if n:
+            log.info("purged %d expired idempotency key(s)", n)
+
+    return job, rt.app.settings.purge_interval_seconds
+
+
+def dataset_expiry(rt: Runtime) -> tuple[JobFn, float]:
+    """Retention of SNAPSHOT datasets; without Spark, only local paths can be deleted."""
+
+    def job() -> None:
+        from partition_notify.revisions.datasets import LocalFileSystem
+
+        try:
+            removed = rt.app.datasets.expire(LocalFileSystem())
+        except PartitionNotifyError as exc:
+            log.warning("SNAPSHOT dataset expiry failed: %s", exc)
+            return
+        if removed:
+            log.info("SNAPSHOT dataset versions expired: %s", removed,
+                     extra={"pn_event": "dataset.expired"})
+
+    return job, rt.app.settings.dataset_expiry_interval_seconds
+
+
+def deadlines(rt: Runtime) -> tuple[JobFn, float]:
+    """The deadline check, on its interval and again just after every next deadline."""
+    from partition_notify.deadlines.checker import DeadlineMetrics
+
+    checker = rt.app.deadlines.checker(metrics=DeadlineMetrics(rt.metrics.registry))
+
+    def job() -> None:
+        try:
+            report = checker.check()
+            if report.late or report.recovered:
+                log.info("deadline check: %d late, %d recovered", len(report.late),
+                         len(report.recovered))
+            nxt = checker.next_deadline()
+        except PartitionNotifyError as exc:
+            log.warning("deadline check failed: %s", exc, extra={"pn_event": "deadline.failed"})
+            return
+        # --once runs without a running scheduler: nothing to plan ahead for.
+        if nxt is not None and rt.scheduler.running and not rt.relay.stopping.is_set():
+            rt.scheduler.add_job(
+                job, "date", id="deadline-next", replace_existing=True,
+                run_date=datetime.fromtimestamp(nxt + AFTER_DEADLINE_SECONDS, UTC),
+            )
+
+    return job, rt.app.settings.deadline_check_interval_seconds
+
+
+def airflow_push(rt: Runtime) -> tuple[JobFn, float] | None:
+    # Standard library only; off (None) without PN_AIRFLOW_URL.
+    from partition_notify.integrations.airflow.push import push_job
+
+    return push_job(rt.app.store)
+
+
+#: Every job of ``serve``, in the order ``serve --once`` runs them: the health
+#: check first, Spark commits picked up before the relay sends their events.
+JOBS: tuple[Job, ...] = (
+    Job("health", health, first="inline"),
+    Job("spark-commits", spark_commits),
+    Job("relay", relay),
+    Job("purge", purge),
+    Job("http-idempotency-purge", idempotency_purge, first="later"),
+    Job("dataset-expiry", dataset_expiry),
+    Job("deadlines", deadlines),
+    Job("airflow-push", airflow_push),
+)

@@ -1,0 +1,140 @@
+"""``partition-notify serve``: the jobs of :mod:`partition_notify.serve.jobs` on APScheduler,
+the HTTP API when configured, JSON logs, and a drain on SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import threading
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from types import FrameType
+from typing import TYPE_CHECKING
+
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from partition_notify.app import App
+from partition_notify.metrics import Metrics
+from partition_notify.serve.jobs import JOBS, Job, JobFn, Runtime
+
+if TYPE_CHECKING:
+    from partition_notify.http.server import HttpServer
+    from partition_notify.publisher.relay import Relay
+
+log = logging.getLogger(__name__)
+
+
+class Service:
+    """The long-running jobs of one ``serve`` process: :data:`~partition_notify.serve.jobs.JOBS`."""
+
+    def __init__(
+        self, app: App, metrics: Metrics | None = None, relay: Relay | None = None,
+        jobs: Sequence[Job] = JOBS,
+    ) -> None:
+        self.app = app
+        self.metrics = metrics or Metrics()
+        self.relay = relay or app.relay
+        self.scheduler = BackgroundScheduler(job_defaults={"coalesce": True, "max_instances": 1})
+        self.healthy = threading.Event()
+        self.metrics.healthy = self.healthy.is_set
+        self.jobs = tuple(jobs)
+        self.runtime = Runtime(app, self.metrics, self.relay, self.healthy, self.scheduler)
+
+    def _built(self) -> list[tuple[Job, JobFn, float]]:
+        return [(job, *built) for job in self.jobs if (built := job.build(self.runtime))]
+
+    def run_once(self) -> None:
+        """``serve --once``: every configured job once, in list order."""
+        for _job, fn, _seconds in self._built():
+            fn()
+
+    def start(self) -> None:
+        for job, fn, seconds in self._built():
+            first: dict[str, object] = {}
+            if job.first == "inline":
+                fn()
+            elif job.first == "now":
+                first["next_run_time"] = datetime.now(UTC)
+            self.scheduler.add_job(fn, "interval", seconds=seconds, id=job.id, **first)
+        self.scheduler.start()
+
+    def stop(self) -> None:
+        # The batch in flight finishes (its publish has a deadline) and is
+        # marked; no new batch starts. wait=True waits for that.
+        self.relay.stopping.set()
+        self.scheduler.shutdown(wait=True)
+        self.metrics.close()
+
+
+def _start_http(app: App, service: Service) -> HttpServer | None:
+    """The HTTP API (``PN_HTTP_BIND``), imported only when configured."""
+    if not app.settings.http_bind:
+        return None
+    from partition_notify.http.server import HttpServer
+
+    http = HttpServer(app, metrics=service.metrics, healthy=service.healthy.is_set)
+    port = http.start()
+    log.info("HTTP API on http://%s:%d (docs: /docs)", http.server.config.host, port)
+    return http
+
+
+_STD_ATTRS = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message and any ``extra`` fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, object] = {
+            "ts": round(record.created, 3),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        out.update((k, v) for k, v in record.__dict__.items() if k not in _STD_ATTRS)
+        if record.exc_info:
+            out["exc"] = self.formatException(record.exc_info)
+        return json.dumps(out, default=str)
+
+
+def use_json_logs() -> None:
+    """Switch the root handlers to :class:`JsonFormatter` (``PN_LOG_FORMAT=json``)."""
+    root = logging.getLogger()
+    if not root.handlers:
+        logging.basicConfig(level=logging.INFO)
+    for handler in root.handlers:
+        handler.setFormatter(JsonFormatter())
+
+
+def run(app: App, *, stop: threading.Event | None = None) -> None:
+    """Run until SIGTERM/SIGINT (or ``stop`` is set), then drain and return."""
+    stop = stop or threading.Event()
+    if app.settings.log_format == "json":
+        use_json_logs()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        log.info("signal %d: draining and stopping", signum)
+        stop.set()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+    service = Service(app)
+    if app.settings.metrics_port is not None:
+        port = service.metrics.serve(app.settings.metrics_port)
+        log.info("metrics on http://127.0.0.1:%d/metrics (health: /healthz)", port)
+    service.start()
+    http = _start_http(app, service)
+    log.info(
+        "serving: store=%s transport=%s relay=%s",
+        app.store.dialect,
+        type(app.transport).__name__,
+        service.relay.owner,
+    )
+    stop.wait()
+    if http is not None:
+        http.stop()
+    log.info("stopping: waiting for the relay batch in flight")
+    service.stop()
+    log.info("stopped", extra={"pn_event": "service.stopped"})
