@@ -4,4 +4,5 @@ import sys
 
 from partition_notify.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # importing it (as the namespace test does) runs nothing
+    sys.exit(main())

@@ -30,7 +30,7 @@ boundary with ``raise ... from exc`` so callers never need to import a driver::
     └── PushError                   Airflow refused or did not answer a pushed event
 
 Everything above is importable from :mod:`partition_notify` itself, and this
-tree is checked against the classes below by tests/unit/test_error_tree.py.
+tree is checked against the classes below by tests/core/test_error_tree.py.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from sqlalchemy import select
 from partition_notify.app import App, build_app
 from partition_notify.core.errors import PublishError
 from partition_notify.serve.service import Service
-from tests.brokers.kafka_helpers import kafka_spec
+from tests.transports.kafka_helpers import kafka_spec
 from tests.faults.support import Collector, stomp_app, tally
 from tests.support.activemq import ActiveMQ
 from tests.support.markers import uses

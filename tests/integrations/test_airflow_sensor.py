@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.brokers.stomp_helpers import build, stomp_spec
+from tests.transports.stomp_helpers import build, stomp_spec
 
 DATE = datetime(2011, 2, 28, tzinfo=UTC)
 #: dag.test() first syncs the DAG folder and runs the task in-process; the

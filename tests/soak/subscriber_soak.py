@@ -12,7 +12,7 @@ through the broker while the subscriber reconnects and catches up, so live
 messages and log reads interleave. The de-dup window is set far below the
 message count. Prints the tally line: delivered, duplicates, lost, resident
 memory before and after. The suite runs a 20,000-message variant
-(tests/brokers/test_subscriber_long_run.py).
+(tests/transports/test_subscriber_long_run.py).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import time
 import partition_notify.subscriber.subscription as subscription_module
 
 from partition_notify.contract import AnyMessage
-from tests.brokers.stomp_helpers import build, host_port
+from tests.transports.stomp_helpers import build, host_port
 from tests.contract.faults import FaultProxy
 from tests.faults.support import bulk_set_done, rss_mb, tally
 from tests.support.accounts import bus_specs

@@ -19,7 +19,7 @@ from partition_notify.core.errors import (
     PublishTimeout,
     TransportError,
 )
-from tests.brokers.kafka_helpers import (
+from tests.transports.kafka_helpers import (
     envelope,
     kafka_spec,
     private_tansu,

@@ -11,7 +11,7 @@ import psutil
 import pytest
 from partition_notify.transports.stomp import StompTransport
 
-from tests.brokers.stomp_helpers import STOMP_BROKERS, host_port, stomp_spec
+from tests.transports.stomp_helpers import STOMP_BROKERS, host_port, stomp_spec
 from tests.support.markers import uses
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]

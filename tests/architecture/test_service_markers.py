@@ -19,7 +19,7 @@ from tests.support.accounts import ROOT
 from tests.support.net import free_port
 
 #: The directories whose tests use brokers the most, the fault and service tests first.
-DIRS = ["tests/brokers", "tests/contract", "tests/faults", "tests/security", "tests/service",
+DIRS = ["tests/transports", "tests/contract", "tests/faults", "tests/security", "tests/serve",
         "tests/fuzz/test_fuzz_inputs.py"]
 NO_SERVICES = "not broker and not postgres and not spark"
 

@@ -12,7 +12,7 @@ import pytest
 from partition_notify.transports.stomp import StompTransport
 
 from partition_notify.core.errors import ConnectError, PublishError
-from tests.brokers.stomp_helpers import STOMP_BROKERS, build, host_port, stomp_spec
+from tests.transports.stomp_helpers import STOMP_BROKERS, build, host_port, stomp_spec
 from tests.support.markers import uses
 from tests.support.net import free_port
 

@@ -14,7 +14,7 @@ import pytest
 from partition_notify.transports.kafka import KafkaTransport
 
 from partition_notify.core.errors import AuthenticationError
-from tests.brokers.kafka_helpers import envelope, kafka_spec, unique_topic
+from tests.transports.kafka_helpers import envelope, kafka_spec, unique_topic
 from tests.support.markers import uses
 
 CONNECT_TIMEOUT = 10.0

@@ -9,7 +9,7 @@ import pytest
 from partition_notify.transports.kafka._topics import TopicAdmin
 from partition_notify.transports.kafka.config import parse_url
 
-from tests.brokers.kafka_helpers import kafka_spec, unique_topic
+from tests.transports.kafka_helpers import kafka_spec, unique_topic
 
 SECRET = "admin-log-s3cret"
 

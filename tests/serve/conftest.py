@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.service.helpers import ServeProcess, Spawn
+from tests.serve.helpers import ServeProcess, Spawn
 from tests.support.accounts import ROOT, SERVICE_PASSWORD, SERVICE_USER
 
 

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from partition_notify.contract import decode
-from tests.brokers.stomp_helpers import STOMP_BROKERS, build, stomp_spec
+from tests.transports.stomp_helpers import STOMP_BROKERS, build, stomp_spec
 from tests.contract.raw_clients import RawStomp
 from tests.support.markers import uses
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from tests.contract.faults import FaultProxy
 from tests.faults.support import BlackHole, Collector, logged_message_ids, stomp_app, tally
-from tests.service.helpers import Spawn, backdate, leases, log_unpublished
+from tests.serve.helpers import Spawn, backdate, leases, log_unpublished
 from tests.support.accounts import READER_PASSWORD, READER_USER, ROOT
 from tests.support.net import free_port, wait_until
 

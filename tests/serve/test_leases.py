@@ -13,7 +13,7 @@ import time
 from partition_notify.store import Store
 
 from partition_notify.app import build_app
-from tests.service import _lease_worker
+from tests.serve import _lease_worker
 
 PROCESSES = 4
 EVENTS = 400

@@ -12,7 +12,7 @@ from __future__ import annotations
 import partition_notify.subscriber.subscription as subscription_module
 import pytest
 
-from tests.brokers.stomp_helpers import build, host_port, stomp_spec
+from tests.transports.stomp_helpers import build, host_port, stomp_spec
 from tests.contract.faults import FaultProxy
 from tests.faults.support import Collector, tally
 from tests.support.markers import uses
@@ -133,7 +133,7 @@ def test_kafka_reconnect_with_history_false_loses_nothing(store_url):
     sequencer keeps it exactly-once."""
     from urllib.parse import urlsplit
 
-    from tests.brokers.kafka_helpers import kafka_spec
+    from tests.transports.kafka_helpers import kafka_spec
 
     spec = kafka_spec()
     port = urlsplit(spec.url).port or 9092

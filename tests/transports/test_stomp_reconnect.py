@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.brokers.stomp_helpers import STOMP_BROKERS, build, host_port, stomp_spec
+from tests.transports.stomp_helpers import STOMP_BROKERS, build, host_port, stomp_spec
 from tests.contract.faults import FaultProxy
 from tests.support.markers import uses
 

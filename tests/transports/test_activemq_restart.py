@@ -21,7 +21,7 @@ import pytest
 
 from partition_notify.contract import Envelope
 from partition_notify.core.errors import PartitionNotifyError
-from tests.brokers.stomp_helpers import build
+from tests.transports.stomp_helpers import build
 from tests.support import accounts
 from tests.support.accounts import BusSpec
 from tests.support.activemq import ActiveMQ, unavailable
