@@ -71,12 +71,12 @@ _LAZY = {
     "SetDoneMessage": "partition_notify.contract",
     "PartitionLateMessage": "partition_notify.contract",
     "PartitionLateRecoveredMessage": "partition_notify.contract",
-    "Publisher": "publisher",
-    "Subscriber": "subscriber",
-    "Subscription": "subscriber",
+    "Publisher": "partition_notify.publisher",
+    "Subscriber": "partition_notify.subscriber",
+    "Subscription": "partition_notify.subscriber",
     # writers needs PySpark at run time only when a write happens.
-    "NotifyingWriter": "writers",
-    "WriteResult": "writers",
+    "NotifyingWriter": "partition_notify.writers",
+    "WriteResult": "partition_notify.writers",
 }
 
 __all__ = [
@@ -118,11 +118,30 @@ __all__ = [
 ]
 
 
+def _public(value: object) -> object:
+    """Report this package as the home of a public name (httpx does the same).
+
+    Where a class or function lives inside the package is ours to move; its
+    repr, its documentation and a pickle of it say ``partition_notify.X``,
+    which keeps resolving wherever X moves.
+    """
+    try:
+        value.__module__ = __name__  # type: ignore[attr-defined]
+    except (AttributeError, TypeError):  # a non-class value has no __module__ to set
+        pass
+    return value
+
+
+for _name in __all__:
+    if _name in globals():  # the errors, imported above
+        _public(globals()[_name])
+
+
 def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = _public(getattr(importlib.import_module(module), name))
     globals()[name] = value  # later look-ups skip this function
     return value
 
