@@ -69,7 +69,7 @@ def build_jars() -> None:
     if missing:
         raise ExecError(
             f"partition-notify: building the Spark commit-protocol jar needs a JDK >= 17, "
-            f"and {' and '.join(missing)} is not on PATH: install one (e.g. "
+            f"but PATH has no {' or '.join(missing)}: install one (e.g. "
             "apt-get install openjdk-17-jdk-headless) and build again"
         )
     env = {**os.environ, "PYTHON": _spark_python()}
