@@ -235,3 +235,23 @@ def test_a_third_party_transport_registers_through_its_entry_point(venv: Path,
     assert "is not a Transport subclass" in out["broken://x"]
     assert "does not import" in out["gone://x"] and "pn_memo_missing" in out["gone://x"]
     assert "did you mean memo://" in out["memx://x"]
+
+
+def test_a_build_without_a_jdk_or_pyspark_stops_saying_which(built: Built, venv: Path,
+                                                              tmp_path: Path) -> None:
+    """Never a jar-less wheel: the build fails and says what it lacks."""
+    cases = {
+        # No javac/jar on PATH (the build itself needs no PATH: absolute interpreter).
+        "PATH has no javac or jar": {"PATH": str(tmp_path / "empty"),
+                                     "PN_BUILD_PYTHON": sys.executable},
+        # A Python without pyspark, and the clone has no .venv to fall back to.
+        "set PN_BUILD_PYTHON": {"PN_BUILD_PYTHON": str(venv / "bin" / "python")},
+    }
+    for expected, overrides in cases.items():
+        out = tmp_path / "dist"
+        got = _run([sys.executable, "-m", "build", "--wheel", "--outdir", str(out),
+                    str(built.clone)], cwd=built.clone, env={**os.environ, **overrides},
+                   ok=False)
+        assert got.returncode != 0, got.stdout[-2000:]
+        assert expected in got.stdout + got.stderr, (got.stdout[-2000:], got.stderr[-2000:])
+        assert not list(out.glob("*.whl"))
