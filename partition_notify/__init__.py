@@ -18,6 +18,7 @@ not pull in SQLAlchemy, a broker driver or PySpark. Wiring happens in
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from typing import TYPE_CHECKING
 
@@ -125,10 +126,8 @@ def _public(value: object) -> object:
     repr, its documentation and a pickle of it say ``partition_notify.X``,
     which keeps resolving wherever X moves.
     """
-    try:
-        value.__module__ = __name__  # type: ignore[attr-defined]
-    except (AttributeError, TypeError):  # a non-class value has no __module__ to set
-        pass
+    with contextlib.suppress(AttributeError, TypeError):  # a value without __module__
+        value.__module__ = __name__
     return value
 
 

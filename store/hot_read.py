@@ -62,7 +62,9 @@ os.register_at_fork(after_in_child=_after_fork)
 ErrorTypes = tuple[type[Exception], ...]
 
 
-def _driver_errors(engine: Engine) -> tuple[ErrorTypes, ErrorTypes, type | None]:
+def _driver_errors(
+    engine: Engine,
+) -> tuple[ErrorTypes, ErrorTypes, type[psycopg.Connection[TupleRow]] | None]:
     """(disconnects, driver errors, psycopg's Connection or None) for ``engine``'s driver."""
     if engine.dialect.driver != "psycopg":
         return (sqlite3.OperationalError,), (sqlite3.Error,), None

@@ -78,7 +78,8 @@ def _py(venv: Path, code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_wheel_holds_only_partition_notify_with_jars_and_data(built: Built) -> None:
-    names = zipfile.ZipFile(built.wheel).namelist()
+    with zipfile.ZipFile(built.wheel) as whl:
+        names = whl.namelist()
     tops = {n.split("/", 1)[0] for n in names}
     assert tops == {NAME, f"{NAME}-0.1.0.dist-info"}, sorted(tops)
     jars = [n for n in names if n.startswith(f"{NAME}/writers/jvm/") and n.endswith(".jar")]
@@ -97,7 +98,8 @@ def test_the_wheel_holds_only_partition_notify_with_jars_and_data(built: Built) 
 
 def test_the_sdist_carries_the_jar_sources_and_build_script(built: Built) -> None:
     root = f"{NAME}-0.1.0"
-    names = tarfile.open(built.sdist).getnames()
+    with tarfile.open(built.sdist) as sdist:
+        names = sdist.getnames()
     assert {n.split("/", 1)[0] for n in names} == {root}
     rel = {n.removeprefix(f"{root}/") for n in names}
     assert {"PKG-INFO", "setup.py", "pyproject.toml", "scripts/build_jvm.sh",
