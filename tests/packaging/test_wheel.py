@@ -124,6 +124,18 @@ def test_installed_alone_the_cli_and_an_embedded_round_trip_work(venv: Path,
     assert "datestamp=20110228" in history
 
 
+def test_spark_conf_points_at_the_jar_the_wheel_installed(venv: Path, tmp_path: Path) -> None:
+    cli = str(venv / "bin" / "partition-notify")
+    got = _run([cli, "spark-conf", "--for", "properties", "--serve-url", "http://pn:8080"],
+               cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, ok=False)
+    assert got.returncode == 0, got.stderr[-2000:]
+    (jar,) = [line.split(None, 1)[1] for line in got.stdout.splitlines()
+              if line.startswith("spark.jars ")]
+    assert Path(jar).is_file() and Path(jar).is_relative_to(venv), jar
+    with zipfile.ZipFile(jar) as inner:
+        assert "io/partitionnotify/spark/NotifyListener.class" in inner.namelist()
+
+
 def test_installed_alone_it_pulls_no_driver_and_names_the_missing_extra(
         venv: Path, tmp_path: Path) -> None:
     found = _py(venv, "import importlib.util as u, json; print(json.dumps([m for m in "
