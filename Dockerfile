@@ -11,10 +11,15 @@ ARG PYTHON_IMAGE=python:3.11.13-slim-bookworm@sha256:86adf8dbadc3d6e82ee5dd2c74b
 
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+# The wheel carries the Spark commit-protocol jar, compiled by setup.py: a JDK
+# and pyspark's jars (PN_BUILD_PYTHON) in this stage only.
+RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends openjdk-17-jdk-headless \
+    && rm -rf /var/lib/apt/lists/* \
+    && pip install "pyspark>=4.0,<5"
 WORKDIR /src
 COPY . /src
 # Only the wheel leaves this stage: the sources never reach a layer of the final image.
-RUN pip wheel --no-deps --wheel-dir /wheels .
+RUN PN_BUILD_PYTHON=/usr/local/bin/python pip wheel --no-deps --wheel-dir /wheels .
 
 FROM ${PYTHON_IMAGE}
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -22,7 +27,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 COPY --from=build /wheels /wheels
-RUN pip install "$(ls /wheels/*.whl)[http]" \
+RUN pip install "$(ls /wheels/*.whl)[http,stomp,kafka,postgres]" \
     && rm -rf /wheels \
     && useradd --system --home-dir /var/lib/partition-notify --create-home partition-notify
 

@@ -18,6 +18,7 @@ not pull in SQLAlchemy, a broker driver or PySpark. Wiring happens in
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from typing import TYPE_CHECKING
 
@@ -71,12 +72,12 @@ _LAZY = {
     "SetDoneMessage": "partition_notify.contract",
     "PartitionLateMessage": "partition_notify.contract",
     "PartitionLateRecoveredMessage": "partition_notify.contract",
-    "Publisher": "publisher",
-    "Subscriber": "subscriber",
-    "Subscription": "subscriber",
+    "Publisher": "partition_notify.publisher",
+    "Subscriber": "partition_notify.subscriber",
+    "Subscription": "partition_notify.subscriber",
     # writers needs PySpark at run time only when a write happens.
-    "NotifyingWriter": "writers",
-    "WriteResult": "writers",
+    "NotifyingWriter": "partition_notify.writers",
+    "WriteResult": "partition_notify.writers",
 }
 
 __all__ = [
@@ -118,11 +119,28 @@ __all__ = [
 ]
 
 
+def _public(value: object) -> object:
+    """Report this package as the home of a public name (httpx does the same).
+
+    Where a class or function lives inside the package is ours to move; its
+    repr, its documentation and a pickle of it say ``partition_notify.X``,
+    which keeps resolving wherever X moves.
+    """
+    with contextlib.suppress(AttributeError, TypeError):  # a value without __module__
+        value.__module__ = __name__
+    return value
+
+
+for _name in __all__:
+    if _name in globals():  # the errors, imported above
+        _public(globals()[_name])
+
+
 def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = _public(getattr(importlib.import_module(module), name))
     globals()[name] = value  # later look-ups skip this function
     return value
 

@@ -12,6 +12,6 @@ SCHED=${PN_SCHED_VENV:-.venv-sched}
 if [ "$(cat "$SCHED/.pn-installed" 2>/dev/null)" != "$want" ]; then
   echo "bootstrap: installing Airflow and Dagster into $SCHED (first run takes a few minutes)" >&2
   "$SCHED/bin/python" -m pip install -q --upgrade pip >/dev/null
-  "$SCHED/bin/python" -m pip install -q -e '.[airflow,dagster]' pytest pytest-timeout
+  "$SCHED/bin/python" -m pip install -q -e '.[airflow,dagster,stomp,kafka,postgres]' pytest pytest-timeout
   echo "$want" > "$SCHED/.pn-installed"
 fi

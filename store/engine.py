@@ -76,10 +76,23 @@ def make_engine(
             "options": f"-c lock_timeout={lock_ms}",
         }
         kwargs.setdefault("pool_pre_ping", True)
-        return create_engine(parsed, connect_args=args, **kwargs)
+        try:
+            return create_engine(parsed, connect_args=args, **kwargs)
+        except ModuleNotFoundError as exc:  # the dialect imports its driver here
+            raise _missing_driver(url, exc) from exc
     raise ConfigurationError(
         f"store URL {redact_url(url)!r}: backend {backend!r} is not supported; use "
         "sqlite:///path or postgresql+psycopg://user@host/db"
+    )
+
+
+def _missing_driver(url: str, exc: ModuleNotFoundError) -> Exception:
+    """The driver is an extra (lean installs): say which one to install."""
+    if (exc.name or "").partition(".")[0] != "psycopg":
+        return exc
+    return ConfigurationError(
+        f"store URL {redact_url(url)!r} needs the PostgreSQL driver (psycopg), which is not "
+        "installed: pip install 'partition-notify[postgres]'"
     )
 
 

@@ -21,13 +21,19 @@ import os
 import sqlite3
 import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import psycopg
 from partition_notify.store.uow import map_db_error
-from psycopg.rows import TupleRow
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
+
+if TYPE_CHECKING:
+    # psycopg is the [postgres] extra: imported at run time only by a PostgreSQL store.
+    import psycopg
+    from psycopg.rows import TupleRow
+
+    Conn = sqlite3.Connection | psycopg.Connection[TupleRow]
 
 #: Connections kept aside at most; a burst beyond it uses the engine's pool.
 #: Waiters poll one at a time, so a few cover them, and an idle PostgreSQL
@@ -53,9 +59,19 @@ def _after_fork() -> None:
 
 os.register_at_fork(after_in_child=_after_fork)
 
-Conn = sqlite3.Connection | psycopg.Connection[TupleRow]
-_DISCONNECTS = (sqlite3.OperationalError, psycopg.OperationalError)
-_DRIVER_ERRORS = (sqlite3.Error, psycopg.Error)
+ErrorTypes = tuple[type[Exception], ...]
+
+
+def _driver_errors(
+    engine: Engine,
+) -> tuple[ErrorTypes, ErrorTypes, type[psycopg.Connection[TupleRow]] | None]:
+    """(disconnects, driver errors, psycopg's Connection or None) for ``engine``'s driver."""
+    if engine.dialect.driver != "psycopg":
+        return (sqlite3.OperationalError,), (sqlite3.Error,), None
+    import psycopg  # the engine's dialect has imported it already
+
+    return ((sqlite3.OperationalError, psycopg.OperationalError),
+            (sqlite3.Error, psycopg.Error), psycopg.Connection)
 
 
 class HotReader:
@@ -70,6 +86,7 @@ class HotReader:
         self._lock = threading.Lock()
         self._generation = _fork_generation
         self._closed = False
+        self._disconnects, self._driver_errors, self._pg_connection = _driver_errors(engine)
 
     def column(self, sql: str, params: Sequence[object]) -> list[str] | None:
         """The first (text) column of every row, or None when no connection is free."""
@@ -85,14 +102,14 @@ class HotReader:
                 return None
             try:
                 return self._run(conn, sql, params)
-            except _DISCONNECTS:
+            except self._disconnects:
                 if not reused:
                     raise
             # Possibly dropped while idle (a server restart), which the pool's
             # pre-ping would have caught: a read can safely go once more.
             conn = self._connect()
             return None if conn is None else self._run(conn, sql, params)
-        except _DRIVER_ERRORS as exc:
+        except self._driver_errors as exc:
             raise map_db_error(DBAPIError(sql, None, exc, hide_parameters=True)) from exc
         except SQLAlchemyError as exc:  # the pool timing out while we connect
             raise map_db_error(exc) from exc
@@ -125,7 +142,7 @@ class HotReader:
                 conn = raw  # the connect hook already set autocommit
                 if SQLITE_MMAP_BYTES:
                     conn.execute(f"PRAGMA mmap_size={int(SQLITE_MMAP_BYTES)}")
-            elif isinstance(raw, psycopg.Connection):
+            elif self._pg_connection is not None and isinstance(raw, self._pg_connection):
                 raw.autocommit = True
                 conn = raw
             else:  # another driver: leave it to the engine

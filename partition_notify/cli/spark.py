@@ -31,8 +31,8 @@ TARGETS = ("spark-submit", "pyspark", "spark-sql", "properties")
 
 
 def jar_path() -> Path:
-    """The commit-protocol jar shipped as package data of ``writers``."""
-    jar = Path(str(resources.files("writers") / "jvm" / JAR_NAME))
+    """The commit-protocol jar shipped as package data of ``partition_notify.writers``."""
+    jar = Path(str(resources.files("partition_notify.writers") / "jvm" / JAR_NAME))
     if not jar.is_file():
         raise ConfigurationError(
             f"{jar} is missing: build it with `bash scripts/build_jvm.sh` (needs a JDK)"

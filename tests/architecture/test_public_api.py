@@ -38,9 +38,12 @@ def test_importing_the_package_loads_nothing_heavy() -> None:
 
 
 def test_a_name_is_imported_on_first_use_only() -> None:
-    loaded = _top_level(_modules_after(
-        "import partition_notify\nassert partition_notify.Publisher.__name__ == 'Publisher'"))
-    assert {"publisher", "sqlalchemy"} <= loaded
+    modules = _modules_after(
+        "import partition_notify\nassert partition_notify.Publisher.__name__ == 'Publisher'")
+    assert "partition_notify.publisher" in modules
+    loaded = _top_level(modules)
+    assert "sqlalchemy" in loaded
+    assert "publisher" not in loaded  # only ever under partition_notify
     assert "pyspark" not in loaded  # the writer's PySpark import waits for a write
 
 
@@ -68,3 +71,30 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
         assert "NoSuchThing" in str(exc)
     else:
         raise AssertionError("expected AttributeError")
+
+
+def test_every_public_name_loads_outside_the_checkout(tmp_path: Path) -> None:
+    """Not from the repository's folders: only the installed ``partition_notify``."""
+    out = subprocess.run(
+        [sys.executable, "-c",
+         "import partition_notify as p\n"
+         "for n in p.__all__: print(n, getattr(p, n).__module__)"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    modules = dict(line.split() for line in out.stdout.splitlines())
+    assert set(modules) == set(partition_notify.__all__)
+
+
+def test_public_names_report_the_package_as_their_module() -> None:
+    """Moves inside the package stay invisible to users (reprs, docs, pickles)."""
+    import pickle
+
+    wrong = {name: getattr(partition_notify, name).__module__
+             for name in partition_notify.__all__
+             if getattr(partition_notify, name).__module__ != "partition_notify"}
+    assert not wrong, wrong
+    assert repr(partition_notify.Publisher) == "<class 'partition_notify.Publisher'>"
+    err = pickle.loads(pickle.dumps(partition_notify.WaitTimeout("late")))
+    assert type(err) is partition_notify.WaitTimeout and str(err) == "late"
