@@ -17,3 +17,6 @@ if [ "$(cat "$V35/.pn-installed" 2>/dev/null)" != "$want" ]; then
   "$V35/bin/python" -m pip install -q -e '.[dev]' "pyspark==3.5.*" "pyarrow>=14" "pandas>=2,<3"
   echo "$want" > "$V35/.pn-installed"
 fi
+# The jar is built against the core venv's PySpark 4; with this venv present its
+# sources are also compiled against PySpark 3.5 (a check, rebuilt when stale).
+if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python bash scripts/build_jvm.sh; fi
