@@ -125,11 +125,25 @@ final class Delivery {
     return Manifest.trimSlash(url);
   }
 
+  /**
+   * The table directory above a write into one of its partition directories
+   * ({@code .../orders/datestamp=X} with {@code partitionBy("region")}, or a non-partitioned
+   * write into {@code .../orders/datestamp=X/region=us}): serve scans the spool of each
+   * registered table location, not of its partition directories.
+   */
+  static Path tableRoot(Path output) {
+    Path p = output;
+    while (p.getParent() != null && p.getName().indexOf('=') > 0) {
+      p = p.getParent();
+    }
+    return p;
+  }
+
   /** Write + rename, so the scanner never reads half a manifest. */
   static Path spool(PendingCommits.Pending p, String body) throws IOException {
     Path dir = p.settings.spoolDir != null
         ? new Path(p.settings.spoolDir)
-        : new Path(p.manifest.outputPath, SPOOL);
+        : new Path(tableRoot(new Path(p.manifest.outputPath)), SPOOL);
     FileSystem fs = dir.getFileSystem(p.conf);
     fs.mkdirs(dir);
     Path tmp = new Path(dir, "." + p.manifest.jobId + ".json.tmp");
