@@ -28,10 +28,13 @@ PROTOCOL_CLASS = "io.partitionnotify.spark.NotifyingCommitProtocol"
 LISTENER_CLASS = "io.partitionnotify.spark.NotifyListener"
 JAR_NAME = "partition-notify-spark.jar"
 TARGETS = ("spark-submit", "pyspark", "spark-sql", "properties")
+#: The Spark lines the one jar supports (SparkCompat.SUPPORTED in writers/jvm says the same).
+SUPPORTED_SPARK = "3.5.x and 4.x"
 
 
 def jar_path() -> Path:
-    """The commit-protocol jar shipped as package data of ``partition_notify.writers``."""
+    """The commit-protocol jar shipped as package data of ``partition_notify.writers``: one jar for
+    Spark 3.5 (Scala 2.12) and 4.x (Scala 2.13)."""
     jar = Path(str(resources.files("partition_notify.writers") / "jvm" / JAR_NAME))
     if not jar.is_file():
         raise ConfigurationError(
@@ -47,6 +50,24 @@ def _url(value: str) -> str:
             f"--serve-url {value!r}: expected http(s)://host:port of `partition-notify serve`"
         )
     return value.rstrip("/")
+
+
+def supported_spark(version: str) -> bool:
+    """Whether the jar supports this Spark version (e.g. ``3.5.2``, ``4.0.1``)."""
+    parts = version.strip().split(".")
+    if len(parts) < 2 or not (parts[0].isdigit() and parts[1].split("-")[0].isdigit()):
+        return False
+    major, minor = int(parts[0]), int(parts[1].split("-")[0])
+    return (major, minor) == (3, 5) or major == 4
+
+
+def _spark_version(value: str) -> str:
+    if not supported_spark(value):
+        raise argparse.ArgumentTypeError(
+            f"--spark-version {value!r}: the commit protocol supports Spark {SUPPORTED_SPARK} "
+            "(on another version it writes as Spark does and announces nothing)"
+        )
+    return value.strip()
 
 
 def spark_settings(serve_url: str | None, spool_dir: str | None) -> dict[str, str]:
@@ -120,6 +141,9 @@ def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser]) ->
     sp.add_argument("--for", dest="target", choices=TARGETS, default="spark-submit",
                     help="flags for this command, or spark-defaults.conf lines (properties)")
     sp.add_argument("--serve-url", type=_url, help="http(s)://host:port of partition-notify serve")
+    sp.add_argument("--spark-version", type=_spark_version,
+                    help=f"the Spark the flags are for: refused unless {SUPPORTED_SPARK} "
+                    "(one jar serves both)")
     sp.add_argument("--spool-dir", help="where manifests go when serve is unreachable "
                     "(default: _partition_notify/ under each output path)")
 

@@ -166,3 +166,34 @@ def test_serve_down_job_succeeds_and_is_announced_later(
         pspark.conf.unset("spark.partitionnotify.serveUrl")
         pspark.conf.unset("spark.partitionnotify.token")
         sub.close()
+
+
+def test_sub_directory_write_with_serve_down_is_spooled_where_serve_looks(
+    pspark: Any, app: Any, writer_token: str, store_file: str, tmp_path: Path
+) -> None:
+    """A write into one partition directory (``.../events/ds=1`` with
+    ``partitionBy("region")``): its manifest goes to the table's spool, which
+    serve scans, not to ``ds=1/_partition_notify`` (which it never did)."""
+    loc = tmp_path / "events"
+    app.publisher.register_table("lake", "events", KEYS, location=f"file:{loc}")
+    col = Collector()
+    sub = app.subscriber().subscribe(("lake", "events"), col)
+    pspark.conf.set("spark.partitionnotify.serveUrl", f"http://127.0.0.1:{free_port()}")
+    pspark.conf.set("spark.partitionnotify.token", writer_token)
+    try:
+        pspark.createDataFrame([(1, "us"), (2, "eu")], "v INT, region STRING").write.partitionBy(
+            "region").parquet(str(loc / "ds=1"))
+        wait_until(lambda: len(spool_files(loc)) == 1, what="the manifest in the table's spool")
+        assert not (loc / "ds=1" / "_partition_notify").exists()
+        serve = start_serve(store_file, tmp_path / "serve.log")
+        try:
+            col.wait_for(2)
+            assert col.adds() == ["ds=1/region=eu", "ds=1/region=us"]
+            wait_until(lambda: not spool_files(loc), what="the manifest to be removed")
+            assert len(events_of(app, "lake", "events")) == 2
+        finally:
+            serve.stop()
+    finally:
+        pspark.conf.unset("spark.partitionnotify.serveUrl")
+        pspark.conf.unset("spark.partitionnotify.token")
+        sub.close()

@@ -9,6 +9,8 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.slf4j.Logger;
@@ -23,6 +25,7 @@ final class Delivery {
   private static final Logger LOG = LoggerFactory.getLogger(Delivery.class);
   static final String SPOOL = "_partition_notify";
   static final String ROUTE = "/v1/commits";
+  private static final ObjectMapper JSON = new ObjectMapper();
 
   private Delivery() {}
 
@@ -34,7 +37,8 @@ final class Delivery {
       LOG.error("partition-notify: job {}: {}", p.manifest.jobId, e.toString());
       return;
     }
-    String why = "no spark.partitionnotify.serveUrl";
+    String why = p.settings.serveUrlProblem != null
+        ? p.settings.serveUrlProblem : "no spark.partitionnotify.serveUrl";
     if (p.settings.serveUrl != null) {
       why = post(p, body);
       if (why == null) {
@@ -75,8 +79,7 @@ final class Delivery {
       }
       HttpResponse<String> resp = client.send(req.build(), HttpResponse.BodyHandlers.ofString());
       if (resp.statusCode() / 100 == 2) {
-        LOG.info("partition-notify: job {} announced ({} partition(s)): HTTP {}",
-            p.manifest.jobId, p.manifest.dirs.size(), resp.statusCode());
+        logAnswer(p, resp.statusCode(), resp.body());
         return null;
       }
       String text = resp.body();
@@ -90,15 +93,57 @@ final class Delivery {
     }
   }
 
+  /** Says what serve did with the job (its answer's status), not just that HTTP succeeded. */
+  static void logAnswer(PendingCommits.Pending p, int code, String body) {
+    String status = "unknown";
+    String table = p.manifest.table;
+    try {
+      JsonNode doc = JSON.readTree(body);
+      status = doc.path("status").asText("unknown");
+      table = doc.path("table").asText(table);
+    } catch (IOException | RuntimeException e) {
+      status = "unknown (unreadable answer)";
+    }
+    String job = p.manifest.jobId;
+    int n = p.manifest.dirs.size();
+    if ("announced".equals(status)) {
+      LOG.info("partition-notify: job {} announced {} partition(s) of {} (HTTP {})",
+          job, n, table, code);
+    } else if ("duplicate".equals(status)) {
+      LOG.info("partition-notify: job {} was already announced (duplicate, HTTP {})", job, code);
+    } else if ("ignored".equals(status)) {
+      LOG.warn("partition-notify: job {} NOT announced: serve ignored it, no registered table "
+          + "matches {} at {} (register the table with this location); HTTP {}",
+          job, table == null ? "a table" : table, p.manifest.outputPath, code);
+    } else {
+      LOG.warn("partition-notify: job {} ({} partition(s) at {}): serve answered HTTP {} with "
+          + "status {}", job, n, p.manifest.outputPath, code, status);
+    }
+  }
+
   private static String base(String url) {
     return Manifest.trimSlash(url);
+  }
+
+  /**
+   * The table directory above a write into one of its partition directories
+   * ({@code .../orders/datestamp=X} with {@code partitionBy("region")}, or a non-partitioned
+   * write into {@code .../orders/datestamp=X/region=us}): serve scans the spool of each
+   * registered table location, not of its partition directories.
+   */
+  static Path tableRoot(Path output) {
+    Path p = output;
+    while (p.getParent() != null && p.getName().indexOf('=') > 0) {
+      p = p.getParent();
+    }
+    return p;
   }
 
   /** Write + rename, so the scanner never reads half a manifest. */
   static Path spool(PendingCommits.Pending p, String body) throws IOException {
     Path dir = p.settings.spoolDir != null
         ? new Path(p.settings.spoolDir)
-        : new Path(p.manifest.outputPath, SPOOL);
+        : new Path(tableRoot(new Path(p.manifest.outputPath)), SPOOL);
     FileSystem fs = dir.getFileSystem(p.conf);
     fs.mkdirs(dir);
     Path tmp = new Path(dir, "." + p.manifest.jobId + ".json.tmp");

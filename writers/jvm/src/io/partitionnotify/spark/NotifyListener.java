@@ -1,7 +1,10 @@
 package io.partitionnotify.spark;
 
+import org.apache.spark.SparkConf;
 import org.apache.spark.sql.execution.QueryExecution;
 import org.apache.spark.sql.util.QueryExecutionListener;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Announces a command's commits once the whole command succeeded: by then Spark has
@@ -10,6 +13,22 @@ import org.apache.spark.sql.util.QueryExecutionListener;
  * one itself if the setting was forgotten.
  */
 public class NotifyListener implements QueryExecutionListener {
+  private static final Logger LOG = LoggerFactory.getLogger(NotifyListener.class);
+
+  public NotifyListener() {}
+
+  /** What Spark calls at session start: a malformed serve URL is refused loudly, here. */
+  public NotifyListener(SparkConf conf) {
+    String key = Settings.PREFIX + "serveUrl";
+    String url = conf.get(key, System.getenv("PN_SERVE_URL"));
+    String problem = Settings.urlProblem(url == null || url.isBlank() ? null : url.trim());
+    if (problem != null) {
+      LOG.error("partition-notify: {} '{}' refused: {}. Announcements of this session will not "
+          + "reach serve over HTTP; they go to the spool (_partition_notify/) until it is fixed",
+          key, url.trim(), problem);
+    }
+  }
+
   @Override
   public void onSuccess(String funcName, QueryExecution qe, long durationNs) {
     PendingCommits.succeeded(qe);

@@ -1,6 +1,8 @@
 package io.partitionnotify.spark;
 
 import java.io.Serializable;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -18,7 +20,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import scala.Option;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * Spark's default commit protocol, plus: remember which partition directories each
@@ -26,15 +27,21 @@ import scala.jdk.javaapi.CollectionConverters;
  * to {@link PendingCommits}. Nothing is announced here: the query-execution listener
  * announces when the whole command (including the catalog update) succeeded.
  *
- * <p>Set with {@code spark.sql.sources.commitProtocolClass}.
+ * <p>Set with {@code spark.sql.sources.commitProtocolClass}. One jar for Spark 3.5 (Scala
+ * 2.12) and 4.x (Scala 2.13), see {@link SparkCompat}; on any other Spark it is exactly
+ * Spark's own protocol and says so in one ERROR line per job.
  */
 public class NotifyingCommitProtocol extends HadoopMapReduceCommitProtocol {
   private static final long serialVersionUID = 1L;
   private static final Logger LOG = LoggerFactory.getLogger(NotifyingCommitProtocol.class);
+  private static final MethodHandle SUPER_COMMIT_JOB =
+      SparkCompat.findSuperCommitJob(MethodHandles.lookup());
 
   private final String jobId;
   private final String path;
   private final boolean dynamicOverwrite;
+  /** False on an unsupported Spark: every call is the parent's, unchanged. */
+  private final boolean active;
   /** Driver only: Spark deleted existing data for this write (static-mode overwrite). */
   private transient volatile boolean deletedBeforeWrite;
   /** Task side: the partition directories this task attempt wrote to. */
@@ -45,6 +52,13 @@ public class NotifyingCommitProtocol extends HadoopMapReduceCommitProtocol {
     this.jobId = jobId;
     this.path = path;
     this.dynamicOverwrite = dynamicPartitionOverwrite;
+    // The constructor runs on the driver, once per write job (tasks get a copy).
+    String unsupported = SparkCompat.unsupportedReason(SUPER_COMMIT_JOB);
+    this.active = unsupported == null;
+    if (!active) {
+      LOG.error("partition-notify: {}; job {} at {} runs with Spark's own commit protocol "
+          + "and announces nothing", unsupported, jobId, path);
+    }
   }
 
   /** Carried from a committed task to the job commit next to the parent's own message. */
@@ -67,7 +81,7 @@ public class NotifyingCommitProtocol extends HadoopMapReduceCommitProtocol {
 
   @Override
   public String newTaskTempFile(TaskAttemptContext ctx, Option<String> dir, FileNameSpec spec) {
-    if (dir.isDefined()) {
+    if (active && dir.isDefined()) {
       dirs().add(dir.get());
     }
     return super.newTaskTempFile(ctx, dir, spec);
@@ -76,7 +90,9 @@ public class NotifyingCommitProtocol extends HadoopMapReduceCommitProtocol {
   @Override
   public String newTaskTempFileAbsPath(TaskAttemptContext ctx, String absoluteDir, FileNameSpec spec) {
     // A partition with a custom location: remembered by its absolute directory.
-    dirs().add(Manifest.ABSOLUTE_PREFIX + absoluteDir);
+    if (active) {
+      dirs().add(Manifest.ABSOLUTE_PREFIX + absoluteDir);
+    }
     return super.newTaskTempFileAbsPath(ctx, absoluteDir, spec);
   }
 
@@ -90,6 +106,9 @@ public class NotifyingCommitProtocol extends HadoopMapReduceCommitProtocol {
   @Override
   public FileCommitProtocol.TaskCommitMessage commitTask(TaskAttemptContext taskContext) {
     FileCommitProtocol.TaskCommitMessage parent = super.commitTask(taskContext);
+    if (!active) {
+      return parent;
+    }
     String[] dirs = dirs().toArray(new String[0]);
     return new FileCommitProtocol.TaskCommitMessage(new TaskPartitions(parent.obj(), dirs));
   }
@@ -101,13 +120,24 @@ public class NotifyingCommitProtocol extends HadoopMapReduceCommitProtocol {
     return super.deleteWithJob(fs, p, recursive);
   }
 
-  @Override
-  public void commitJob(
-      JobContext jobContext,
+  /** Spark 4.x (Scala 2.13): the parent's commitJob, overridden. */
+  public void commitJob(JobContext jobContext,
       scala.collection.immutable.Seq<FileCommitProtocol.TaskCommitMessage> taskCommits) {
+    commitAll(jobContext, taskCommits.iterator());
+  }
+
+  /** Spark 3.5 (Scala 2.12): the parent's commitJob, overridden. */
+  public void commitJob(JobContext jobContext,
+      scala.collection.Seq<FileCommitProtocol.TaskCommitMessage> taskCommits) {
+    commitAll(jobContext, taskCommits.iterator());
+  }
+
+  private void commitAll(
+      JobContext jobContext, scala.collection.Iterator<FileCommitProtocol.TaskCommitMessage> it) {
     List<FileCommitProtocol.TaskCommitMessage> unwrapped = new ArrayList<>();
     Set<String> dirs = new TreeSet<>();
-    for (FileCommitProtocol.TaskCommitMessage m : CollectionConverters.asJava(taskCommits)) {
+    while (it.hasNext()) {
+      FileCommitProtocol.TaskCommitMessage m = it.next();
       if (m.obj() instanceof TaskPartitions) {
         TaskPartitions tp = (TaskPartitions) m.obj();
         unwrapped.add(new FileCommitProtocol.TaskCommitMessage(tp.parent));
@@ -118,7 +148,10 @@ public class NotifyingCommitProtocol extends HadoopMapReduceCommitProtocol {
         unwrapped.add(m);
       }
     }
-    super.commitJob(jobContext, CollectionConverters.asScala(unwrapped).toList());
+    superCommitJob(jobContext, scalaList(unwrapped));
+    if (!active) {
+      return;
+    }
     // The data is committed. From here on nothing may fail the user's job.
     try {
       PendingCommits.committed(
@@ -126,5 +159,29 @@ public class NotifyingCommitProtocol extends HadoopMapReduceCommitProtocol {
     } catch (RuntimeException | LinkageError e) {
       LOG.error("partition-notify: could not record the commit of job {} at {}", jobId, path, e);
     }
+  }
+
+  private void superCommitJob(JobContext jobContext, Object commits) {
+    try {
+      SUPER_COMMIT_JOB.invoke(this, jobContext, commits);
+    } catch (Throwable t) {
+      throw NotifyingCommitProtocol.<RuntimeException>sneaky(t);
+    }
+  }
+
+  /** Rethrows the parent's exception as it is (Scala declares no checked exceptions). */
+  @SuppressWarnings("unchecked")
+  private static <T extends Throwable> T sneaky(Throwable t) throws T {
+    throw (T) t;
+  }
+
+  /** An immutable Scala list: a Seq of both Scala 2.12 and 2.13, built the same way in both. */
+  @SuppressWarnings({"unchecked", "rawtypes"})
+  private static Object scalaList(List<FileCommitProtocol.TaskCommitMessage> items) {
+    scala.collection.immutable.List out = scala.collection.immutable.Nil$.MODULE$;
+    for (int i = items.size() - 1; i >= 0; i--) {
+      out = out.$colon$colon(items.get(i));
+    }
+    return out;
   }
 }

@@ -1,5 +1,8 @@
 package io.partitionnotify.spark;
 
+import java.net.URI;
+import java.net.URISyntaxException;
+
 import org.apache.hadoop.conf.Configuration;
 
 /**
@@ -12,14 +15,19 @@ final class Settings {
   static final String OPTION_PREFIX = "partitionnotify.";
   static final int DEFAULT_TIMEOUT_MS = 10_000;
 
+  /** Null when unset or malformed (then {@link #serveUrlProblem} says why). */
   final String serveUrl;
+  final String serveUrlProblem;
   final String token;
   final String markSetDone;
   final String spoolDir;
   final int timeoutMs;
 
   private Settings(String serveUrl, String token, String markSetDone, String spoolDir, int timeoutMs) {
-    this.serveUrl = serveUrl;
+    String problem = urlProblem(serveUrl);
+    this.serveUrl = problem == null ? serveUrl : null;
+    this.serveUrlProblem = problem == null ? null
+        : PREFIX + "serveUrl '" + serveUrl + "' refused: " + problem;
     this.token = token;
     this.markSetDone = markSetDone;
     this.spoolDir = spoolDir;
@@ -44,6 +52,33 @@ final class Settings {
       }
     }
     return new Settings(url, token, done, spool, timeout);
+  }
+
+  /**
+   * @return null if {@code url} is unset or an http(s) URL with a host, else what is wrong.
+   *     Spark's properties format has no inline comments: a {@code # ...} after the value
+   *     becomes part of it, hence the hint.
+   */
+  static String urlProblem(String url) {
+    if (url == null) {
+      return null;
+    }
+    if (url.chars().anyMatch(Character::isWhitespace)) {
+      return "it contains whitespace (an inline '# comment' in spark-defaults.conf is part of "
+          + "the value)";
+    }
+    try {
+      URI u = new URI(url);
+      if (!"http".equals(u.getScheme()) && !"https".equals(u.getScheme())) {
+        return "expected http(s)://host:port of partition-notify serve";
+      }
+      if (u.getHost() == null) {
+        return "it has no host";
+      }
+      return null;
+    } catch (URISyntaxException e) {
+      return e.getMessage();
+    }
   }
 
   private static String get(Configuration conf, String key, String fallback) {

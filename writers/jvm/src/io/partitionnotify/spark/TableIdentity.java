@@ -98,9 +98,22 @@ final class TableIdentity {
         out.add(new Candidate(name(t), location(t)));
       }
     }
-    Iterator<LogicalPlan> it = plan.children().iterator();
+    Iterator<?> it = children(plan);
     while (it.hasNext()) {
-      walk(it.next(), out);
+      walk((LogicalPlan) it.next(), out);
+    }
+  }
+
+  /**
+   * {@code plan.children()}: a {@code scala.collection.Seq} on Scala 2.12 (Spark 3.5), an
+   * {@code immutable.Seq} on 2.13 (Spark 4), so not called by its compiled signature.
+   */
+  private static Iterator<?> children(LogicalPlan plan) {
+    try {
+      Object kids = plan.getClass().getMethod("children").invoke(plan);
+      return ((scala.collection.Iterable<?>) kids).iterator();
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("no children() on " + plan.getClass().getName(), e);
     }
   }
 
