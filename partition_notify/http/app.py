@@ -18,6 +18,7 @@ from partition_notify.http import (
 )
 from partition_notify.http.context import HttpContext
 from partition_notify.http.hub import EventHub
+from partition_notify.http.ui import router as ui_router
 from partition_notify.metrics import Metrics
 from partition_notify.store.http_store import HttpStore
 
@@ -72,6 +73,7 @@ def create_http_app(
         routes_live.router,
         routes_write.router,
         routes_deadlines.router,
+        ui_router,
         *extra_routers,
     ):
         api.include_router(router)
