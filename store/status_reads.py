@@ -94,11 +94,15 @@ class StatusReadRepository:
         return {i: TableStats(add.get(i), done.get(i), int(exp.get(i, 0)), int(late.get(i, 0)),
                               int(dead.get(i, 0))) for i in ids}
 
-    def recent_partitions(self, table_id: int, limit: int) -> list[PartitionRow]:
-        return list(self.session.scalars(
-            select(PartitionRow).where(PartitionRow.table_id == table_id)
+    def recent_partitions(self, table_id: int, limit: int
+                          ) -> list[tuple[dict[str, str], int, int | None, float]]:
+        """(values, event id, revision, time), newest first; plain rows, no ORM objects."""
+        return list(self.session.execute(
+            select(PartitionRow.values, PartitionRow.event_id, PartitionRow.revision,
+                   PartitionRow.created_at)
+            .where(PartitionRow.table_id == table_id)
             .order_by(PartitionRow.created_at.desc(), PartitionRow.id.desc()).limit(limit)
-        ).all())
+        ).tuples().all())
 
     def set_done(self, table_id: int, now: float, limit: int) -> list[tuple[str, int, float]]:
         """Retained set-done (spec, event id, time), newest first."""

@@ -83,19 +83,22 @@ def build(keys: tuple[str, ...], parts: list[Announced], done: list[tuple[str, i
         col = {k: p.values[k] for k in rest if k in p.values}
         cols.setdefault(spec.canonical(col) if col else "", col)
     board.columns = [cols[k] for k in sorted(cols)][:COLUMNS] or [{}]
-    by_spec = {spec.canonical(p.values): p for p in parts}
+    # Keyed by the values in key order: no canonical strings for thousands of rows.
+    by_values = {tuple(p.values.get(k) for k in keys): p for p in parts}
+    shown = set(board.rows)
+    done_specs = [d for d in done_specs if first not in d[0] or d[0][first] in shown]
     for row in board.rows:
         for i, col in enumerate(board.columns):
-            board.cells[(row, i)] = _cell({first: row, **col}, by_spec, done_specs,
-                                          late_specs, expected)
+            values = {first: row, **col}
+            found = by_values.get(tuple(values.get(k) for k in keys))
+            board.cells[(row, i)] = _cell(values, found, done_specs, late_specs, expected)
     return board
 
 
-def _cell(values: dict[str, str], by_spec: dict[str, Announced],
+def _cell(values: dict[str, str], found: Announced | None,
           done_specs: list[tuple[dict[str, str], int]],
           late_specs: list[tuple[dict[str, str], CheckLine]], expected: bool) -> Cell:
     cell = Cell(values)
-    found = by_spec.get(cell.spec)
     if found is not None:
         cell.state, cell.event_id = "announced", found.event_id
         cell.revision, cell.created_at = found.revision, found.created_at
