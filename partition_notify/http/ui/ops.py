@@ -28,6 +28,14 @@ Ctx = Annotated[HttpContext, Depends(context)]
 SHOWN = 200
 
 
+async def admin_form(request: Request, ctx: HttpContext) -> dict[str, str]:
+    """The posted form, once the caller is an admin on a same-origin, CSRF-checked request."""
+    form = await read_form(request)
+    who = await run_in_threadpool(viewer, request, ctx)
+    check_admin_post(request, who, form)
+    return form
+
+
 @router.get("/ops")
 def ops(request: Request, ctx: Ctx) -> Response:
     who = viewer(request, ctx)
@@ -46,9 +54,7 @@ def ops(request: Request, ctx: Ctx) -> Response:
 
 @router.post("/ops/dead-letters")
 async def dead_letters(request: Request, ctx: Ctx) -> Response:
-    form = await read_form(request)
-    who = await run_in_threadpool(viewer, request, ctx)
-    check_admin_post(request, who, form)
+    form = await admin_form(request, ctx)
     action, raw = form.get("action", ""), form.get("event_id", "")
     if action not in ("redrive", "discard"):
         raise ApiProblem(422, "invalid-input", "Invalid input",
@@ -67,9 +73,7 @@ async def dead_letters(request: Request, ctx: Ctx) -> Response:
 
 @router.post("/tables/{table}/expectations")
 async def add_expectation(request: Request, table: str, ctx: Ctx) -> Response:
-    form = await read_form(request)
-    who = await run_in_threadpool(viewer, request, ctx)
-    check_admin_post(request, who, form)
+    form = await admin_form(request, ctx)
 
     def add() -> str:
         info = table_info(ctx, table)
@@ -88,9 +92,7 @@ async def add_expectation(request: Request, table: str, ctx: Ctx) -> Response:
 
 @router.post("/tables/{table}/expectations/{name}/remove")
 async def remove_expectation(request: Request, table: str, name: str, ctx: Ctx) -> Response:
-    form = await read_form(request)
-    who = await run_in_threadpool(viewer, request, ctx)
-    check_admin_post(request, who, form)
+    await admin_form(request, ctx)  # refuses unless admin, same origin, CSRF token
 
     def remove() -> str:
         info = table_info(ctx, table)
