@@ -77,10 +77,10 @@ def build(keys: tuple[str, ...], parts: list[Announced], done: list[tuple[str, i
     rows |= {s[first] for s, _ in done_specs if first in s}
     rows |= {s[first] for s, _ in late_specs if first in s}
     board.rows = sorted(rows, reverse=True)[:ROWS]
-    cols: dict[str, dict[str, str]] = {}
-    for p in parts:
-        col = {k: p.values[k] for k in rest if k in p.values}
-        cols.setdefault(spec.canonical(col) if col else "", col)
+    # Distinct tuples first: canonical strings only for the few distinct columns.
+    distinct = {tuple(p.values.get(k, "") for k in rest) for p in parts}
+    cols = {spec.canonical(c) if c else "": c
+            for c in (dict(zip(rest, t, strict=True)) for t in distinct)}
     board.columns = [cols[k] for k in sorted(cols)][:COLUMNS] or [{}]
     # Keyed by the values in key order: no canonical strings for thousands of rows.
     by_values = {tuple(p.values.get(k) for k in keys): p for p in parts}
