@@ -13,6 +13,12 @@ if ! command -v java >/dev/null 2>&1; then
   (apt-get install -y -qq openjdk-17-jre-headless >/dev/null 2>&1 ||
     (apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null))
 fi
+# tests/ui drive a real headless Chromium: Debian's browser and its driver.
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  echo "bootstrap: installing chromium and chromium-driver for tests/ui" >&2
+  (apt-get install -y -qq chromium chromium-driver >/dev/null 2>&1 ||
+    (apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null))
+fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 stamp=.venv/.pn-installed
 want=$(sha256sum pyproject.toml | cut -d' ' -f1)

@@ -20,6 +20,7 @@ from partition_notify.http import (
 from partition_notify.http.context import HttpContext
 from partition_notify.http.hub import EventHub
 from partition_notify.http.store import HttpStore
+from partition_notify.http.ui import router as ui_router
 from partition_notify.metrics import Metrics
 
 DESCRIPTION = """\
@@ -38,6 +39,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     routes_write.router,
     routes_deadlines.router,
     routes_commits.router,
+    ui_router,
 )
 
 

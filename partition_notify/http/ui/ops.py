@@ -1,0 +1,104 @@
+"""``/ui/ops`` (admin): dead letters, relay status, Spark commits; expectation forms.
+
+Every POST re-checks the role, the origin and the CSRF token
+(:func:`partition_notify.http.ui.session.check_admin_post`): hiding a button
+from a read token is a courtesy, the refusal is here.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+from urllib.parse import quote
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from partition_notify.http.common import table_info
+from partition_notify.http.context import HttpContext, context
+from partition_notify.http.problems import ApiProblem, about
+from partition_notify.http.ui.reads import StatusReadRepository, StatusReads
+from partition_notify.http.ui.render import page, to_sign_in
+from partition_notify.http.ui.session import check_admin_post, is_admin, read_form, viewer
+from partition_notify.store.dead_letters import DeadLetters
+
+router = APIRouter(prefix="/ui", include_in_schema=False)
+Ctx = Annotated[HttpContext, Depends(context)]
+#: Dead letters and Spark commits shown (newest first).
+SHOWN = 200
+
+
+async def admin_form(request: Request, ctx: HttpContext) -> dict[str, str]:
+    """The posted form, once the caller is an admin on a same-origin, CSRF-checked request."""
+    form = await read_form(request)
+    who = await run_in_threadpool(viewer, request, ctx)
+    check_admin_post(request, who, form)
+    return form
+
+
+@router.get("/ops")
+def ops(request: Request, ctx: Ctx) -> Response:
+    who = viewer(request, ctx)
+    if who is None:
+        return to_sign_in(request)
+    if not is_admin(who):
+        raise ApiProblem(403, "forbidden", "Forbidden",
+                         f"{who.name!r} has role {who.role!r}; /ui/ops needs 'admin'")
+    letters = DeadLetters(ctx.app.store).find()[-SHOWN:][::-1]
+    with StatusReads(ctx.app.store).uow() as uow:
+        commits = StatusReadRepository(uow.session).spark_commits(SHOWN)
+    pending, age = ctx.app.store.log.relay_lag()
+    return page(request, who, "ops.html", letters=letters, commits=commits,
+                relay_pending=pending, relay_age=age, done=request.query_params.get("done"))
+
+
+@router.post("/ops/dead-letters")
+async def dead_letters(request: Request, ctx: Ctx) -> Response:
+    form = await admin_form(request, ctx)
+    action, raw = form.get("action", ""), form.get("event_id", "")
+    if action not in ("redrive", "discard"):
+        raise ApiProblem(422, "invalid-input", "Invalid input",
+                         f"form.action: expected redrive or discard, got {action[:20]!r}",
+                         field="action")
+    if not raw.isdigit():
+        raise ApiProblem(422, "invalid-input", "Invalid input",
+                         f"form.event_id: expected an event id, got {raw[:20]!r}",
+                         field="event_id")
+    letters = DeadLetters(ctx.app.store)
+    with about("form.event_id"):
+        fn = letters.redrive if action == "redrive" else letters.discard
+        await run_in_threadpool(fn, [int(raw)])
+    return RedirectResponse(f"/ui/ops?done={action}+{raw}", status_code=303)
+
+
+@router.post("/tables/{table}/expectations")
+async def add_expectation(request: Request, table: str, ctx: Ctx) -> Response:
+    form = await admin_form(request, ctx)
+
+    def add() -> str:
+        info = table_info(ctx, table)
+        with about("form"):
+            ctx.app.deadlines.add(
+                info.db, info.name, name=form.get("name", "").strip(),
+                spec_template=form.get("spec_template", "").strip(),
+                cron=form.get("cron", "").strip(), timezone=form.get("timezone", "UTC").strip(),
+                deadline=form.get("deadline", "").strip(),
+            )
+        return info.qualified
+
+    name = await run_in_threadpool(add)
+    return RedirectResponse(f"/ui/tables/{quote(name)}", status_code=303)
+
+
+@router.post("/tables/{table}/expectations/{name}/remove")
+async def remove_expectation(request: Request, table: str, name: str, ctx: Ctx) -> Response:
+    await admin_form(request, ctx)  # refuses unless admin, same origin, CSRF token
+
+    def remove() -> str:
+        info = table_info(ctx, table)
+        with about("path.name"):
+            ctx.app.deadlines.remove(info.db, info.name, name)
+        return info.qualified
+
+    qualified = await run_in_threadpool(remove)
+    return RedirectResponse(f"/ui/tables/{quote(qualified)}", status_code=303)

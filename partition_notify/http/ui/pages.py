@@ -1,0 +1,195 @@
+"""``/ui``: sign-in, the tables overview, a table's board and events, its live stream."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import RedirectResponse, Response
+from sse_starlette import EventSourceResponse
+from starlette.concurrency import run_in_threadpool
+
+from partition_notify.contract import decode, spec
+from partition_notify.core.errors import MalformedMessageError
+from partition_notify.http.auth import ANONYMOUS
+from partition_notify.http.common import table_info, wanted_spec
+from partition_notify.http.context import HttpContext, context
+from partition_notify.http.problems import ApiProblem
+from partition_notify.http.routes_live import PING_SECONDS, _events
+from partition_notify.http.ui import board as boards
+from partition_notify.http.ui.reads import StatusReadRepository, StatusReads
+from partition_notify.http.ui.render import STATIC, page, static_file, to_sign_in
+from partition_notify.http.ui.session import COOKIE, read_form, viewer
+
+router = APIRouter(prefix="/ui", include_in_schema=False)
+Ctx = Annotated[HttpContext, Depends(context)]
+#: Tables per page of the overview; events per page of a table's events.
+PAGE_SIZE = 50
+EVENTS_PAGE = 100
+EVENT_TYPES = ("ADD_PARTITION", "PARTITION_DONE", "PARTITION_LATE", "PARTITION_LATE_RECOVERED")
+
+
+@router.get("")
+def home() -> RedirectResponse:
+    return RedirectResponse("/ui/tables", status_code=303)
+
+
+@router.get("/static/{name}")
+def static(name: str) -> Response:
+    if name not in STATIC:
+        raise ApiProblem(404, "not-found", "Not found", f"path.name: no static file {name!r}")
+    return static_file(name)
+
+
+@router.get("/sign-in")
+def sign_in_form(request: Request,
+                 target: Annotated[str, Query(alias="next", max_length=2000)] = "/ui/tables",
+                 ) -> Response:
+    return page(request, ANONYMOUS, "sign_in.html", next=_local(target), error=None)
+
+
+@router.post("/sign-in")
+async def sign_in(request: Request, ctx: Ctx) -> Response:
+    form = await read_form(request)
+    token, target = form.get("token", "").strip(), _local(form.get("next", ""))
+    info = await run_in_threadpool(ctx.http_store.authenticate, token) if token else None
+    if info is None:
+        return page(request, ANONYMOUS, "sign_in.html", status=401, next=target,
+                    error="That token is unknown or revoked.")
+    out = RedirectResponse(target, status_code=303)
+    out.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/ui",
+                   secure=request.url.scheme == "https")
+    return out
+
+
+@router.post("/sign-out")
+def sign_out() -> Response:
+    out = RedirectResponse("/ui/sign-in", status_code=303)
+    out.delete_cookie(COOKIE, path="/ui")
+    return out
+
+
+def _local(target: str) -> str:
+    """Only a path of our own UI: never an open redirect to another site."""
+    ok = target.startswith("/ui/") and not target.startswith("//") and "\\" not in target
+    return target if ok else "/ui/tables"
+
+
+@router.get("/tables")
+def tables(request: Request, ctx: Ctx, q: Annotated[str, Query(max_length=300)] = "",
+           page_no: Annotated[int, Query(alias="page", ge=1, le=1_000_000)] = 1) -> Response:
+    who = viewer(request, ctx)
+    if who is None:
+        return to_sign_in(request)
+    reads = StatusReads(ctx.app.store)
+    with reads.uow() as uow:
+        repo = StatusReadRepository(uow.session)
+        total, infos = repo.tables_page(q.strip(), (page_no - 1) * PAGE_SIZE, PAGE_SIZE)
+        stats = repo.stats([t.id for t in infos], reads.now())
+    pending, age = ctx.app.store.log.relay_lag()
+    pages = max(1, -(-total // PAGE_SIZE))
+    return page(request, who, "tables.html", tables=infos, stats=stats, q=q, page=page_no,
+                pages=pages, total=total, relay_pending=pending, relay_age=age)
+
+
+@router.get("/tables/{table}")
+def board(request: Request, table: str, ctx: Ctx) -> Response:
+    who = viewer(request, ctx)
+    if who is None:
+        return to_sign_in(request)
+    info = table_info(ctx, table)
+    cursor = ctx.hub.cursor  # before the reads: the stream replays whatever comes after
+    reads = StatusReads(ctx.app.store)
+    with reads.uow() as uow:
+        repo = StatusReadRepository(uow.session)
+        parts = [boards.Announced(*p) for p in repo.recent_partitions(info.id, boards.READ_LIMIT)]
+        done = repo.set_done(info.id, reads.now(), boards.READ_LIMIT)
+        checks = repo.checks(info.id, boards.READ_LIMIT)
+    expectations = ctx.app.deadlines.expectations(info.db, info.name)
+    grid = boards.build(info.partition_keys, parts, done, checks, bool(expectations))
+    return page(request, who, "board.html", table=info, board=grid, cursor=cursor,
+                expectations=expectations, labels=boards.LABELS)
+
+
+@router.get("/tables/{table}/events")
+def events(
+    request: Request, table: str, ctx: Ctx,
+    type_: Annotated[str, Query(alias="type", max_length=40)] = "",
+    spec_: Annotated[str, Query(alias="spec", max_length=2000)] = "",
+    since: Annotated[str, Query(max_length=40)] = "",
+    before: Annotated[int | None, Query(ge=1)] = None,
+) -> Response:
+    who = viewer(request, ctx)
+    if who is None:
+        return to_sign_in(request)
+    info = table_info(ctx, table)
+    if type_ and type_ not in EVENT_TYPES:
+        raise ApiProblem(422, "invalid-input", "Invalid input",
+                         f"query.type: {type_[:40]!r} is not one of {', '.join(EVENT_TYPES)}",
+                         field="query.type")
+    wanted = wanted_spec(info, spec_, full=False, field="query.spec") if spec_ else None
+    since_at = _since(since)
+    with StatusReads(ctx.app.store).uow() as uow:
+        rows = StatusReadRepository(uow.session).events(
+            info.id, type_ or None, since_at, before, EVENTS_PAGE)
+    lines = [(e, _spec_of(e.body)) for e in rows]
+    if wanted is not None:
+        lines = [(e, s) for e, s in lines if any(_related(wanted, x) for x in s)]
+    older = rows[-1].event_id if len(rows) == EVENTS_PAGE else None
+    return page(request, who, "events.html", table=info, lines=lines, type=type_, spec=spec_,
+                since=since, types=EVENT_TYPES, older=older)
+
+
+def _since(raw: str) -> float | None:
+    from datetime import UTC, datetime
+
+    if not raw.strip():
+        return None
+    try:
+        at = datetime.fromisoformat(raw.strip())
+    except ValueError as exc:
+        raise ApiProblem(422, "invalid-input", "Invalid input",
+                         f"query.since: {raw[:40]!r} is not a date-time like "
+                         "2026-11-25T08:00 (UTC)", field="query.since") from exc
+    return (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp()
+
+
+def _spec_of(body: str) -> list[dict[str, str]]:
+    try:
+        msg = decode(body)
+    except MalformedMessageError:
+        return []
+    parts = getattr(msg, "partitions", None)
+    return list(parts) if parts is not None else [dict(msg.partition_spec)]  # type: ignore[union-attr]
+
+
+def _related(wanted: spec.Spec, values: dict[str, str]) -> bool:
+    return all(values.get(k, v) == v for k, v in wanted.items())
+
+
+@router.get("/tables/{table}/events/{event_id}.json")
+def event_json(request: Request, table: str, event_id: int, ctx: Ctx) -> Response:
+    who = viewer(request, ctx)
+    if who is None:
+        return to_sign_in(request)
+    info = table_info(ctx, table)
+    with StatusReads(ctx.app.store).uow() as uow:
+        body = StatusReadRepository(uow.session).event(info.id, event_id)
+    if body is None:
+        raise ApiProblem(404, "not-found", "Not found",
+                         f"path.event_id: table {info.qualified} has no event {event_id}")
+    return Response(json.dumps(json.loads(body), indent=2), media_type="application/json")
+
+
+@router.get("/tables/{table}/stream")
+async def stream(request: Request, table: str, ctx: Ctx,
+                 last_event_id: Annotated[int | None, Query(ge=0)] = None) -> Response:
+    who = await run_in_threadpool(viewer, request, ctx)
+    if who is None:
+        raise ApiProblem(401, "unauthorized", "Unauthorized",
+                         "cookie.pn_ui_token: sign in at /ui/sign-in first")
+    raw = request.headers.get("last-event-id", "").strip()
+    cursor = int(raw) if raw.isdigit() else last_event_id
+    info = await run_in_threadpool(table_info, ctx, table)
+    return EventSourceResponse(_events(ctx, info, cursor), ping=PING_SECONDS)

@@ -1,0 +1,67 @@
+"""Jinja2 templates of ``/ui`` (autoescaped), the vendored static files, shared helpers."""
+
+from __future__ import annotations
+
+import functools
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from partition_notify.http.auth import Principal
+from partition_notify.http.ui.session import csrf_token, is_admin
+
+HERE = Path(__file__).parent
+#: The only files /ui/static serves, with their media types.
+STATIC = {"ui.js": "text/javascript", "ui.css": "text/css"}
+
+
+@functools.cache
+def _env() -> Any:
+    import jinja2  # the http extra; imported on first page, not at import time
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+    )
+    env.filters["when"] = when
+    return env
+
+
+def when(epoch: float | None) -> str:
+    if epoch is None:
+        return "—"
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def page(request: Request, who: Principal, name: str, status: int = 200,
+         **values: object) -> HTMLResponse:
+    html = _env().get_template(name).render(
+        who=who, admin=is_admin(who), csrf=csrf_token(request), **values
+    )
+    return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
+
+
+def to_sign_in(request: Request) -> RedirectResponse:
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    from urllib.parse import quote
+
+    return RedirectResponse(f"/ui/sign-in?next={quote(target, safe='')}", status_code=303)
+
+
+def static_file(name: str) -> Response:
+    kind = STATIC[name]
+    body = (HERE / "static" / name).read_bytes()
+    return Response(body, media_type=kind, headers={"Cache-Control": "max-age=300"})
+
+
+#: Only our own scripts and styles; no framing (clickjacking of admin forms).
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; "
+                               "form-action 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
