@@ -84,6 +84,12 @@ def cmd_register(args: argparse.Namespace) -> int:
             topic=args.topic,
             location=args.location,
         )
+        if args.location:
+            from partition_notify.writers.commit_locations import never_matches
+
+            if why := never_matches(args.location, app.settings.default_fs):
+                print(f"partition-notify register: warning: location {args.location!r} will "
+                      f"never match what Spark reports: {why}", file=sys.stderr)
         print(
             f"{info.qualified} keys={','.join(info.partition_keys)} topic={info.topic} "
             f"retention_seconds={info.retention_seconds}"

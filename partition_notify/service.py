@@ -41,6 +41,7 @@ class Service:
         self.relay = relay or app.relay
         self.scheduler = BackgroundScheduler(job_defaults={"coalesce": True, "max_instances": 1})
         self.healthy = threading.Event()
+        self.stopping = threading.Event()
         self.metrics.healthy = self.healthy.is_set
 
     def relay_job(self) -> None:
@@ -81,12 +82,19 @@ class Service:
     def spark_commits_job(self) -> None:
         from partition_notify.writers.commit_spool import scan
 
-        extra = [d for d in self.app.settings.spark_spool_dirs.split(",") if d.strip()]
+        s = self.app.settings
+        extra = [d for d in s.spark_spool_dirs.split(",") if d.strip()]
         try:
-            stats = scan(self.app.publisher, extra)
+            stats = scan(self.app.publisher, extra, default_fs=s.default_fs,
+                         deadline_seconds=s.spark_spool_scan_deadline_seconds,
+                         should_stop=self.stopping.is_set)
         except PartitionNotifyError as exc:
             log.warning("spark commit pick-up failed: %s", exc)
             return
+        counter = self.metrics.spark_commits
+        for status, n in (("spooled", stats.announced), ("duplicate", stats.duplicates),
+                          ("ignored", stats.ignored), ("rejected", stats.rejected)):
+            counter.labels(status=status).inc(n)
         if stats.jobs:
             log.info("spark commits picked up: %s", stats,
                      extra={"pn_event": "spark_commit.picked_up"})
@@ -160,6 +168,7 @@ class Service:
         # The batch in flight finishes (its publish has a deadline) and is
         # marked; no new batch starts. wait=True waits for that.
         self.relay.stopping.set()
+        self.stopping.set()   # a manifest pick-up stops after the file in hand
         self.scheduler.shutdown(wait=True)
         self.metrics.close()
 
