@@ -220,7 +220,8 @@ def _register_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--keys", type=_keys, required=True, help="partition keys, in order: a,b")
     sp.add_argument("--retention-seconds", type=int, help="how long set-done is kept")
     sp.add_argument("--topic", help="explicit topic instead of the naming policy")
-    sp.add_argument("--location", help="table location (informational)")
+    sp.add_argument("--location", help="table location: where Spark writes it (the commit "
+                    "protocol matches writes by it)")
 
 
 def _announce_args(sp: argparse.ArgumentParser) -> None:

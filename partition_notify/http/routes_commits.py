@@ -78,12 +78,11 @@ def _post_commit(
     fp = fingerprint(who, "POST", request.url.path, body)
 
     def write(in_txn: InTxn) -> object:
-        try:
-            with about("body"):
+        with about("body"):
+            try:
                 return announce(publisher, manifest, target, in_txn, default_fs)
-        except ConflictError as exc:
-            # Not `about`'s 409: its text would be the driver's (never in a body).
-            raise _LostRace() from exc
+            except ConflictError as exc:
+                raise _LostRace() from exc   # answered below, not as `about`'s 409
 
     def render(messages: Sequence[AnyMessage]) -> dict[str, object]:
         return {
