@@ -71,9 +71,8 @@ class Publisher:
     the commit, the messages stay in the log for the relay and the caller
     gets a :class:`PublishError` naming the logged event ids.
 
-    That the broker took them is recorded lazily, in batches (see
-    :mod:`partition_notify.publisher.marks`): one durable commit per publish. :meth:`close`
-    writes what is pending.
+    That the broker took them is recorded lazily, in batches (see :mod:`.marks`):
+    one durable commit per publish. :meth:`close` writes what is pending.
     """
 
     def __init__(self, store: Store, transport: Transport, config: PublisherConfig) -> None:
@@ -196,12 +195,9 @@ class Publisher:
         revision: int | None = None,
         in_txn: InTxn | None = None,
     ) -> list[AnyMessage]:
-        """A committed write in one transaction: its add-partitions, then its set-done.
-
-        ``in_txn`` runs inside that transaction (the Spark commit protocol
-        records the job there, so a job is announced once). Returns the
-        messages logged.
-        """
+        """A committed write in one transaction: its add-partitions, then its set-done;
+        returns the messages logged. ``in_txn`` runs inside that transaction (the
+        Spark commit protocol records the job there, so a job is announced once)."""
         info = self.table(db, table)
         revision = limits.revision(revision)
         # The same checks as announce_partitions and send_mark_set_done: one path.
@@ -213,10 +209,9 @@ class Publisher:
             drafts.append(draft)
         return self.append_and_deliver(drafts, replace=replace, in_txn=in_txn)
 
-    def _partition_drafts(
-        self, info: TableInfo, partitions: Iterable[SpecLike],
-        locations: Sequence[str | None] | None, revision: int | None,
-    ) -> list[EventDraft]:
+    def _partition_drafts(self, info: TableInfo, partitions: Iterable[SpecLike],
+                          locations: Sequence[str | None] | None,
+                          revision: int | None) -> list[EventDraft]:
         """Validated add-partition drafts: specs, locations (text rules) and size."""
         specs = self.validate_partitions(info, partitions)
         locs = _locations(locations, len(specs), info.qualified)

@@ -57,6 +57,8 @@ log = logging.getLogger(__name__)
 SPOOL = "_partition_notify"
 REJECTED_SUFFIX = ".rejected"
 IGNORED_SUFFIX = ".ignored"
+#: Ignored manifests (no table matched) are kept this long for a re-apply, then deleted.
+IGNORED_RETENTION_SECONDS = 30 * 86400
 #: Most manifests one scan reads from one directory (the rest: next scan).
 MAX_FILES_PER_DIR = 10_000
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -137,7 +139,24 @@ def scan(
                 log.warning("spark commit pick-up stopped at its deadline; the rest next time")
                 return stats
             process_file(ctx, d, name, stats)
+        expire_ignored(d.path)
     return stats
+
+
+def expire_ignored(d: Path, now: float | None = None) -> int:
+    """Delete ignored manifests older than IGNORED_RETENTION_SECONDS; how many."""
+    cutoff = (time.time() if now is None else now) - IGNORED_RETENTION_SECONDS
+    removed = 0
+    for name in ready(d, ".json" + IGNORED_SUFFIX):
+        try:
+            if os.lstat(d / name).st_mtime < cutoff:
+                os.unlink(d / name)
+                removed += 1
+                log.warning("ignored spark commit manifest %s expired (kept %d days)",
+                            d / name, IGNORED_RETENTION_SECONDS // 86400)
+        except OSError:
+            continue
+    return removed
 
 
 def ready(d: Path, suffix: str = ".json") -> list[str]:

@@ -103,6 +103,20 @@ def test_ignored_manifest_is_kept_and_applied_once_the_table_exists(
         == ["ds=1/region=us"]
 
 
+def test_ignored_manifests_expire(tmp_path: Path) -> None:
+    import os
+    import time
+
+    from partition_notify.writers.commit_spool import IGNORED_RETENTION_SECONDS, expire_ignored
+
+    (tmp_path / "old.json.ignored").write_text("{}")
+    (tmp_path / "new.json.ignored").write_text("{}")
+    past = time.time() - IGNORED_RETENTION_SECONDS - 60
+    os.utime(tmp_path / "old.json.ignored", (past, past))
+    assert expire_ignored(tmp_path) == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["new.json.ignored"]
+
+
 def test_post_commit_that_loses_the_race_to_the_spool_is_a_duplicate(
     papp: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
