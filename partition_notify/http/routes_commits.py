@@ -41,10 +41,6 @@ def _outcome(ctx: HttpContext, o: Outcome) -> JSONResponse:
     return JSONResponse({"status": o.status, "jobId": o.job_id, "table": o.table})
 
 
-class _LostRace(Exception):
-    """Another processor (serve's spool pick-up) recorded this job first."""
-
-
 @router.post(
     "/commits",
     status_code=201,
@@ -77,12 +73,15 @@ def _post_commit(
         return _outcome(ctx, target)
     fp = fingerprint(who, "POST", request.url.path, body)
 
+    conflicted: list[bool] = []
+
     def write(in_txn: InTxn) -> object:
         with about("body"):
             try:
                 return announce(publisher, manifest, target, in_txn, default_fs)
-            except ConflictError as exc:
-                raise _LostRace() from exc   # answered below, not as `about`'s 409
+            except ConflictError:
+                conflicted.append(True)   # answered below, not with the driver's words
+                raise
 
     def render(messages: Sequence[AnyMessage]) -> dict[str, object]:
         return {
@@ -95,7 +94,10 @@ def _post_commit(
 
     try:
         response = idempotent_write(ctx, who, key or manifest.job_id, fp, write, render)
-    except _LostRace:
+    except ApiProblem:
+        if not conflicted:
+            raise
+        # Another processor (serve's spool pick-up) recorded this job first?
         if already_processed(publisher, manifest.job_id):
             return _outcome(ctx, Outcome("duplicate", manifest.job_id, target.info.qualified))
         raise ApiProblem(

@@ -26,7 +26,7 @@ from tests.http.support import HttpServe
 from tests.support.net import free_port, wait_until
 
 KEYS = ["ds", "region"]
-#: serve's documented stop: the HTTP drain deadline plus the scan deadline, with slack.
+#: Under compose.yaml's stop_grace_period (30 s), which README documents for serve.
 GRACE_SECONDS = 25.0
 
 
