@@ -33,6 +33,12 @@ SqliteSynchronous = Annotated[
         lambda v: v.upper() if isinstance(v, str) and v.upper() in SQLITE_LEVELS else v
     ),
 ]
+#: ``PN_LOG_LEVEL`` values, case-insensitive.
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+LogLevel = Annotated[
+    Literal["DEBUG", "INFO", "WARNING", "ERROR"],
+    BeforeValidator(lambda v: v.upper() if isinstance(v, str) and v.upper() in LOG_LEVELS else v),
+]
 #: Refusals for good before the relay dead-letters an event.
 DEFAULT_MAX_ATTEMPTS = 5
 
@@ -112,7 +118,13 @@ class Settings(BaseSettings):
     spark_spool_dirs: str = Field(
         "", description="serve: extra comma-separated dirs holding Spark commit manifests"
     )
-    log_format: Literal["text", "json"] = "text"
+    log_format: Literal["text", "json"] = Field(
+        "text", description="serve: text lines, or json (one object per line)"
+    )
+    log_level: LogLevel = Field(
+        "INFO", description="serve: INFO is one line per thing that happened; DEBUG adds "
+        "every scheduler job run and migration step"
+    )
     metrics_port: int | None = Field(None, description="serve: Prometheus endpoint port")
     # HTTP API and deadlines (docs/http-api.md)
     http_bind: str | None = Field(None, description="serve: host:port of the HTTP API (off unset)")
