@@ -16,18 +16,13 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from partition_notify.app import App
 from partition_notify.errors import PartitionNotifyError
 from partition_notify.metrics import Metrics
+from partition_notify.service_housekeeping import batching, housekeeping_job, spool_sweep_job
 
 if TYPE_CHECKING:
     from partition_notify.http.server import HttpServer
     from partition_notify.publisher.relay import Relay
 
 log = logging.getLogger(__name__)
-#: SQLite purge: batches short enough that a writer queued behind one waits
-#: ~20 ms, and a pause between them longer than a waiting writer's poll
-#: (store.engine.LOCK_POLL_SECONDS). bench/core_purge.py --batch-size 2500
-#: --pause-ms 5: 1,000,000 rows in 8.3 s, slowest concurrent publish 46 ms.
-SQLITE_PURGE_BATCH = 2500
-SQLITE_PURGE_PAUSE_SECONDS = 0.005
 
 
 class Service:
@@ -59,18 +54,10 @@ class Service:
         self.metrics.consecutive_failures.set(self.relay.stats.consecutive_failures)
 
     def purge_job(self) -> None:
-        s = self.app.settings
         started = time.monotonic()
-        # SQLite has one write lock, so publishers get in between batches;
-        # PostgreSQL writers never wait on the purge.
-        sqlite = self.app.store.dialect == "sqlite"
         try:
-            n = self.app.store.retention.purge_expired(
-                batch_size=min(s.purge_batch_size, SQLITE_PURGE_BATCH) if sqlite
-                else s.purge_batch_size,
-                between_batches=(lambda: time.sleep(SQLITE_PURGE_PAUSE_SECONDS)) if sqlite
-                else None,
-            )
+            size, pause = batching(self.app)
+            n = self.app.store.retention.purge_expired(batch_size=size, between_batches=pause)
         except PartitionNotifyError as exc:
             log.warning("retention purge failed: %s", exc)
             return
@@ -147,6 +134,12 @@ class Service:
             next_run_time=_now(),
         )
         self.scheduler.add_job(self.health_job, "interval", seconds=15, id="health")
+        self.scheduler.add_job(housekeeping_job, "interval", args=(self.app, self.metrics),
+                               seconds=s.purge_interval_seconds, id="housekeeping",
+                               next_run_time=_now())
+        self.scheduler.add_job(spool_sweep_job, "interval", args=(self.app, self.metrics),
+                               seconds=s.purge_interval_seconds, id="spool-sweep",
+                               next_run_time=_now())
         from partition_notify.integrations.airflow.push import (
             push_job,  # stdlib only; off without PN_AIRFLOW_URL
         )
@@ -176,7 +169,6 @@ def _start_http(app: App, service: Service) -> HttpServer | None:
 
     http = HttpServer(app, metrics=service.metrics, healthy=service.healthy.is_set)
     port = http.start()
-    http.schedule_purge(service.scheduler, app.settings.purge_interval_seconds)
     log.info("HTTP API on http://%s:%d (docs: /docs)", http.server.config.host, port)
     return http
 

@@ -17,7 +17,8 @@ from partition_notify.contract.topics import TopicPolicy
 from partition_notify.errors import ConfigurationError
 from partition_notify.limits import MAX_RETENTION_SECONDS
 
-DEFAULT_RETENTION_SECONDS = 7 * 24 * 3600
+DAY = 24 * 3600
+DEFAULT_RETENTION_SECONDS = 7 * DAY
 #: Relay lease when none is set: max(RELAY_MIN_LEASE_SECONDS, 3 x publish timeout)
 #: (publisher/relay.py computes it; tests/cli/test_help_defaults.py checks both agree).
 RELAY_MIN_LEASE_SECONDS = 60
@@ -79,6 +80,27 @@ class Settings(BaseSettings):
         "(local paths; hdfs:// or s3a:// need `dataset expire --spark`)",
     )
     purge_batch_size: int = Field(5000, gt=0)
+    # Housekeeping (docs/reliability.md#retention), at PN_PURGE_INTERVAL_SECONDS.
+    event_log_retention_seconds: int = Field(
+        30 * DAY, gt=0, le=MAX_RETENTION_SECONDS,
+        description="serve: keep published events this long at least (never less than the "
+        "longest table retention or the deadline look-back; unpublished events, dead "
+        "letters, each topic's last event and events a cursor has not passed always stay)")
+    cursor_retention_seconds: int = Field(
+        90 * DAY, gt=0, le=MAX_RETENTION_SECONDS,
+        description="serve: drop a consumer cursor that has not moved for this long")
+    spark_commit_retention_seconds: int = Field(
+        30 * DAY, gt=0, le=MAX_RETENTION_SECONDS,
+        description="serve: how long a processed Spark job id is remembered (a manifest "
+        "replayed later than this announces again)")
+    expectation_check_retention_seconds: int = Field(
+        90 * DAY, gt=0, le=MAX_RETENTION_SECONDS,
+        description="serve: keep deadline verdicts this long (never less than the deadline "
+        "look-back)")
+    spool_retention_seconds: int = Field(
+        7 * DAY, gt=0, le=MAX_RETENTION_SECONDS,
+        description="serve: delete *.json.rejected and abandoned .*.json.tmp spool files "
+        "this old")
     relay_interval_seconds: float = Field(1.0, gt=0)
     relay_batch_size: int = Field(500, gt=0)
     relay_lease_seconds: float | None = Field(

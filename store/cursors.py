@@ -12,7 +12,6 @@ from sqlalchemy.orm import Session
 
 from partition_notify.errors import ConflictError, InvalidNameError
 
-
 #: Name prefixes of the cursors ``serve`` owns (the Airflow push sink's). The
 #: read-only role (store/sql/readonly_role.sql) may write its own trigger
 #: cursors but none of these: a reader moving one would make ``serve``

@@ -9,10 +9,9 @@ import time
 from collections.abc import Callable
 
 import uvicorn
-from apscheduler.schedulers.base import BaseScheduler
 
 from partition_notify.app import App
-from partition_notify.errors import ConfigurationError, PartitionNotifyError
+from partition_notify.errors import ConfigurationError
 from partition_notify.http.app import create_http_app
 from partition_notify.metrics import Metrics
 
@@ -76,21 +75,6 @@ class HttpServer:
         sockets = [s for srv in self.server.servers for s in srv.sockets]
         self.port = int(sockets[0].getsockname()[1]) if sockets else self.server.config.port
         return self.port
-
-    def schedule_purge(self, scheduler: BaseScheduler, interval_seconds: float) -> None:
-        """Expired idempotency keys go with the retention purge's rhythm."""
-        http_store = self.api.state.pn.http_store
-
-        def purge() -> None:
-            try:
-                n = http_store.purge_idempotency()
-            except PartitionNotifyError as exc:
-                log.warning("idempotency-key purge failed: %s", exc)
-                return
-            if n:
-                log.info("purged %d expired idempotency key(s)", n)
-
-        scheduler.add_job(purge, "interval", seconds=interval_seconds, id="http-idempotency-purge")
 
     def stop(self) -> None:
         """End streams and waits, stop accepting, drain requests; give up at the deadline."""
