@@ -36,7 +36,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "deadlines": ("partition_notify.deadlines",),
     "http": ("partition_notify.http",),
     "integrations": ("partition_notify.integrations",),
-    "service": ("partition_notify.service",),
+    "service": ("partition_notify.service", "partition_notify.service_housekeeping"),
     "cli": ("partition_notify.cli", "partition_notify.cli_", "partition_notify.demo"),
     # The package itself: the public names, re-exported lazily from every layer.
     "api": ("partition_notify",),
