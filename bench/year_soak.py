@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.support.soak_year import simulate, table  # noqa: E402
+from tests.support.soak_year import simulate, table
 
 
 def main() -> None:

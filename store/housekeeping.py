@@ -15,14 +15,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
-from partition_notify.store.commit_schema import SparkCommitRow
 from partition_notify.store.cursor_schema import CursorRow
-from partition_notify.store.http_schema import ExpectationCheckRow, IdempotencyRow
 from partition_notify.store.schema import EventRow, SequenceRow
 from partition_notify.store.uow import Access, UnitOfWork, affected_rows
-from sqlalchemy import ColumnElement, and_, delete, exists, func, or_, select, update
-from sqlalchemy.orm import InstrumentedAttribute, aliased
+from sqlalchemy import (
+    ColumnElement,
+    Float,
+    Table,
+    TableClause,
+    and_,
+    column,
+    delete,
+    exists,
+    func,
+    or_,
+    select,
+    table,
+    update,
+)
+from sqlalchemy.orm import aliased
 
 #: pn_sequence row (migration 0008): event ids below it may be purged.
 PURGED_BELOW = "log-purged-below"
@@ -55,7 +68,17 @@ def in_batches(
     return total
 
 
-def _oldest(pk: InstrumentedAttribute[object], order: InstrumentedAttribute[float],
+# Feature-owned tables (Spark commits, deadlines, HTTP), named here by the
+# columns a purge reads: the store layer does not import the features' models.
+SPARK_COMMITS = table("pn_spark_commits", column("job_id"), column("processed_at", Float))
+EXPECTATION_CHECKS = table("pn_expectation_checks", column("id"),
+                           column("checked_at", Float), column("deadline_at", Float))
+IDEMPOTENCY = table("pn_idempotency", column("id"), column("expires_at", Float))
+_EVENTS = cast(Table, EventRow.__table__)
+_CURSORS = cast(Table, CursorRow.__table__)
+
+
+def _oldest(pk: ColumnElement[object], order: ColumnElement[float],
             where: ColumnElement[bool], n: int) -> ColumnElement[bool]:
     """``pk IN (the n oldest rows matching where)``: one statement, no ids shipped."""
     return pk.in_(select(pk).where(where).order_by(order).limit(n).scalar_subquery())
@@ -96,10 +119,9 @@ class Housekeeping:
               between_batches: Callable[[], None] | None = None) -> Purged:
         now = self._db.clock()
 
-        def batched(model: type, pk: InstrumentedAttribute[object],
-                    order: InstrumentedAttribute[float], where: ColumnElement[bool]) -> int:
+        def batched(t: TableClause, pk: str, order: str, where: ColumnElement[bool]) -> int:
             return in_batches(
-                self._db, lambda uow, n: _delete(uow, model, _oldest(pk, order, where, n)),
+                self._db, lambda uow, n: _delete(uow, t, _oldest(t.c[pk], t.c[order], where, n)),
                 batch_size=batch_size, between_batches=between_batches)
 
         out = Purged()
@@ -107,16 +129,14 @@ class Housekeeping:
         out.cursors = self._purge_cursors(now - horizons.cursors, now)
         out.events = self.purge_events(now - horizons.event_log, batch_size=batch_size,
                                        between_batches=between_batches)
-        out.spark_commits = batched(
-            SparkCommitRow, SparkCommitRow.job_id, SparkCommitRow.processed_at,
-            SparkCommitRow.processed_at < now - horizons.spark_commits)
+        sc, ec, ik = SPARK_COMMITS.c, EXPECTATION_CHECKS.c, IDEMPOTENCY.c
+        out.spark_commits = batched(SPARK_COMMITS, "job_id", "processed_at",
+                                    sc.processed_at < now - horizons.spark_commits)
         out.expectation_checks = batched(
-            ExpectationCheckRow, ExpectationCheckRow.id, ExpectationCheckRow.checked_at,
-            and_(ExpectationCheckRow.checked_at < now - horizons.expectation_checks,
-                 ExpectationCheckRow.deadline_at < now - horizons.deadline_lookback))
-        out.idempotency = batched(
-            IdempotencyRow, IdempotencyRow.id, IdempotencyRow.expires_at,
-            IdempotencyRow.expires_at <= now)
+            EXPECTATION_CHECKS, "id", "checked_at",
+            and_(ec.checked_at < now - horizons.expectation_checks,
+                 ec.deadline_at < now - horizons.deadline_lookback))
+        out.idempotency = batched(IDEMPOTENCY, "id", "expires_at", ik.expires_at <= now)
         return out
 
     def purge_events(self, before: float, *, batch_size: int,
@@ -140,15 +160,15 @@ class Housekeeping:
                 SequenceRow.name == PURGED_BELOW, SequenceRow.next_value <= top
             ).values(next_value=int(top) + 1))
         return in_batches(
-            self._db, lambda uow, n: _delete(uow, EventRow, _oldest(
-                EventRow.event_id, EventRow.created_at,
+            self._db, lambda uow, n: _delete(uow, _EVENTS, _oldest(
+                _EVENTS.c.event_id, _EVENTS.c.created_at,
                 and_(where, EventRow.event_id <= top), n)),
             batch_size=batch_size, between_batches=between_batches)
 
     def _purge_cursors(self, idle_since: float, now: float) -> int:
         """Cursors not moved since ``idle_since`` and not leased (few rows: one statement)."""
         with self._db.uow(write=True) as uow:
-            return _delete(uow, CursorRow, and_(
+            return _delete(uow, _CURSORS, and_(
                 CursorRow.updated_at < idle_since,
                 or_(CursorRow.lease_until.is_(None), CursorRow.lease_until < now),
             ))
@@ -167,8 +187,7 @@ class Housekeeping:
                     for t in COUNTED_TABLES}
 
 
-def _delete(uow: UnitOfWork, model: type, where: ColumnElement[bool]) -> int:
-    """DELETE FROM ``model``'s table ``where``, without session sync."""
-    result = uow.session.execute(
-        delete(model).where(where).execution_options(synchronize_session=False))
+def _delete(uow: UnitOfWork, t: TableClause, where: ColumnElement[bool]) -> int:
+    """DELETE FROM ``t`` ``where`` (Core: no ORM session sync)."""
+    result = uow.session.execute(delete(t).where(where))
     return affected_rows(result)

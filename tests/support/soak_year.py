@@ -15,14 +15,15 @@ import os
 import resource
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
-from partition_notify.service import Service
 from partition_notify.store.housekeeping import COUNTED_TABLES
 from partition_notify.store.http_store import HttpStore
 
 from partition_notify.app import App, build_app
 from partition_notify.metrics import Metrics
+from partition_notify.service import Service
 from tests.support.clock import FakeClock
 
 DAY = 86400.0
@@ -46,7 +47,7 @@ def rss_mb() -> float:
 
 def _jobs(app: App) -> Service:
     svc = Service(app, metrics=Metrics())
-    svc.scheduler.start = lambda *a, **k: None  # type: ignore[method-assign]
+    svc.scheduler.start = lambda *a, **k: None
     svc.start()
     return svc
 
@@ -74,7 +75,7 @@ def _day(app: App, client: httpx.Client, spool: Path, day: int, per_day: int) ->
 
 
 def simulate(store_url: str, spool_root: Path, days: int, *, per_day: int = 4,
-             sample_every: int = 30, **settings: object) -> list[Sample]:
+             sample_every: int = 30, **settings: Any) -> list[Sample]:
     """``settings`` override the defaults (e.g. shorter retentions for a short run)."""
     clock = FakeClock(T0)
     app = build_app(store_url=store_url, transport_url="embedded://", clock=clock,
