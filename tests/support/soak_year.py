@@ -125,3 +125,21 @@ def table(samples: list[Sample]) -> str:
                  str(s.spool_files), f"{s.rss_mb:.0f}"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def main(argv: list[str]) -> None:
+    """``python -m tests.support.soak_year URL SPOOL DAYS SAMPLE_EVERY SETTINGS_JSON``:
+    the run in a process of its own (its RSS is serve's alone); samples as JSON."""
+    import json
+    import sys
+
+    url, spool, days, every, settings = argv
+    samples = simulate(url, Path(spool), int(days), sample_every=int(every),
+                       **json.loads(settings))
+    sys.stdout.write(json.dumps([s.__dict__ for s in samples]) + "\n")
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])
