@@ -151,7 +151,7 @@ class Service:
             push_job,  # stdlib only; off without PN_AIRFLOW_URL
         )
 
-        if (push := push_job(self.app.store)) is not None:
+        if (push := push_job(self.app.store, self.metrics.push_dead_lettered.inc)) is not None:
             self.scheduler.add_job(push[0], "interval", seconds=push[1], id="airflow-push",
                                    next_run_time=_now())
         self.scheduler.start()
