@@ -59,6 +59,8 @@ __all__ = ["AirflowClient", "AirflowPushSettings", "AirflowPushSink", "push_job"
 
 log = logging.getLogger(__name__)
 
+#: This process, in lease owners: tells a previous process with our pid from us.
+_PROCESS = uuid.uuid4().hex[:8]
 #: Clock skew allowed between us and Airflow when looking for an earlier send.
 SKEW_SECONDS = 300.0
 
@@ -100,7 +102,7 @@ class AirflowPushSink:
         self.cursors = Cursors(store)
         self.letters = PushLetters(store)
         self.cursor = f"airflow-push:{config.url.rstrip('/')}"
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{_PROCESS}:{uuid.uuid4().hex[:8]}"
         # Long enough for one POST and a settle look-up, renewed before each send.
         self.lease_seconds = 3 * config.timeout_seconds + 5
         self._assets: dict[str, int] = {}
@@ -327,21 +329,19 @@ class AirflowPushSink:
 
 
 def _dead(owner: str) -> bool:
-    """Is the ``host:pid:nonce`` lease owner a process of this host that is gone?
+    """Is the ``host:pid:process:nonce`` lease owner a process of this host that is gone?
 
-    Our own pid under another nonce is a previous incarnation (a container's
-    pid 1 after a restart). A pid reused by another process reads as alive:
-    then the lease simply expires.
+    Our own pid with another process stamp is a previous incarnation (a
+    container's pid 1 after a restart). A pid reused by another process reads
+    as alive: then the lease simply expires.
     """
-    host, _, rest = owner.partition(":")
-    pid_text = rest.partition(":")[0]
+    host, pid_text, process = [*owner.split(":"), "", ""][:3]
     if host != socket.gethostname() or not pid_text.isdigit():
         return False
-    pid = int(pid_text)
-    if pid == os.getpid():
-        return True
+    if int(pid_text) == os.getpid():
+        return process != _PROCESS
     try:
-        os.kill(pid, 0)
+        os.kill(int(pid_text), 0)
     except ProcessLookupError:
         return True
     except OSError:
