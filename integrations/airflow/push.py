@@ -137,8 +137,8 @@ class AirflowPushSink:
         if not self._claim():
             return 0
         try:
-            self.client.token()  # wrong credentials fail the run, not each table
             self._open_table_cursors()
+            self.client.token()  # wrong credentials fail the run, not each table
             self.failures = {}
             sent = sum(self._guarded(t, self._run_table, t) for t in self.config.assets)
             sent += self._redrive()
