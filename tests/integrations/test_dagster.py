@@ -124,7 +124,10 @@ def test_keys_outside_the_partitions_definition_are_skipped_and_counted(pn_app: 
 
 def test_sensor_can_start_running(pn_app: Any) -> None:
     import dagster as dg
-    from partition_notify.integrations.dagster.sensors import partition_set_done_sensor
+    from partition_notify.integrations.dagster.sensors import (
+        DEFAULT_INTERVAL_SECONDS,
+        partition_set_done_sensor,
+    )
 
     stopped = partition_set_done_sensor("sales_orders", "sales.orders", settings=pn_app.settings)
     running = partition_set_done_sensor("sales_orders", "sales.orders", settings=pn_app.settings,
@@ -132,4 +135,20 @@ def test_sensor_can_start_running(pn_app: Any) -> None:
     assert stopped.name == "partition_notify_sales_orders"
     assert stopped.default_status == dg.DefaultSensorStatus.STOPPED
     assert running.default_status == dg.DefaultSensorStatus.RUNNING
-    assert stopped.minimum_interval_seconds == 30
+    assert stopped.minimum_interval_seconds == DEFAULT_INTERVAL_SECONDS == 30
+
+
+def test_a_set_done_before_the_automation_sensors_first_evaluation_starts_no_run(
+    pn_app: Any,
+) -> None:
+    """What docs/schedulers.md says about the first tick: start the automation sensor first."""
+    import dagster as dg
+
+    _, report, sensor, defs = _defs(pn_app)
+    instance = dg.DagsterInstance.ephemeral()
+    pn_app.publisher.send_mark_set_done("sales", "orders", "datestamp=20110301/region=us")
+    _tick(sensor, instance, None)  # recorded before the automation sensor ever evaluated
+    first = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+    second = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=first.cursor)
+    assert first.get_requested_partitions(report.key) == set()
+    assert second.get_requested_partitions(report.key) == set()
