@@ -137,6 +137,31 @@ def test_a_refused_table_is_dead_lettered_and_the_others_keep_flowing(
     assert fixed.run_once() == 0
 
 
+def test_serve_job_logs_and_counts_each_dead_letter(
+    pn_app: Any, airflow_api: str, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from partition_notify.integrations.airflow.push import push_job
+
+    for name, value in {"URL": airflow_api, "USERNAME": USER, "PASSWORD": PASSWORD,
+                        "ASSETS": '{"sales.returns": 999997}'}.items():
+        monkeypatch.setenv(f"PN_AIRFLOW_{name}", value)
+    counted: list[int] = []
+    made = push_job(pn_app.store, counted.append)
+    assert made is not None
+    job, _ = made
+    job()  # cursors start at the log's end
+    bad = pn_app.publisher.send_mark_set_done("sales", "returns", "datestamp=20110408")
+    job()
+    job()
+    assert counted == [1]  # serve adds these to pn_airflow_push_dead_lettered_total
+    (line,) = [r for r in caplog.records
+               if getattr(r, "pn_event", None) == "airflow_push.dead_lettered"]
+    assert line.levelname == "ERROR" and line.event_id == bad.event_id  # type: ignore[attr-defined]
+    assert f"event {bad.event_id} of table sales.returns" in line.getMessage()
+    assert "dead-letters list --source airflow-push" in line.getMessage()
+
+
 def test_a_stale_asset_id_is_looked_up_again_on_404(pn_app: Any, airflow_api: str) -> None:
     """An asset re-created in Airflow has a new id; the cached name→id map must follow."""
     sink = _sink(pn_app, airflow_api, {"sales.orders": "sales_orders"})
