@@ -234,3 +234,17 @@ def test_a_restart_takes_over_the_lease_of_its_dead_predecessor(
     assert sink.cursors.claim(sink.cursor, live_owner, sink.lease_seconds)
     pn_app.publisher.send_mark_set_done("sales", "orders", "datestamp=20110407/region=eu")
     assert sink.run_once() == 0  # a live holder keeps its lease
+
+
+def test_a_redrive_cut_by_a_crash_is_sent_once(pn_app: Any, airflow_api: str) -> None:
+    assets: dict[str, str | int] = {"sales.returns": "sales_returns"}
+    sink = _sink(pn_app, airflow_api, {"sales.returns": 999_996})
+    sink.run_once()
+    bad = pn_app.publisher.send_mark_set_done("sales", "returns", "datestamp=20110409")
+    sink.run_once()
+    assert [d.event_id for d in sink.letters.redrive(None)] == [bad.event_id]
+    with pytest.raises(Crash):
+        _sink(pn_app, airflow_api, assets, crash=True).run_once()  # POSTed, then died
+    restarted = _sink(pn_app, airflow_api, assets)
+    assert restarted.run_once() == 0 and restarted.recovered == 1
+    assert len(_airflow_events(bad.message_id)) == 1 and restarted.letters.find() == []
