@@ -137,10 +137,10 @@ class AirflowPushSink:
         if not self._claim():
             return 0
         try:
-            self._open_table_cursors()
+            end = self._open_table_cursors()
             self.client.token()  # wrong credentials fail the run, not each table
             self.failures = {}
-            sent = sum(self._guarded(t, self._run_table, t) for t in self.config.assets)
+            sent = sum(self._guarded(t, self._run_table, t, end) for t in self.config.assets)
             sent += self._redrive()
             self.sent += sent
             return sent
@@ -159,12 +159,13 @@ class AirflowPushSink:
                         table, exc, extra={"pn_event": "airflow_push.failed", "table": table})
             return 0
 
-    def _open_table_cursors(self) -> None:
+    def _open_table_cursors(self) -> int:
         """Create missing table cursors where the sink-wide cursor stands.
 
         The sink-wide cursor then moves to the log's end: a table mapped later
         starts there. A sink of an older version (one cursor for all tables)
-        hands its position and its intent to the tables here.
+        hands its position and its intent to the tables here. Returns the
+        log's end as read first.
         """
         top = self.cursors.open(self.cursor)
         end = self.store.log.max_event_id()
@@ -172,13 +173,19 @@ class AirflowPushSink:
             self.cursors.open(self.table_cursor(table), start=top.event_id)
         if top.pending_event_id is not None and top.pending_since is not None:
             ev = self._logged(top.pending_event_id)
-            owner = _table_of(ev) if ev is not None else ""
+            owner = str(ev.headers.get(PN_TABLE, "")) if ev is not None else ""
             if owner in self.config.assets:
                 self.cursors.mark_pending(self.table_cursor(owner), top.pending_event_id,
                                           since=top.pending_since)
         self.cursors.advance(self.cursor, end)
+        return end
 
-    def _run_table(self, table: str) -> int:
+    def _run_table(self, table: str, end: int) -> int:
+        """Push one batch of ``table``; a table with nothing more up to ``end`` moves there.
+
+        Moving a quiet table's cursor to ``end`` keeps its next read a short
+        range of the event-id index instead of a scan from long ago.
+        """
         name = self.table_cursor(table)
         cur = self.cursors.open(name)
         if cur.pending_event_id is not None and not self._settle(table, cur):
@@ -199,8 +206,10 @@ class AirflowPushSink:
             except PushRefused as exc:
                 self._dead_letter(table, ev.event_id, str(exc))
             self.cursors.advance(name, ev.event_id)
-        if events:
-            self.cursors.advance(name, events[-1].event_id)
+        last = events[-1].event_id if events else cur.event_id
+        target = max(end, last) if len(events) < self.config.batch_size else last
+        if target > cur.event_id:
+            self.cursors.advance(name, target)
         return sent
 
     def _send(self, table: str, msg: SetDoneMessage) -> None:
@@ -347,10 +356,6 @@ def _dead(owner: str) -> bool:
     except OSError:
         return False  # exists, owned by another user
     return False
-
-
-def _table_of(ev: LoggedEvent) -> str:
-    return str(ev.headers.get(PN_TABLE, ""))
 
 
 def _set_done(ev: LoggedEvent) -> SetDoneMessage | None:

@@ -11,25 +11,16 @@ from partition_notify.store.push_letters import DISCARDED_RETENTION_SECONDS, Pus
 
 from partition_notify.app import App, build_app
 from partition_notify.errors import ConflictError, NotFoundError
-from tests.store.test_dead_letters import _cli
+from tests.store.test_dead_letters import Clock, _cli
 
 SINK = "airflow-push:http://airflow:8080"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
 def app(store_url: str) -> Iterator[tuple[App, Store, Clock]]:
     app = build_app(store_url=store_url, transport_url="embedded://")
     clock = Clock()
-    app.store.clock = clock
-    yield app, app.store, clock
+    yield app, Store(app.store.engine, clock=clock), clock
     app.close()
 
 
