@@ -32,12 +32,10 @@ library is used: ``serve`` does not need Airflow installed.
 from __future__ import annotations
 
 import logging
-import os
-import socket
-import uuid
 from collections.abc import Callable
 
 from partition_notify.integrations.airflow.push_client import AirflowClient
+from partition_notify.integrations.airflow.push_owner import lease_owner, owner_is_gone
 from partition_notify.integrations.shared import payload
 from partition_notify.store import LoggedEvent, Store, TableInfo
 from partition_notify.store.cursors import Cursor, Cursors
@@ -59,8 +57,8 @@ __all__ = ["AirflowClient", "AirflowPushSettings", "AirflowPushSink", "push_job"
 
 log = logging.getLogger(__name__)
 
-#: This process, in lease owners: tells a previous process with our pid from us.
-_PROCESS = uuid.uuid4().hex[:8]
+#: A table that keeps failing logs one WARNING per this many seconds, not one per run.
+WARN_EVERY_SECONDS = 60.0
 #: Clock skew allowed between us and Airflow when looking for an earlier send.
 SKEW_SECONDS = 300.0
 
@@ -102,7 +100,7 @@ class AirflowPushSink:
         self.cursors = Cursors(store)
         self.letters = PushLetters(store)
         self.cursor = f"airflow-push:{config.url.rstrip('/')}"
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{_PROCESS}:{uuid.uuid4().hex[:8]}"
+        self.owner = lease_owner()
         # Long enough for one POST and a settle look-up, renewed before each send.
         self.lease_seconds = 3 * config.timeout_seconds + 5
         self._assets: dict[str, int] = {}
@@ -110,6 +108,7 @@ class AirflowPushSink:
         self.sent = self.recovered = self.dead_lettered = 0
         #: Tables whose push failed in the last run, with the error (they retry next run).
         self.failures: dict[str, str] = {}
+        self._warned: dict[str, float] = {}  # table -> when its last WARNING was logged
 
     def table_cursor(self, table: str) -> str:
         return f"{self.cursor}#{table}"
@@ -155,9 +154,19 @@ class AirflowPushSink:
             raise  # the lease was lost: this process must stop sending
         except PartitionNotifyError as exc:
             self.failures[table] = str(exc)
-            log.warning("Airflow push of %s failed (retried next run; other tables go on): %s",
-                        table, exc, extra={"pn_event": "airflow_push.failed", "table": table})
+            if self._due_warning(table):
+                log.warning("Airflow push of %s failed (retried every run, logged once a "
+                            "minute; other tables go on): %s", table, exc,
+                            extra={"pn_event": "airflow_push.failed", "table": table})
             return 0
+
+    def _due_warning(self, table: str) -> bool:
+        """At most one WARNING a minute per table while it keeps failing or waiting."""
+        now = self.store.clock()
+        if now - self._warned.get(table, -WARN_EVERY_SECONDS) < WARN_EVERY_SECONDS:
+            return False
+        self._warned[table] = now
+        return True
 
     def _open_table_cursors(self) -> int:
         """Create missing table cursors where the sink-wide cursor stands.
@@ -255,7 +264,7 @@ class AirflowPushSink:
         if self.cursors.claim(self.cursor, self.owner, self.lease_seconds):
             return True
         holder = self.cursors.open(self.cursor).lease_owner
-        if holder is None or holder == self.owner or not _dead(holder):
+        if holder is None or holder == self.owner or not owner_is_gone(holder):
             return False
         log.info("Airflow push: taking over the lease of %s (that process is gone)", holder)
         return self.cursors.take_over(self.cursor, holder, self.owner, self.lease_seconds)
@@ -293,11 +302,12 @@ class AirflowPushSink:
         waited = self.store.clock() - cur.pending_since
         if waited < self.config.settle_timeout_seconds:
             self.failures[table] = f"cannot tell yet whether event {event_id} reached Airflow"
-            log.warning("Airflow push of %s waits: Airflow cannot list event %d's asset events "
-                        "yet (HTTP 500 while a DAG run they created is queued, Airflow 3.3.2); "
-                        "%.0f s of %.0f s", table, event_id, waited,
-                        self.config.settle_timeout_seconds,
-                        extra={"pn_event": "airflow_push.unsettled", "table": table})
+            if self._due_warning(table):
+                log.warning("Airflow push of %s waits: Airflow cannot list event %d's asset "
+                            "events yet (HTTP 500 while a DAG run they created is queued, "
+                            "Airflow 3.3.2); %.0f s of %.0f s", table, event_id, waited,
+                            self.config.settle_timeout_seconds,
+                            extra={"pn_event": "airflow_push.unsettled", "table": table})
             return False
         self._dead_letter(table, event_id, (
             f"Airflow could not say within {self.config.settle_timeout_seconds:.0f} s whether "
@@ -335,27 +345,6 @@ class AirflowPushSink:
             return 0
         self.letters.delivered(self.cursor, letter.event_id)
         return 1
-
-
-def _dead(owner: str) -> bool:
-    """Is the ``host:pid:process:nonce`` lease owner a process of this host that is gone?
-
-    Our own pid with another process stamp is a previous incarnation (a
-    container's pid 1 after a restart). A pid reused by another process reads
-    as alive: then the lease simply expires.
-    """
-    host, pid_text, process = [*owner.split(":"), "", ""][:3]
-    if host != socket.gethostname() or not pid_text.isdigit():
-        return False
-    if int(pid_text) == os.getpid():
-        return process != _PROCESS
-    try:
-        os.kill(int(pid_text), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False  # exists, owned by another user
-    return False
 
 
 def _set_done(ev: LoggedEvent) -> SetDoneMessage | None:
