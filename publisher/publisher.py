@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from partition_notify.publisher.marks import (
+    DEFAULT_EXIT_TIMEOUT_SECONDS,
     DEFAULT_FLUSH_INTERVAL_SECONDS,
     DEFAULT_MAX_BATCH,
     MarkBatcher,
@@ -60,6 +61,9 @@ class PublisherConfig:
     #: at ``mark_max_batch`` and on close); 0 marks each publish in its own commit.
     mark_flush_interval_seconds: float = DEFAULT_FLUSH_INTERVAL_SECONDS
     mark_max_batch: int = DEFAULT_MAX_BATCH
+    #: A writer that ends without close() flushes its pending marks at interpreter
+    #: exit, within this many seconds (App: PN_CLOSE_TIMEOUT_SECONDS).
+    mark_exit_timeout_seconds: float = DEFAULT_EXIT_TIMEOUT_SECONDS
 
 
 class Publisher:
@@ -84,6 +88,7 @@ class Publisher:
             store.log.mark_published,
             interval=config.mark_flush_interval_seconds,
             max_batch=config.mark_max_batch,
+            exit_timeout=config.mark_exit_timeout_seconds,
         )
 
     def flush_marks(self) -> None:
