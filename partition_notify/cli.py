@@ -1,8 +1,12 @@
 """The ``partition-notify`` command line.
 
-Exit codes: 0 success; 1 an error (bad input, store or broker failure) — one
-line on stderr, no traceback; 2 bad command-line usage; 3 ``wait`` timed out;
-4 ``wait --fail-on-late``: the spec was declared late; 130 interrupted.
+Exit codes: 0 success; 1 an error (bad input, store or broker failure) and
+nothing was saved — one line on stderr, no traceback; 2 bad command-line
+usage; 3 ``wait`` timed out; 4 ``wait --fail-on-late``: the spec was declared
+late; 5 a write was saved but the broker did not confirm it: the relay
+(``serve``) delivers it, do not retry (or retry with the same
+--idempotency-key); 6 a write was saved but the broker refused it for good:
+the relay dead-letters it unless the refusal is fixed; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -16,9 +20,21 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
-from partition_notify import cli_deadletters, cli_deadlines, cli_http, cli_revisions, cli_spark
+from partition_notify import (
+    cli_deadletters,
+    cli_deadlines,
+    cli_http,
+    cli_revisions,
+    cli_spark,
+    limits,
+)
 from partition_notify.cli_types import Handler, db_table, integer, undecodable
-from partition_notify.errors import PartitionNotifyError, WaitTimeout
+from partition_notify.errors import (
+    MessageRejected,
+    PartitionNotifyError,
+    PublishError,
+    WaitTimeout,
+)
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -26,6 +42,8 @@ if TYPE_CHECKING:
     from partition_notify.app import App
 
 EXIT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 1, 2, 3
+#: A write the store saved but the broker did not confirm (5) or refused for good (6).
+EXIT_PENDING, EXIT_REFUSED = 5, 6
 #: Drivers that log their own connection failures; a one-shot command reports
 #: them in its one error line instead (``serve`` keeps them: it configures logging).
 DRIVER_LOGGERS = ("stomp.py", "kafka")
@@ -94,7 +112,8 @@ def cmd_register(args: argparse.Namespace) -> int:
 def cmd_announce(args: argparse.Namespace) -> int:
     with _app(args) as app:
         sent = app.publisher.announce_partitions(
-            *db_table(args), args.partitions, replace=args.replace
+            *db_table(args), args.partitions, replace=args.replace,
+            idempotency_key=args.idempotency_key,
         )
         for msg in sent:
             print(_dump(msg))
@@ -106,7 +125,8 @@ def cmd_announce(args: argparse.Namespace) -> int:
 
 def cmd_mark_done(args: argparse.Namespace) -> int:
     with _app(args) as app:
-        print(_dump(app.publisher.send_mark_set_done(*db_table(args), args.spec)))
+        print(_dump(app.publisher.send_mark_set_done(
+            *db_table(args), args.spec, idempotency_key=args.idempotency_key)))
     return 0
 
 
@@ -221,11 +241,22 @@ def _announce_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("table", type=_table, help="db.table")
     sp.add_argument("partitions", nargs="+", help="full specs: datestamp=20110228/region=us")
     sp.add_argument("--replace", action="store_true", help="announce again (overwrite)")
+    _idempotency_arg(sp)
 
 
 def _mark_done_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("table", type=_table, help="db.table")
     sp.add_argument("spec", help="partial spec: datestamp=20110228")
+    _idempotency_arg(sp)
+
+
+def _idempotency_arg(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument(
+        "--idempotency-key", metavar="KEY",
+        help="a retry with the same key (and arguments) logs and sends nothing again and "
+        f"prints what the first run saved; kept {limits.IDEMPOTENCY_TTL_SECONDS // 3600} h "
+        "(PN_HTTP_IDEMPOTENCY_TTL_SECONDS)",
+    )
 
 
 def _wait_args(sp: argparse.ArgumentParser) -> None:
@@ -332,11 +363,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"partition-notify {args.command}: timeout: {exc}", file=sys.stderr)
         return EXIT_TIMEOUT
     except PartitionNotifyError as exc:
-        one_line = " ".join(str(exc).split())
-        print(f"partition-notify {args.command}: error: {one_line}", file=sys.stderr)
-        return EXIT_ERROR
+        return _failed(args.command, exc)
     except KeyboardInterrupt:
         return 130
+
+
+def _failed(command: str, exc: PartitionNotifyError) -> int:
+    """One stderr line; the exit code tells "nothing saved" (1) from "saved" (5, 6)."""
+    one_line = " ".join(str(exc).split())
+    code, what = EXIT_ERROR, "error"
+    if isinstance(exc, PublishError) and exc.logged:
+        code, what = ((EXIT_REFUSED, "saved, refused by the broker")
+                      if isinstance(exc, MessageRejected)
+                      else (EXIT_PENDING, "saved, delivery pending"))
+    print(f"partition-notify {command}: {what}: {one_line}", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

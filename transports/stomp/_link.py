@@ -209,7 +209,8 @@ class StompLink:
         permanent = PERMANENT_REFUSAL.search(reason) is not None
         if receipt_id and self.receipts.fail(receipt_id, f"the broker refused it: {reason}",
                                              permanent=permanent):
-            log.warning("broker %s refused a frame: %s", self.endpoint.where, reason)
+            # The publisher's caller gets the reason in the error; the relay logs it.
+            log.debug("broker %s refused a frame: %s", self.endpoint.where, reason)
             return
         # STOMP: the server closes the connection after an ERROR frame.
         self.lost(gen, f"ERROR frame from the broker: {reason}")
