@@ -122,6 +122,9 @@ class Settings(BaseSettings):
     http_idempotency_ttl_seconds: int = Field(
         IDEMPOTENCY_TTL_SECONDS, gt=0,
         description="Idempotency-Key lifetime (HTTP, and CLI/Python idempotency keys)")
+    http_stream_auth_recheck_seconds: float = Field(
+        30.0, gt=0, description="an open SSE stream re-checks its token this often; "
+        "a revoked token's stream is closed")
     http_shutdown_timeout_seconds: float = Field(10.0, gt=0, description="HTTP drain on stop")
     deadline_check_interval_seconds: float = Field(30.0, gt=0, description="lateness re-check")
     deadline_lookback_seconds: int = Field(
