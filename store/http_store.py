@@ -188,6 +188,15 @@ class HttpStore:
             )
         )
 
+    def restate(self, principal: str, key: str, status: int, body: dict[str, object]) -> None:
+        """Replace a stored response (a 201 that became 202: the broker did not confirm),
+        so a retry is answered with what the first request was."""
+        with self._uow(write=True) as uow:
+            row = IdempotencyRepository(uow.session).get(principal, key)
+            if row is not None:
+                row.status = status
+                row.response = json.dumps(body, separators=(",", ":"))
+
     # -- stream replay --------------------------------------------------------
     def events_of_table_after(
         self, table_id: int, after: int, limit: int

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Callable, Sequence
 from typing import Annotated
 
@@ -27,7 +28,7 @@ from fastapi import Header
 from fastapi.responses import JSONResponse
 
 from partition_notify.contract import AnyMessage
-from partition_notify.errors import PublishError, ValidationError
+from partition_notify.errors import PartitionNotifyError, PublishError, ValidationError
 from partition_notify.http.auth import Principal
 from partition_notify.http.context import HttpContext
 from partition_notify.http.problems import ApiProblem, from_error
@@ -38,6 +39,8 @@ from partition_notify.store.http_store import (
 )
 from partition_notify.store.provider import InTxn
 from partition_notify.store.uow import UnitOfWork
+
+log = logging.getLogger(__name__)
 
 IdempotencyKey = Annotated[
     str | None,
@@ -113,6 +116,16 @@ def idempotent_write(
             raise
         ctx.hub.poke()
         body = {**captured["body"], "delivery": f"pending: {' '.join(str(exc).split())}"}
+        if key is not None:
+            _restate(ctx, principal, key, body)
         return JSONResponse(body, status_code=202, headers=headers)
     ctx.hub.poke()
     return JSONResponse(captured["body"], status_code=status, headers=headers)
+
+
+def _restate(ctx: HttpContext, principal: Principal, key: str, body: dict[str, object]) -> None:
+    """A retry of a 202 is answered 202 with ``delivery``, not the 201 stored in the write."""
+    try:
+        ctx.http_store.restate(principal.name, key, 202, body)
+    except PartitionNotifyError as exc:  # the write stands; only the replay's status is off
+        log.warning("could not record the 202 of Idempotency-Key %r: %s", key, exc)
