@@ -28,7 +28,7 @@ from partition_notify import (
     cli_spark,
     limits,
 )
-from partition_notify.cli_types import Handler, db_table, integer, undecodable
+from partition_notify.cli_types import Handler, db_table, integer, plain, undecodable
 from partition_notify.errors import (
     MessageRejected,
     PartitionNotifyError,
@@ -325,7 +325,7 @@ COMMANDS: tuple[tuple[str, Handler, str, Callable[[argparse.ArgumentParser], Non
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="partition-notify",
-        description=__doc__,
+        description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--store-url", help="overrides PN_STORE_URL")

@@ -5,7 +5,7 @@ good (too large, not authorized, invalid destination); see
 :mod:`partition_notify.store.dead_letters`. These commands list them, send them again
 (``redrive``: back to pending, counts reset; fix the cause first) or give up
 on them (``discard``: kept in the log, marked, never sent). Output is JSON,
-one object per line; exit codes as in :mod:`partition_notify.cli`. Only the
+one object per line; exit codes as in ``partition-notify --help``. Only the
 store is opened: no broker is needed.
 """
 
@@ -16,6 +16,8 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
+
+from partition_notify.cli_types import plain
 
 if TYPE_CHECKING:
     from partition_notify.cli_types import Handler, SubParsers
@@ -75,7 +77,7 @@ def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser],
                 table_type: Callable[[str], tuple[str, str]]) -> None:
     """Add ``dead-letters`` to the subcommands ``sub`` of the main parser."""
     help_ = "events the broker refused for good: list, redrive, discard"
-    grp = sub.add_parser("dead-letters", help=help_, description=__doc__,
+    grp = sub.add_parser("dead-letters", help=help_, description=plain(__doc__),
                          formatter_class=argparse.RawDescriptionHelpFormatter).add_subparsers(
         dest="dead_letters_command", metavar="COMMAND", required=True, parser_class=parser_class)
 

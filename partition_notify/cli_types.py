@@ -8,6 +8,7 @@ inside a driver.
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -68,3 +69,9 @@ def _escaped(arg: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def plain(doc: str | None) -> str:
+    """A module docstring as ``--help`` text: reST roles and literals as plain text."""
+    text = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", doc or "")
+    return text.replace("``", "`")
