@@ -113,7 +113,8 @@ class Settings(BaseSettings):
         "", description="serve: extra comma-separated dirs holding Spark commit manifests"
     )
     log_format: Literal["text", "json"] = "text"
-    metrics_port: int | None = Field(None, description="serve: Prometheus endpoint port")
+    metrics_port: int | None = Field(None, ge=1, le=65535,
+                                     description="serve: Prometheus endpoint port")
     # HTTP API and deadlines (docs/http-api.md)
     http_bind: str | None = Field(None, description="serve: host:port of the HTTP API (off unset)")
     http_anonymous_read: bool = Field(False, description="HTTP reads without a token")
