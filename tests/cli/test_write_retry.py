@@ -17,6 +17,8 @@ from tests.brokers.stomp_helpers import build, stomp_spec
 from tests.contract.raw_clients import RawStomp, reader_credentials
 from tests.support.net import free_port
 
+pytestmark = pytest.mark.broker
+
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, list[str]]:
     capsys.readouterr()

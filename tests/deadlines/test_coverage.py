@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
+from partition_notify.store import Store
 
 from partition_notify.app import App, build_app
-from partition_notify.store import Store
 from tests.support.clock import FakeClock
 
 
@@ -35,9 +35,10 @@ def app(store_url: str, clock: FakeClock) -> Iterator[App]:
     # The same wiring on a store whose clock the test moves (retention expiry included).
     application.store.close()
     store = Store.open(store_url, clock=clock)
+    from partition_notify.publisher import Publisher
+
     from partition_notify.app import App as AppClass
     from partition_notify.app import build_transport
-    from partition_notify.publisher import Publisher
 
     transport = build_transport(application.settings, store)
     wired = AppClass(application.settings, store, transport,

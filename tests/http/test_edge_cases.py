@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-
 from partition_notify.store.http_store import HttpStore
+
 from tests.http.support import Server, start_server
 from tests.http.test_reads import Sse
 from tests.http.test_writes import assert_problem
@@ -58,14 +58,14 @@ def test_revoked_token_loses_its_open_stream(server: Server) -> None:
     token_name = f"s-{uuid.uuid4().hex[:8]}"
     token = tokens.create_token(token_name, "read")[1]
     headers = {"Authorization": f"Bearer {token}"}
-    with httpx.Client(base_url=server.base, headers=headers, timeout=20) as c:
-        with c.stream("GET", f"/v1/tables/{table}/stream") as r:
-            events = iter(Sse(r))
-            sent = server.app.publisher.send_mark_set_done(db, name, "datestamp=1")
-            assert next(events)[0] == sent.event_id
-            tokens.revoke_token(token_name)
-            # The server ends the stream within its re-check interval: iteration stops.
-            rest = list(events)
+    with (httpx.Client(base_url=server.base, headers=headers, timeout=20) as c,
+          c.stream("GET", f"/v1/tables/{table}/stream") as r):
+        events = iter(Sse(r))
+        sent = server.app.publisher.send_mark_set_done(db, name, "datestamp=1")
+        assert next(events)[0] == sent.event_id
+        tokens.revoke_token(token_name)
+        # The server ends the stream within its re-check interval: iteration stops.
+        rest = list(events)
     assert rest == []
 
 

@@ -13,11 +13,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.brokers.stomp_helpers import build, stomp_spec
 from tests.contract.raw_clients import RawStomp, reader_credentials
 
 CHILD = Path(__file__).with_name("_exit_writer.py")
 COUNT = 5
+
+pytestmark = pytest.mark.broker
 
 
 def test_writer_exit_without_close_sends_each_event_once(store_url: str) -> None:
