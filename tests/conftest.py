@@ -8,6 +8,7 @@ here (tests/support/markers.py), so ``-m "not broker"`` means it.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from urllib.parse import urlsplit
@@ -82,3 +83,12 @@ def app(store_url: str) -> Iterator[object]:
     application = build_app(store_url=store_url, transport_url="embedded://")
     yield application
     application.close()
+
+
+@pytest.fixture(autouse=True)
+def _loggers_enabled() -> None:
+    # A logging.config call earlier in the run (dictConfig/fileConfig disable the
+    # loggers that already exist) must not silence a later test's caplog checks.
+    for logger in logging.Logger.manager.loggerDict.values():
+        if isinstance(logger, logging.Logger):
+            logger.disabled = False
