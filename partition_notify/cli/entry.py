@@ -55,6 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"partition-notify: error: {bad} (see --help)", file=sys.stderr)
         return EXIT_USAGE
     args = build_parser().parse_args(argv)
+    # Restored on return: a program that calls main() keeps its own logging.
+    saved = {name: logging.getLogger(name).level for name in DRIVER_LOGGERS}
     if args.command != "serve":
         for name in DRIVER_LOGGERS:
             logging.getLogger(name).setLevel(logging.CRITICAL + 1)
@@ -70,6 +72,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+    finally:
+        for name, level in saved.items():
+            logging.getLogger(name).setLevel(level)
 
 
 if __name__ == "__main__":

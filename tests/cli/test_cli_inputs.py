@@ -127,3 +127,17 @@ def test_unreachable_stomp_broker_gives_only_our_line(tmp_path):
     assert proc.returncode == EXIT_ERROR
     assert len(err) == 1, err
     assert err[0].startswith("partition-notify wait: error: cannot connect")
+
+
+def test_main_leaves_the_callers_driver_log_levels_alone(capsys, store):
+    # main() quiets stomp.py and kafka for its one-line errors; a program that
+    # calls it in-process (and later tests) must get its own levels back.
+    import logging
+
+    for name in ("stomp.py", "kafka"):
+        logging.getLogger(name).setLevel(logging.DEBUG)
+    code, _, _ = run(capsys, *store, "tables")
+    assert code == 0
+    assert [logging.getLogger(n).level for n in ("stomp.py", "kafka")] == [logging.DEBUG] * 2
+    for name in ("stomp.py", "kafka"):
+        logging.getLogger(name).setLevel(logging.NOTSET)

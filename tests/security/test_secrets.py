@@ -53,7 +53,7 @@ def assert_clean(exc: BaseException, caplog: pytest.LogCaptureFixture) -> None:
 def debug_logs(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
     caplog.set_level(logging.DEBUG)
     for name in ("stomp.py", "transports", "publisher", "store", "kafka", "sqlalchemy"):
-        logging.getLogger(name).setLevel(logging.DEBUG)
+        caplog.set_level(logging.DEBUG, logger=name)  # restored after the test
     return caplog
 
 
