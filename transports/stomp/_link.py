@@ -43,6 +43,7 @@ from partition_notify.transports.stomp._wire import (
     Sub,
     close_socket,
     hide_passcodes,
+    notify_reconnected,
 )
 
 from partition_notify.core.backoff import Backoff
@@ -88,7 +89,7 @@ class StompLink:
             conn, gen, owners = self._ensure_locked(deadline)
         finally:
             self._connect_lock.release()
-        self._notify_reconnected(owners)
+        notify_reconnected(owners)
         return conn, gen
 
     def _ensure_locked(self, deadline: float) -> tuple[stomp.Connection12, int, list[Owner]]:
@@ -195,13 +196,6 @@ class StompLink:
                                                      name="pn-stomp-reconnect", daemon=True)
                 self._reconnector.start()
 
-    def _notify_reconnected(self, owners: Sequence[Owner]) -> None:
-        for owner in owners:
-            try:
-                owner.reconnected()
-            except Exception:
-                log.exception("reconnect callback failed")
-
     def on_receipt(self, receipt_id: str) -> None:
         self.receipts.resolve(receipt_id)
 
@@ -272,7 +266,7 @@ class StompLink:
                 raise
         finally:
             self._connect_lock.release()
-        self._notify_reconnected(owners)
+        notify_reconnected(owners)
 
     def _subscribe_frames(self, conn: stomp.Connection12, gen: int, subs: Sequence[Sub],
                           deadline: float, timeout: float | None = None) -> None:

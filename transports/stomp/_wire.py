@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -94,6 +94,15 @@ class Owner(Protocol):
     def deliver(self, raw: RawMessage) -> None: ...
 
     def reconnected(self) -> None: ...
+
+
+def notify_reconnected(owners: Sequence[Owner]) -> None:
+    """Tell each owner; one failing callback must not keep the others uninformed."""
+    for owner in owners:
+        try:
+            owner.reconnected()
+        except Exception:
+            log.exception("reconnect callback failed")
 
 
 @dataclass(frozen=True, slots=True)
