@@ -21,6 +21,10 @@ if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIEnvironment
 
 
+#: The ``status`` label values of ``pn_spark_commits_total``.
+SPARK_COMMIT_STATUSES = ("announced", "spooled", "duplicate", "ignored", "rejected")
+
+
 class _Stats(Protocol):
     received: int
     malformed: int
@@ -63,6 +67,14 @@ class Metrics:
         self.up = Gauge(
             "pn_store_up", "1 when the store answered the last health check", registry=r
         )
+        self.spark_commits = Counter(
+            "pn_spark_commits",
+            "Spark commit manifests by outcome: announced (HTTP or CLI), spooled (announced "
+            "from a spool), duplicate, ignored (no registered table), rejected",
+            ["status"], registry=r,
+        )
+        for status in SPARK_COMMIT_STATUSES:
+            self.spark_commits.labels(status=status)
         self._server: WSGIServer | None = None
         self.healthy: Callable[[], bool] = lambda: True
 

@@ -6,6 +6,7 @@ composition root does) so tests and tools can pass their own values.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, SecretStr
@@ -33,6 +34,19 @@ SqliteSynchronous = Annotated[
         lambda v: v.upper() if isinstance(v, str) and v.upper() in SQLITE_LEVELS else v
     ),
 ]
+
+
+def _filesystem(value: object) -> object:
+    """``PN_DEFAULT_FS``: a filesystem URI (``hdfs://nn:8020``, ``file:///``), no path."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*:(//[^/?#]*)?/?",
+                                                      value.strip()):
+        raise ValueError("expected a filesystem URI without a path, e.g. hdfs://namenode:8020")
+    return value.strip()
+
+
+DefaultFs = Annotated[str | None, BeforeValidator(_filesystem)]
 #: Refusals for good before the relay dead-letters an event.
 DEFAULT_MAX_ATTEMPTS = 5
 
@@ -108,6 +122,14 @@ class Settings(BaseSettings):
     )
     spark_spool_interval_seconds: float = Field(
         5.0, gt=0, description="serve: how often it looks for Spark commit manifests"
+    )
+    spark_spool_scan_deadline_seconds: float = Field(
+        30.0, gt=0, description="serve: longest one pick-up of Spark commit manifests runs; "
+        "the rest waits for the next"
+    )
+    default_fs: DefaultFs = Field(
+        None, description="the filesystem scheme-less table locations are on, as Hadoop's "
+        "fs.defaultFS (e.g. hdfs://nn:8020); unset: the local filesystem"
     )
     spark_spool_dirs: str = Field(
         "", description="serve: extra comma-separated dirs holding Spark commit manifests"

@@ -36,6 +36,12 @@ def cmd_register(args: argparse.Namespace) -> int:
             topic=args.topic,
             location=args.location,
         )
+        if args.location:
+            from partition_notify.writers.commit_locations import never_matches
+
+            if why := never_matches(args.location, app.settings.default_fs):
+                print(f"partition-notify register: warning: location {args.location!r} will "
+                      f"never match what Spark reports: {why}", file=sys.stderr)
         print(
             f"{info.qualified} keys={','.join(info.partition_keys)} topic={info.topic} "
             f"retention_seconds={info.retention_seconds}"
@@ -163,7 +169,8 @@ def _register_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--keys", type=keys_arg, required=True, help="partition keys, in order: a,b")
     sp.add_argument("--retention-seconds", type=int, help="how long set-done is kept")
     sp.add_argument("--topic", help="explicit topic instead of the naming policy")
-    sp.add_argument("--location", help="table location (informational)")
+    sp.add_argument("--location", help="table location: where Spark writes it (the commit "
+                    "protocol matches writes by it)")
 
 
 def _announce_args(sp: argparse.ArgumentParser) -> None:

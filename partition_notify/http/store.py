@@ -139,6 +139,14 @@ class HttpStore:
                 return None
             return None if row.revoked_at is not None else TokenInfo.of(row)
 
+    def signing_keys(self, role: str = "write") -> list[bytes]:
+        """Keys that verify a spooled manifest: each live token's digest with ``role`` or more
+        (see :mod:`partition_notify.writers.spool_signature`)."""
+        with self._uow() as uow:
+            rows = ApiTokenRepository(uow.session).all()
+            return [r.token_sha256.encode("ascii") for r in rows
+                    if r.revoked_at is None and TokenInfo.of(r).allows(role)]
+
     # -- idempotency ----------------------------------------------------------
     def stored_response(self, principal: str, key: str) -> StoredResponse | None:
         with self._uow() as uow:

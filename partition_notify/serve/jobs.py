@@ -49,6 +49,8 @@ class Runtime:
     relay: Relay
     healthy: threading.Event
     scheduler: BaseScheduler
+    #: set when ``serve`` stops: a long job (the manifest pick-up) ends after the item in hand
+    stopping: threading.Event
 
 
 @dataclass(frozen=True)
@@ -77,20 +79,32 @@ def health(rt: Runtime) -> tuple[JobFn, float]:
 
 
 def spark_commits(rt: Runtime) -> tuple[JobFn, float]:
+    from partition_notify.http.store import HttpStore
+
+    s, tokens = rt.app.settings, HttpStore(rt.app.store)
+    extra = [d for d in s.spark_spool_dirs.split(",") if d.strip()]
+
     def job() -> None:
         from partition_notify.writers.commit_spool import scan
 
-        extra = [d for d in rt.app.settings.spark_spool_dirs.split(",") if d.strip()]
         try:
-            stats = scan(rt.app.publisher, extra)
+            # Read per scan: a token revoked since the last one no longer verifies.
+            stats = scan(rt.app.publisher, extra, keys=tokens.signing_keys(),
+                         default_fs=s.default_fs,
+                         deadline_seconds=s.spark_spool_scan_deadline_seconds,
+                         should_stop=rt.stopping.is_set)
         except PartitionNotifyError as exc:
             log.warning("spark commit pick-up failed: %s", exc)
             return
+        counter = rt.metrics.spark_commits
+        for status, n in (("spooled", stats.announced), ("duplicate", stats.duplicates),
+                          ("ignored", stats.ignored), ("rejected", stats.rejected)):
+            counter.labels(status=status).inc(n)
         if stats.jobs:
             log.info("spark commits picked up: %s", stats,
                      extra={"pn_event": "spark_commit.picked_up"})
 
-    return job, rt.app.settings.spark_spool_interval_seconds
+    return job, s.spark_spool_interval_seconds
 
 
 def relay(rt: Runtime) -> tuple[JobFn, float]:

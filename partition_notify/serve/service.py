@@ -37,9 +37,11 @@ class Service:
         self.relay = relay or app.relay
         self.scheduler = BackgroundScheduler(job_defaults={"coalesce": True, "max_instances": 1})
         self.healthy = threading.Event()
+        self.stopping = threading.Event()
         self.metrics.healthy = self.healthy.is_set
         self.jobs = tuple(jobs)
-        self.runtime = Runtime(app, self.metrics, self.relay, self.healthy, self.scheduler)
+        self.runtime = Runtime(
+            app, self.metrics, self.relay, self.healthy, self.scheduler, self.stopping)
 
     def _built(self) -> list[tuple[Job, JobFn, float]]:
         return [(job, *built) for job in self.jobs if (built := job.build(self.runtime))]
@@ -63,6 +65,7 @@ class Service:
         # The batch in flight finishes (its publish has a deadline) and is
         # marked; no new batch starts. wait=True waits for that.
         self.relay.stopping.set()
+        self.stopping.set()   # a manifest pick-up stops after the file in hand
         self.scheduler.shutdown(wait=True)
         self.metrics.close()
 
