@@ -1,4 +1,4 @@
-"""Retention of everything that grows besides set-done rows (docs/reliability.md#retention).
+"""Retention of the shared log besides set-done rows (docs/reliability.md#retention).
 
 Each purge deletes oldest first in short batches (one transaction each), as
 the set-done purge does (:func:`in_batches`), so writers get in between.
@@ -7,14 +7,17 @@ the set-done purge does (:func:`in_batches`), so writers get in between.
   horizon, at or below every consumer cursor, never the last event of a
   topic (subscribers compare topic sequences with it), never one still
   waiting for its relay or held as a dead letter;
-* Spark commit records, expectation verdicts, idle consumer cursors and
-  expired idempotency keys, each after its own retention.
+* idle consumer cursors.
+
+The features purge their own tables with the helpers here (Spark commits in
+``writers``, verdicts in ``deadlines``, idempotency keys in ``http``): the
+store layer never imports them; ``serve`` runs them all in one job.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Sequence
 from typing import cast
 
 from partition_notify.store.cursor_schema import CursorRow
@@ -22,42 +25,45 @@ from partition_notify.store.schema import EventRow, SequenceRow
 from partition_notify.store.uow import Access, UnitOfWork, affected_rows
 from sqlalchemy import (
     ColumnElement,
-    Float,
     Table,
     TableClause,
     and_,
-    column,
     delete,
     exists,
     func,
     or_,
     select,
-    table,
     update,
 )
-from sqlalchemy.orm import aliased
+from sqlalchemy.orm import Session, aliased
+
+from partition_notify.core.errors import ValidationError
 
 #: pn_sequence row (migration 0008): event ids below it may be purged.
 PURGED_BELOW = "log-purged-below"
-#: Tables whose row counts ``serve`` exports (pn_store_rows{table=...}).
-COUNTED_TABLES = (
-    "pn_events", "pn_set_done", "pn_partitions", "pn_spark_commits",
-    "pn_expectation_checks", "pn_consumer_cursors", "pn_idempotency",
-)
+#: The shared log's tables whose sizes ``serve`` exports (pn_store_rows); the
+#: features add theirs in partition_notify/serve/housekeeping.py.
+LOG_TABLES = ("pn_events", "pn_set_done", "pn_partitions", "pn_consumer_cursors")
+_EVENTS = cast(Table, EventRow.__table__)
+_CURSORS = cast(Table, CursorRow.__table__)
+_TABLE_NAME = re.compile(r"pn_[a-z_]{1,60}")
+#: Past every real event id: "no cursor holds the log back".
+_NO_FLOOR = 2**62
 
 
 def in_batches(
-    access: Access,
+    write_uow: Callable[[], UnitOfWork],
     delete_batch: Callable[[UnitOfWork, int], int],
     *,
     batch_size: int,
     max_batches: int | None = None,
     between_batches: Callable[[], None] | None = None,
 ) -> int:
-    """Run ``delete_batch(uow, batch_size)`` in its own transaction until a short batch."""
+    """Run ``delete_batch(uow, batch_size)`` in its own write unit of work
+    (``write_uow()``) until a batch deletes fewer than ``batch_size`` rows."""
     total = batches = 0
     while max_batches is None or batches < max_batches:
-        with access.uow(write=True) as uow:
+        with write_uow() as uow:
             n = delete_batch(uow, batch_size)
         total += n
         batches += 1
@@ -68,83 +74,32 @@ def in_batches(
     return total
 
 
-# Feature-owned tables (Spark commits, deadlines, HTTP), named here by the
-# columns a purge reads: the store layer does not import the features' models.
-SPARK_COMMITS = table("pn_spark_commits", column("job_id"), column("processed_at", Float))
-EXPECTATION_CHECKS = table("pn_expectation_checks", column("id"),
-                           column("checked_at", Float), column("deadline_at", Float))
-IDEMPOTENCY = table("pn_idempotency", column("id"), column("expires_at", Float))
-_EVENTS = cast(Table, EventRow.__table__)
-_CURSORS = cast(Table, CursorRow.__table__)
-
-
-def _oldest(pk: ColumnElement[object], order: ColumnElement[float],
-            where: ColumnElement[bool], n: int) -> ColumnElement[bool]:
+def oldest(pk: ColumnElement[object], order: ColumnElement[float],
+           where: ColumnElement[bool], n: int) -> ColumnElement[bool]:
     """``pk IN (the n oldest rows matching where)``: one statement, no ids shipped."""
     return pk.in_(select(pk).where(where).order_by(order).limit(n).scalar_subquery())
 
 
-@dataclass(frozen=True, slots=True)
-class Horizons:
-    """Ages (seconds) past which each kind of row may go."""
-
-    event_log: float
-    spark_commits: float
-    expectation_checks: float
-    cursors: float
-    #: Deadlines the checker still looks at (PN_DEADLINE_LOOKBACK_SECONDS): kept.
-    deadline_lookback: float = 0.0
-
-
-@dataclass(slots=True)
-class Purged:
-    events: int = 0
-    spark_commits: int = 0
-    expectation_checks: int = 0
-    cursors: int = 0
-    idempotency: int = 0
-
-    def total(self) -> int:
-        return (self.events + self.spark_commits + self.expectation_checks + self.cursors
-                + self.idempotency)
+def delete_where(session: Session, t: TableClause, where: ColumnElement[bool]) -> int:
+    """DELETE FROM ``t`` ``where`` (Core: no ORM session sync); rows deleted."""
+    return affected_rows(session.execute(delete(t).where(where)))
 
 
 class Housekeeping:
-    """The purges; each batch is one unit of work."""
+    """The log's purges; each batch is one unit of work."""
 
     def __init__(self, access: Access) -> None:
         self._db = access
 
-    def purge(self, horizons: Horizons, *, batch_size: int,
-              between_batches: Callable[[], None] | None = None) -> Purged:
-        now = self._db.clock()
-
-        def batched(t: TableClause, pk: str, order: str, where: ColumnElement[bool]) -> int:
-            return in_batches(
-                self._db, lambda uow, n: _delete(uow, t, _oldest(t.c[pk], t.c[order], where, n)),
-                batch_size=batch_size, between_batches=between_batches)
-
-        out = Purged()
-        # Idle cursors first: a consumer gone for good must not hold the log.
-        out.cursors = self._purge_cursors(now - horizons.cursors, now)
-        out.events = self.purge_events(now - horizons.event_log, batch_size=batch_size,
-                                       between_batches=between_batches)
-        sc, ec, ik = SPARK_COMMITS.c, EXPECTATION_CHECKS.c, IDEMPOTENCY.c
-        out.spark_commits = batched(SPARK_COMMITS, "job_id", "processed_at",
-                                    sc.processed_at < now - horizons.spark_commits)
-        out.expectation_checks = batched(
-            EXPECTATION_CHECKS, "id", "checked_at",
-            and_(ec.checked_at < now - horizons.expectation_checks,
-                 ec.deadline_at < now - horizons.deadline_lookback))
-        out.idempotency = batched(IDEMPOTENCY, "id", "expires_at", ik.expires_at <= now)
-        return out
+    def _write(self) -> UnitOfWork:
+        return self._db.uow(write=True)
 
     def purge_events(self, before: float, *, batch_size: int,
                      between_batches: Callable[[], None] | None = None) -> int:
         """Delete purgeable events created before ``before``; see the module docstring."""
-        with self._db.uow(write=True) as uow:
+        with self._write() as uow:
             floor = uow.session.scalar(select(func.min(CursorRow.event_id)))
-            floor = 2**62 if floor is None else int(floor)
+            floor = _NO_FLOOR if floor is None else int(floor)
             later = aliased(EventRow)
             where = and_(
                 EventRow.created_at < before,
@@ -160,15 +115,19 @@ class Housekeeping:
                 SequenceRow.name == PURGED_BELOW, SequenceRow.next_value <= top
             ).values(next_value=int(top) + 1))
         return in_batches(
-            self._db, lambda uow, n: _delete(uow, _EVENTS, _oldest(
+            self._write, lambda uow, n: delete_where(uow.session, _EVENTS, oldest(
                 _EVENTS.c.event_id, _EVENTS.c.created_at,
                 and_(where, EventRow.event_id <= top), n)),
             batch_size=batch_size, between_batches=between_batches)
 
-    def _purge_cursors(self, idle_since: float, now: float) -> int:
-        """Cursors not moved since ``idle_since`` and not leased (few rows: one statement)."""
-        with self._db.uow(write=True) as uow:
-            return _delete(uow, _CURSORS, and_(
+    def purge_cursors(self, idle_since: float) -> int:
+        """Cursors not moved since ``idle_since`` and not leased (few rows: one statement).
+
+        Run before :meth:`purge_events`: a consumer gone for good must not hold the log.
+        """
+        now = self._db.clock()
+        with self._write() as uow:
+            return delete_where(uow.session, _CURSORS, and_(
                 CursorRow.updated_at < idle_since,
                 or_(CursorRow.lease_until.is_(None), CursorRow.lease_until < now),
             ))
@@ -180,14 +139,12 @@ class Housekeeping:
                 select(SequenceRow.next_value).where(SequenceRow.name == PURGED_BELOW))
         return int(value) if value is not None else 1
 
-    def row_counts(self) -> dict[str, int]:
+    def row_counts(self, tables: Sequence[str] = LOG_TABLES) -> dict[str, int]:
+        """Rows of each of ``tables`` (our ``pn_*`` tables: the names go into the SQL)."""
+        for t in tables:
+            if not _TABLE_NAME.fullmatch(t):
+                raise ValidationError(f"table {t!r}: expected one of ours, pn_[a-z_]+")
         with self._db.uow() as uow:
             conn = uow.session.connection()
             return {t: int(conn.exec_driver_sql(f"SELECT count(*) FROM {t}").scalar() or 0)
-                    for t in COUNTED_TABLES}
-
-
-def _delete(uow: UnitOfWork, t: TableClause, where: ColumnElement[bool]) -> int:
-    """DELETE FROM ``t`` ``where`` (Core: no ORM session sync)."""
-    result = uow.session.execute(delete(t).where(where))
-    return affected_rows(result)
+                    for t in tables}

@@ -71,5 +71,6 @@ class Retention:
         up behind one giant delete; rows not yet expired are never touched.
         """
         return in_batches(
-            self._db, lambda uow, n: uow.set_done.purge_batch(self.clock(), n),
+            lambda: self._db.uow(write=True),
+            lambda uow, n: uow.set_done.purge_batch(self.clock(), n),
             batch_size=batch_size, max_batches=max_batches, between_batches=between_batches)

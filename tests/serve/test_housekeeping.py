@@ -1,8 +1,8 @@
 """``serve`` keeps nothing forever: what its jobs purge, what they keep, what they report.
 
 The store's clock is injected (``build_app(clock=...)``): a hundred days pass
-without waiting. Every job ``serve`` registers runs once, as its scheduler
-would run it; real SQLite and PostgreSQL.
+without waiting. Every job of ``serve``'s list runs once, as ``serve --once``
+runs them; real SQLite and PostgreSQL.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from partition_notify.store.cursors import Cursors
 from sqlalchemy import text
 
 from partition_notify.app import App, build_app
+from partition_notify.serve.jobs import JOBS
 from partition_notify.serve.service import Service
 from tests.support.clock import FakeClock
 
@@ -24,12 +25,11 @@ T0 = 1_800_000_000.0
 
 
 def run_serve_jobs(app: App) -> Service:
-    """Register serve's jobs without starting its scheduler, then run each once."""
-    svc = Service(app)
-    svc.scheduler.start = lambda *a, **k: None  # type: ignore[method-assign]
-    svc.start()
-    for job in svc.scheduler.get_jobs():
-        job.func(*job.args, **job.kwargs)
+    """Every job of serve's list once, as ``serve --once`` runs them, but the deadline
+    check: it would decide the seeded expectation's instances after the purge, adding
+    verdicts and PARTITION_LATE events to what is counted (tests/deadlines has it)."""
+    svc = Service(app, jobs=[j for j in JOBS if j.id != "deadlines"])
+    svc.run_once()
     return svc
 
 
@@ -57,7 +57,7 @@ def seed_old_rows(app: App, clock: FakeClock, spool: Path) -> None:
         conn.execute(text(
             "INSERT INTO pn_expectations (id, table_id, name, spec_template, cron, timezone, "
             "deadline, created_at) VALUES (1, :t, 'daily', 'ds={ds}', '0 0 * * *', 'UTC', "
-            "'{}', :now)"), {"t": table_id, "now": clock()})
+            "'{\"deadline\": \"06:00\"}', :now)"), {"t": table_id, "now": clock()})
         conn.execute(text(
             "INSERT INTO pn_expectation_checks (expectation_id, logical_date, spec, "
             "deadline_at, outcome, checked_at) VALUES (1, '2027-01-01', 'ds=1', :now, 'ok', "

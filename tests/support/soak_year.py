@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from partition_notify.store.housekeeping import COUNTED_TABLES
 
 from partition_notify.app import App, build_app
 from partition_notify.http.store import HttpStore
 from partition_notify.metrics import Metrics
+from partition_notify.serve.housekeeping import COUNTED_TABLES
 from partition_notify.serve.service import Service
 from tests.support.clock import FakeClock
 
@@ -107,7 +107,7 @@ def simulate(store_url: str, spool_root: Path, days: int, *, per_day: int = 4,
                 for job in svc.scheduler.get_jobs():
                     job.func(*job.args, **job.kwargs)
                 if (day + 1) % sample_every == 0:
-                    rows = app.store.housekeeping.row_counts()
+                    rows = app.store.housekeeping.row_counts(COUNTED_TABLES)
                     samples.append(Sample(day + 1, rows, rss_mb(),
                                           sum(1 for _ in spool.iterdir())))
     finally:
