@@ -13,9 +13,12 @@ from pathlib import Path
 
 import httpx
 from partition_notify.store.cursors import Cursors
+from partition_notify.writers.commit_manifest import purge_spark_commits
 from sqlalchemy import text
 
 from partition_notify.app import App, build_app
+from partition_notify.deadlines.store import DeadlineStore
+from partition_notify.http.store import HttpStore
 from partition_notify.serve.jobs import JOBS
 from partition_notify.serve.service import Service
 from tests.support.clock import FakeClock
@@ -156,4 +159,53 @@ def test_sse_resume_from_before_the_purge_is_410(store_url: str) -> None:
                     break
     finally:
         http.stop()
+        app.close()
+
+
+def test_feature_purges_go_in_batches_and_keep_the_young(store_url: str) -> None:
+    """Each feature purges its own table (the store imports none of them): oldest
+    first, ``batch_size`` rows a transaction, the pause between batches; a verdict
+    whose deadline the checker still looks at stays however old its check is."""
+    clock = FakeClock(T0)
+    app = build_app(store_url=store_url, transport_url="embedded://", clock=clock)
+    try:
+        app.publisher.register_table("db", "t", ["ds"])
+        table_id = app.store.catalog.get_table("db", "t").id
+        with app.store.engine.begin() as conn:
+            for i in range(6):  # 5 processed 40 days ago, 1 now
+                conn.execute(text("INSERT INTO pn_spark_commits VALUES (:j, :t, 1, :at)"),
+                             {"j": f"job-{i}", "t": table_id,
+                              "at": T0 - (40 * DAY if i < 5 else 0)})
+            for i in range(6):  # 5 expired, 1 live
+                conn.execute(text(
+                    "INSERT INTO pn_idempotency (principal, key, fingerprint, status, response, "
+                    "created_at, expires_at) VALUES ('p', :k, 'f', 201, '{}', :at, :exp)"),
+                    {"k": f"k{i}", "at": T0 - DAY, "exp": T0 - 1 if i < 5 else T0 + DAY})
+            conn.execute(text(
+                "INSERT INTO pn_expectations (id, table_id, name, spec_template, cron, timezone, "
+                "deadline, created_at) VALUES (1, :t, 'daily', 'ds={ds}', '0 0 * * *', 'UTC', "
+                "'{\"deadline\": \"06:00\"}', :at)"), {"t": table_id, "at": T0 - 200 * DAY})
+            for day, deadline in (("old", T0 - 100 * DAY), ("looked-at", T0 - DAY)):
+                conn.execute(text(
+                    "INSERT INTO pn_expectation_checks (expectation_id, logical_date, spec, "
+                    "deadline_at, outcome, checked_at) VALUES (1, :d, 'ds=1', :dl, 'late', "
+                    ":at)"), {"d": day, "dl": deadline, "at": T0 - 100 * DAY})
+        pauses: list[int] = []
+
+        def pause() -> None:
+            pauses.append(1)
+
+        assert purge_spark_commits(app.store, T0 - 30 * DAY, batch_size=2,
+                                   between_batches=pause) == 5
+        assert len(pauses) == 2  # batches of 2, 2, 1
+        assert HttpStore(app.store).purge_idempotency(batch_size=2) == 5
+        assert DeadlineStore(app.store).purge_checks(
+            T0 - 90 * DAY, T0 - 2 * DAY, batch_size=2) == 1
+        with app.store.engine.connect() as conn:
+            left = {t: [r[0] for r in conn.execute(text(f"SELECT {c} FROM {t}"))]
+                    for t, c in (("pn_spark_commits", "job_id"), ("pn_idempotency", "key"),
+                                 ("pn_expectation_checks", "logical_date"))}
+        assert left == {"pn_spark_commits": ["job-5"], "pn_idempotency": ["k5"],
+                        "pn_expectation_checks": ["looked-at"]}
+    finally:
         app.close()
