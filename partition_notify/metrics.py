@@ -64,6 +64,15 @@ class Metrics:
             "pn_relay_lag_seconds", "Age of the oldest unpublished event", registry=r
         )
         self.purged = Counter("pn_retention_purged", "Expired set-done rows purged", registry=r)
+        self.housekeeping_purged = Counter(
+            "pn_housekeeping_purged", "Rows purged by housekeeping, per table",
+            ["table"], registry=r)
+        self.store_rows = Gauge(
+            "pn_store_rows", "Rows per store table (at the last housekeeping run)",
+            ["table"], registry=r)
+        self.spool_files = Gauge(
+            "pn_spool_files", "Rejected manifests / partial writes in spool directories",
+            ["kind"], registry=r)
         self.up = Gauge(
             "pn_store_up", "1 when the store answered the last health check", registry=r
         )

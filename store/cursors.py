@@ -12,6 +12,12 @@ from sqlalchemy.orm import Session
 
 from partition_notify.core.errors import ConflictError, InvalidNameError
 
+#: Name prefixes of the cursors ``serve`` owns (the Airflow push sink's). The
+#: read-only role (store/sql/readonly_role.sql) may write its own trigger
+#: cursors but none of these: a reader moving one would make ``serve``
+#: re-push every set-done or skip them.
+SERVE_CURSOR_PREFIXES = ("airflow-push:",)
+
 
 @dataclass(frozen=True, slots=True)
 class Cursor:

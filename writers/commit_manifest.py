@@ -21,11 +21,13 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from partition_notify.publisher import Publisher
-from partition_notify.store import TableInfo, UnitOfWork
+from partition_notify.store import Store, TableInfo, UnitOfWork
+from partition_notify.store.housekeeping import in_batches
 from partition_notify.store.provider import InTxn
 from partition_notify.writers.commit_locations import (
     SeenOnce,
@@ -177,6 +179,16 @@ def _ignored(publisher: Publisher, manifest: CommitManifest, default_fs: str | N
 def already_processed(publisher: Publisher, job_id: str) -> bool:
     with UnitOfWork(publisher.store.engine, write=False) as uow:
         return SparkCommitRepository(uow.session).get(job_id) is not None
+
+
+def purge_spark_commits(store: Store, before: float, *, batch_size: int,
+                        between_batches: Callable[[], None] | None = None) -> int:
+    """Forget Spark job ids processed before ``before`` (``PN_SPARK_COMMIT_RETENTION_SECONDS``),
+    oldest first in batches: a manifest replayed later than that announces again."""
+    return in_batches(
+        lambda: UnitOfWork(store.engine, write=True),
+        lambda uow, n: SparkCommitRepository(uow.session).purge_batch(before, n),
+        batch_size=batch_size, between_batches=between_batches)
 
 
 def plan(

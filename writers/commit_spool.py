@@ -145,6 +145,49 @@ def scan(
     return stats
 
 
+@dataclass
+class SpoolSweep:
+    """What the spool holds after a sweep, and what the sweep removed."""
+
+    rejected: int = 0
+    partial: int = 0
+    removed: int = 0
+
+
+def _leftover(name: str) -> str | None:
+    """"rejected" for a manifest set aside, "partial" for a write or checksum left behind."""
+    if name.endswith(".json" + REJECTED_SUFFIX):
+        return "rejected"
+    if name.startswith(".") and name.endswith((".json.tmp", ".crc")):
+        return "partial"
+    return None
+
+
+def sweep(dirs: Iterable[Path], older_than: float) -> SpoolSweep:
+    """Delete rejected manifests and abandoned partial writes last changed before
+    ``older_than`` (epoch seconds); count what stays (``pn_spool_files``)."""
+    out = SpoolSweep()
+    for d in dirs:
+        try:
+            entries = list(os.scandir(d))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for entry in entries:
+            kind = _leftover(entry.name)
+            if kind is None:
+                continue
+            try:
+                if entry.stat().st_mtime < older_than:
+                    os.unlink(entry.path)
+                    out.removed += 1
+                    continue
+            except FileNotFoundError:
+                continue  # another serve took it
+            setattr(out, kind, getattr(out, kind) + 1)
+    return out
+
+
+
 def expire_ignored(d: Path, now: float | None = None) -> int:
     """Delete ignored manifests older than IGNORED_RETENTION_SECONDS; how many."""
     cutoff = (time.time() if now is None else now) - IGNORED_RETENTION_SECONDS

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 import time
 from collections.abc import Callable
@@ -124,8 +123,10 @@ def cmd_purge(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from partition_notify.serve import service
+    from partition_notify.settings import load_settings
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    settings = load_settings()  # before the store opens: its migrations log too
+    service.configure_logging(settings.log_level, settings.log_format)
     with open_app(args) as app:
         if args.once:
             svc = service.Service(app)

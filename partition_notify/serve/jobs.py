@@ -125,21 +125,22 @@ def relay(rt: Runtime) -> tuple[JobFn, float]:
     return job, rt.app.settings.relay_interval_seconds
 
 
+def batching(rt: Runtime) -> tuple[int, Callable[[], None] | None]:
+    """(batch size, pause between batches) of every purge: SQLite has one write
+    lock, so publishers get in between batches; PostgreSQL writers never wait."""
+    size = rt.app.settings.purge_batch_size
+    if rt.app.store.dialect != "sqlite":
+        return size, None
+    return min(size, SQLITE_PURGE_BATCH), lambda: time.sleep(SQLITE_PURGE_PAUSE_SECONDS)
+
+
 def purge(rt: Runtime) -> tuple[JobFn, float]:
-    s = rt.app.settings
-    # SQLite has one write lock, so publishers get in between batches;
-    # PostgreSQL writers never wait on the purge.
-    sqlite = rt.app.store.dialect == "sqlite"
+    size, pause = batching(rt)
 
     def job() -> None:
         started = time.monotonic()
         try:
-            n = rt.app.store.retention.purge_expired(
-                batch_size=min(s.purge_batch_size, SQLITE_PURGE_BATCH) if sqlite
-                else s.purge_batch_size,
-                between_batches=(lambda: time.sleep(SQLITE_PURGE_PAUSE_SECONDS)) if sqlite
-                else None,
-            )
+            n = rt.app.store.retention.purge_expired(batch_size=size, between_batches=pause)
         except PartitionNotifyError as exc:
             log.warning("retention purge failed: %s", exc)
             return
@@ -147,25 +148,24 @@ def purge(rt: Runtime) -> tuple[JobFn, float]:
         if n:
             log.info("purged %d expired set-done rows in %.2f s", n, time.monotonic() - started)
 
-    return job, s.purge_interval_seconds
-
-
-def idempotency_purge(rt: Runtime) -> tuple[JobFn, float]:
-    """Expired idempotency keys of the HTTP API, with the retention purge's rhythm."""
-    from partition_notify.http.store import HttpStore
-
-    http_store = HttpStore(rt.app.store)
-
-    def job() -> None:
-        try:
-            n = http_store.purge_idempotency()
-        except PartitionNotifyError as exc:
-            log.warning("idempotency-key purge failed: %s", exc)
-            return
-        if n:
-            log.info("purged %d expired idempotency key(s)", n)
-
     return job, rt.app.settings.purge_interval_seconds
+
+
+def housekeeping(rt: Runtime) -> tuple[JobFn, float]:
+    """The event log, idle cursors, Spark commits, verdicts, idempotency keys
+    (partition_notify/serve/housekeeping.py), with the retention purge's rhythm."""
+    from partition_notify.serve.housekeeping import housekeeping_job
+
+    size, pause = batching(rt)
+    return (lambda: housekeeping_job(rt.app, rt.metrics, size, pause),
+            rt.app.settings.purge_interval_seconds)
+
+
+def spool_sweep(rt: Runtime) -> tuple[JobFn, float]:
+    """Old rejected manifests and abandoned partial writes in the spool directories."""
+    from partition_notify.serve.housekeeping import spool_sweep_job
+
+    return (lambda: spool_sweep_job(rt.app, rt.metrics)), rt.app.settings.purge_interval_seconds
 
 
 def dataset_expiry(rt: Runtime) -> tuple[JobFn, float]:
@@ -226,7 +226,8 @@ JOBS: tuple[Job, ...] = (
     Job("spark-commits", spark_commits),
     Job("relay", relay),
     Job("purge", purge),
-    Job("http-idempotency-purge", idempotency_purge, first="later"),
+    Job("housekeeping", housekeeping),
+    Job("spool-sweep", spool_sweep),
     Job("dataset-expiry", dataset_expiry),
     Job("deadlines", deadlines),
     Job("airflow-push", airflow_push),

@@ -11,7 +11,7 @@ from partition_notify.serve.service import Service
 
 def test_the_list_has_every_job_of_serve() -> None:
     assert [j.id for j in JOBS] == [
-        "health", "spark-commits", "relay", "purge", "http-idempotency-purge",
+        "health", "spark-commits", "relay", "purge", "housekeeping", "spool-sweep",
         "dataset-expiry", "deadlines", "airflow-push"]
 
 
