@@ -162,6 +162,29 @@ def test_serve_job_logs_and_counts_each_dead_letter(
     assert "dead-letters list --source airflow-push" in line.getMessage()
 
 
+def test_serve_counts_push_dead_letters_in_its_metric(
+    pn_app: Any, airflow_api: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The "airflow-push" entry of serve's JOBS hands the sink the metric's counter."""
+    from partition_notify.serve.jobs import JOBS
+    from partition_notify.serve.service import Service
+
+    for name, value in {"URL": airflow_api, "USERNAME": USER, "PASSWORD": PASSWORD,
+                        "ASSETS": '{"sales.returns": 999995}'}.items():
+        monkeypatch.setenv(f"PN_AIRFLOW_{name}", value)
+    service = Service(pn_app)
+    (push,) = [j for j in JOBS if j.id == "airflow-push"]
+    built = push.build(service.runtime)
+    assert built is not None
+    job, _ = built
+    job()  # cursors start at the log's end
+    pn_app.publisher.send_mark_set_done("sales", "returns", "datestamp=20110410")
+    job()
+    job()
+    total = service.metrics.registry.get_sample_value("pn_airflow_push_dead_lettered_total")
+    assert total == 1.0
+
+
 def test_a_stale_asset_id_is_looked_up_again_on_404(pn_app: Any, airflow_api: str) -> None:
     """An asset re-created in Airflow has a new id; the cached name→id map must follow."""
     sink = _sink(pn_app, airflow_api, {"sales.orders": "sales_orders"})
