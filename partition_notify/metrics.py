@@ -57,6 +57,12 @@ class Metrics:
             "Events the broker refused for good, quarantined after the relay's attempts",
             registry=r,
         )
+        self.push_dead_lettered = Counter(
+            "pn_airflow_push_dead_lettered",
+            "Set-dones Airflow refused for good (or could not confirm), quarantined by the "
+            "push sink",
+            registry=r,
+        )
         self.relay_lag_events = Gauge(
             "pn_relay_lag_events", "Logged events not yet published", registry=r
         )

@@ -216,7 +216,29 @@ def airflow_push(rt: Runtime) -> tuple[JobFn, float] | None:
     # Standard library only; off (None) without PN_AIRFLOW_URL.
     from partition_notify.integrations.airflow.push import push_job
 
-    return push_job(rt.app.store)
+    return push_job(rt.app.store, rt.metrics.push_dead_lettered.inc)
+
+
+def push_letters_purge(rt: Runtime) -> tuple[JobFn, float]:
+    """Discarded Airflow push dead letters past their retention, with the purge's rhythm.
+
+    On whether or not the push sink is configured: letters discarded while it
+    was would otherwise stay forever once it is turned off.
+    """
+    from partition_notify.integrations.airflow.push_letters import PushLetters
+
+    letters = PushLetters(rt.app.store)
+
+    def job() -> None:
+        try:
+            n = letters.purge_discarded()
+        except PartitionNotifyError as exc:
+            log.warning("push dead-letter purge failed: %s", exc)
+            return
+        if n:
+            log.info("purged %d discarded Airflow push dead letter(s)", n)
+
+    return job, rt.app.settings.purge_interval_seconds
 
 
 #: Every job of ``serve``, in the order ``serve --once`` runs them: the health
@@ -231,4 +253,5 @@ JOBS: tuple[Job, ...] = (
     Job("dataset-expiry", dataset_expiry),
     Job("deadlines", deadlines),
     Job("airflow-push", airflow_push),
+    Job("airflow-push-letters-purge", push_letters_purge, first="later"),
 )
