@@ -112,6 +112,14 @@ class Settings(BaseSettings):
     spark_spool_dirs: str = Field(
         "", description="serve: extra comma-separated dirs holding Spark commit manifests"
     )
+    iceberg_poll_interval_seconds: float = Field(
+        5.0, gt=0, description="serve: how often it reads the commits of Iceberg tables "
+        "registered with --format iceberg"
+    )
+    delta_poll_interval_seconds: float = Field(
+        5.0, gt=0, description="serve: how often it reads the _delta_log of Delta tables "
+        "registered with --format delta"
+    )
     log_format: Literal["text", "json"] = "text"
     metrics_port: int | None = Field(None, description="serve: Prometheus endpoint port")
     # HTTP API and deadlines (docs/http-api.md)

@@ -22,12 +22,21 @@ from partition_notify.cli.common import (
     seconds,
     table_arg,
 )
+from partition_notify.core.errors import ValidationError
 
 if TYPE_CHECKING:
     from partition_notify.cli.common import SubParsers
 
 
 def cmd_register(args: argparse.Namespace) -> int:
+    if args.format is not None:
+        from partition_notify.writers.lakehouse.store import checked
+
+        # Refused before anything is stored.
+        checked(".".join(db_table(args)), args.format, args.catalog, args.identifier,
+                args.location)
+    elif args.catalog or args.identifier:
+        raise ValidationError("--catalog and --identifier need --format iceberg")
     with open_app(args) as app:
         info = app.publisher.register_table(
             *db_table(args),
@@ -36,9 +45,18 @@ def cmd_register(args: argparse.Namespace) -> int:
             topic=args.topic,
             location=args.location,
         )
+        followed = ""
+        if args.format is not None:
+            from partition_notify.writers.lakehouse.store import LakehouseTables
+
+            f = LakehouseTables(app.store).register(
+                info, args.format, catalog=args.catalog, identifier=args.identifier,
+                location=args.location)
+            followed = (f" format={f.format}" + (f" catalog={f.catalog} identifier="
+                        f"{f.identifier}" if f.catalog else f" location={f.location}"))
         print(
             f"{info.qualified} keys={','.join(info.partition_keys)} topic={info.topic} "
-            f"retention_seconds={info.retention_seconds}"
+            f"retention_seconds={info.retention_seconds}{followed}"
         )
     return 0
 
@@ -163,7 +181,14 @@ def _register_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--keys", type=keys_arg, required=True, help="partition keys, in order: a,b")
     sp.add_argument("--retention-seconds", type=int, help="how long set-done is kept")
     sp.add_argument("--topic", help="explicit topic instead of the naming policy")
-    sp.add_argument("--location", help="table location (informational)")
+    sp.add_argument("--location", help="table location (informational; with --format "
+                    "delta the table's root, where _delta_log is)")
+    sp.add_argument("--format", choices=("iceberg", "delta"),
+                    help="serve follows the table's commits and announces their partitions")
+    sp.add_argument("--catalog", help="--format iceberg: catalog name; its properties come "
+                    "from PN_ICEBERG_CATALOG__<NAME>__<PROPERTY>")
+    sp.add_argument("--identifier", help="--format iceberg: the table in the catalog "
+                    "(default: db.table)")
 
 
 def _announce_args(sp: argparse.ArgumentParser) -> None:
