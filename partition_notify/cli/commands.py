@@ -29,12 +29,17 @@ if TYPE_CHECKING:
 
 
 def cmd_register(args: argparse.Namespace) -> int:
+    start: int | None = None
     if args.format is not None:
+        from partition_notify.writers.lakehouse.follower import head_of
         from partition_notify.writers.lakehouse.store import checked
 
-        # Refused before anything is stored.
-        checked(".".join(db_table(args)), args.format, args.catalog, args.identifier,
-                args.location)
+        # Refused before anything is stored; then the commit to follow from.
+        fmt, catalog, ident, location = checked(
+            ".".join(db_table(args)), args.format, args.catalog, args.identifier,
+            args.location)
+        start = head_of(fmt, catalog=catalog, identifier=ident, location=location,
+                        keys=args.keys)
     elif args.catalog or args.identifier:
         raise ValidationError("--catalog and --identifier need --format iceberg")
     with open_app(args) as app:
@@ -51,9 +56,10 @@ def cmd_register(args: argparse.Namespace) -> int:
 
             f = LakehouseTables(app.store).register(
                 info, args.format, catalog=args.catalog, identifier=args.identifier,
-                location=args.location)
+                location=args.location, start=start)
             followed = (f" format={f.format}" + (f" catalog={f.catalog} identifier="
-                        f"{f.identifier}" if f.catalog else f" location={f.location}"))
+                        f"{f.identifier}" if f.catalog else f" location={f.location}")
+                        + f" after_commit={f.cursor}")
         print(
             f"{info.qualified} keys={','.join(info.partition_keys)} topic={info.topic} "
             f"retention_seconds={info.retention_seconds}{followed}"

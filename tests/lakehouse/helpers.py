@@ -81,10 +81,8 @@ def rewrite(table: Table) -> None:
     """A compaction: every data file replaced by one new file, operation ``replace``
     (what Spark's ``rewrite_data_files`` commits), through pyiceberg's own producer."""
     from pyiceberg.io.pyarrow import _dataframe_to_data_files
-    from pyiceberg.table.snapshots import Operation
+    from pyiceberg.table.snapshots import Operation, Summary
     from pyiceberg.table.update.snapshot import _OverwriteFiles
-
-    from pyiceberg.table.snapshots import Summary
 
     class Rewrite(_OverwriteFiles):
         # pyiceberg computes summaries for append/overwrite/delete only: compute an

@@ -11,13 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from partition_notify.writers.lakehouse.follower import Follower
+from partition_notify.writers.lakehouse.iceberg import Catalogs, catalog_properties
+from partition_notify.writers.lakehouse.store import LakehouseTables
 from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.expressions import EqualTo
 
 from partition_notify.app import App
-from partition_notify.writers.lakehouse.follower import Follower
-from partition_notify.writers.lakehouse.iceberg import Catalogs, catalog_properties
-from partition_notify.writers.lakehouse.store import LakehouseTables
 from tests.lakehouse.helpers import (
     Logged,
     catalog_env,

@@ -7,10 +7,11 @@ add-partitions and set-done in one transaction with the cursor moving past
 it (:meth:`~.store.LakehouseTables.move_in`), so a commit is announced once
 across restarts and processes. What a commit announces is :func:`.commits.plan`.
 
-A table followed for the first time starts at its current commit (its
-partitions count as existing) or, while it has no commit yet, before its
-first one: register a table before its first write to have every commit
-announced. Commits that can no longer be read (an expired snapshot, a
+``register --format`` records the table's current commit (:func:`head_of`):
+the commits after it are announced, the partitions it holds count as
+existing; a table with no commit yet (or not created yet) is followed from
+its first commit. A row registered without a start is started the same way
+when a follower first sees it. Commits that can no longer be read (an expired snapshot, a
 cleaned log version) are a gap: logged as a WARNING, counted, and the
 follower resumes at the table's current commit.
 """
@@ -31,7 +32,7 @@ from partition_notify.store.uow import UnitOfWork
 from partition_notify.writers.lakehouse.commits import Commit, Gap, plan
 from partition_notify.writers.lakehouse.iceberg import Catalogs
 from partition_notify.writers.lakehouse.schema import BEFORE_FIRST, FORMATS
-from partition_notify.writers.lakehouse.store import Followed, LakehouseTables
+from partition_notify.writers.lakehouse.store import LakehouseTables
 
 from partition_notify.core.errors import (
     InvalidSpecError,
@@ -104,24 +105,14 @@ class Follower:
         for f in self.tables.of_format(self.format):
             self.tables.release(f.table_id, self.owner)
 
-    def _reader(self, f: Followed, keys: list[str]) -> Reader:
-        if f.format == "iceberg":
-            from partition_notify.writers.lakehouse.iceberg import IcebergReader
-
-            assert f.catalog is not None and f.identifier is not None
-            return IcebergReader(self.catalogs.get(f.catalog), f.identifier, keys)
-        from partition_notify.writers.lakehouse.delta import DeltaReader
-
-        assert f.location is not None
-        return DeltaReader(f.location, keys)
-
     def _follow(self, table_id: int, info: TableInfo, stats: FollowStats) -> None:
         if not self.tables.claim(table_id, self.owner, self.lease_seconds):
             stats.leased_elsewhere += 1
             return
         f = self.tables.get(table_id)  # read after the claim: the cursor is ours now
         assert f is not None
-        reader = self._reader(f, list(info.partition_keys))
+        reader = _reader(f.format, f.catalog, f.identifier, f.location,
+                         list(info.partition_keys), self.catalogs)
         cursor = f.cursor
         if cursor is None:
             head = reader.head()
@@ -186,3 +177,23 @@ class Follower:
                       extra={"pn_event": "lakehouse.bad_set_done"})
             return None
         return raw
+
+
+def head_of(fmt: str, *, catalog: str | None, identifier: str | None, location: str | None,
+            keys: list[str], catalogs: Catalogs | None = None) -> int:
+    """The table's current commit; BEFORE_FIRST while it has none or does not exist."""
+    head = _reader(fmt, catalog, identifier, location, keys, catalogs or Catalogs()).head()
+    return BEFORE_FIRST if head is None else head
+
+
+def _reader(fmt: str, catalog: str | None, identifier: str | None, location: str | None,
+            keys: list[str], catalogs: Catalogs) -> Reader:
+    if fmt == "iceberg":
+        from partition_notify.writers.lakehouse.iceberg import IcebergReader
+
+        assert catalog is not None and identifier is not None
+        return IcebergReader(catalogs.get(catalog), identifier, keys)
+    from partition_notify.writers.lakehouse.delta import DeltaReader
+
+    assert location is not None
+    return DeltaReader(location, keys)

@@ -81,8 +81,11 @@ class LakehouseTables:
         self.store = store
 
     def register(self, info: TableInfo, fmt: str, *, catalog: str | None = None,
-                 identifier: str | None = None, location: str | None = None) -> Followed:
-        """Follow ``info`` in ``fmt``; registering it again the same way changes nothing."""
+                 identifier: str | None = None, location: str | None = None,
+                 start: int | None = None) -> Followed:
+        """Follow ``info`` in ``fmt`` after commit ``start`` (BEFORE_FIRST: from the first;
+        None: from the commit current when ``serve`` first looks). Registering it again the
+        same way changes nothing."""
         wanted = checked(info.qualified, fmt, catalog, identifier, location)
         with UnitOfWork(self.store.engine, write=True) as uow:
             repo = LakehouseRepository(uow.session)
@@ -97,7 +100,7 @@ class LakehouseTables:
                         f"location={wanted[3]} would change what its cursor means")
                 return _followed(row)
             row = LakehouseTableRow(table_id=info.id, format=wanted[0], catalog=wanted[1],
-                                    identifier=wanted[2], location=wanted[3], cursor=None,
+                                    identifier=wanted[2], location=wanted[3], cursor=start,
                                     gaps=0, updated_at=self.store.clock())
             uow.session.add(row)
             uow.session.flush()
