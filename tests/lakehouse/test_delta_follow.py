@@ -33,7 +33,7 @@ def follower(app: App, location: str) -> Follower:
 
 def write(location: str, *data: tuple[str, str, int], mode: str = "append",
           predicate: str | None = None, metadata: dict[str, str] | None = None) -> int:
-    write_deltalake(location, delta_rows(*data), mode=mode,  # type: ignore[call-overload]
+    write_deltalake(location, delta_rows(*data), mode=mode,
                     partition_by=KEYS, predicate=predicate,
                     commit_properties=CommitProperties(custom_metadata=metadata)
                     if metadata else None)

@@ -46,3 +46,29 @@ def test_register_refuses_an_incomplete_format_in_one_line(
     assert code == 1 and says in err and err.count("\n") == 1
     with build_app(store_url=store, transport_url="embedded://") as app:
         assert app.store.catalog.tables() == []  # refused before anything was stored
+
+
+def test_register_iceberg_follows_from_the_current_snapshot(
+        tmp_path: Path, store: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from partition_notify.writers.lakehouse.iceberg import catalog_properties
+    from pyiceberg.catalog import load_catalog
+
+    from tests.lakehouse.helpers import catalog_env, iceberg_table, rows
+
+    (tmp_path / "wh").mkdir()
+    env = catalog_env("lake", f"sqlite:///{tmp_path}/catalog.db", tmp_path / "wh")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    table = iceberg_table(load_catalog("lake", **catalog_properties("lake", env)))
+    table.append(rows(table, ("2026-01-01", "us", 1)))
+    current = table.current_snapshot().snapshot_id
+
+    assert main(["--store-url", store, "register", "sales.orders", "--keys",
+                 "datestamp_day,region", "--format", "iceberg", "--catalog", "lake"]) == 0
+    assert f"after_commit={current}" in capsys.readouterr().out
+    table.append(rows(table, ("2026-01-01", "us", 2), ("2026-01-02", "us", 3)))
+    with build_app(store_url=store, transport_url="embedded://") as app:
+        Service(app).run_once()
+        assert [m.spec for m in logged(app, "sales.orders")] == [
+            "datestamp_day=2026-01-02/region=us"]

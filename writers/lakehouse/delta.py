@@ -89,7 +89,8 @@ class DeltaReader:
         if not todo:
             return
         head = todo[-1]
-        missing = [v for v in range(cursor + 1, head + 1) if v not in set(todo)]
+        have = set(todo)
+        missing = [v for v in range(cursor + 1, head + 1) if v not in have]
         if missing:
             raise Gap(f"{self.location}: log version(s) {missing[0]}..{missing[-1]} were "
                       "cleaned before they were read", head)
