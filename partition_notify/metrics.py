@@ -90,6 +90,16 @@ class Metrics:
         )
         for status in SPARK_COMMIT_STATUSES:
             self.spark_commits.labels(status=status)
+        self.lakehouse_commits = Counter(
+            "pn_lakehouse_commits", "Iceberg snapshots / Delta versions followed",
+            ["format"], registry=r)
+        self.lakehouse_gaps = Counter(
+            "pn_lakehouse_gaps",
+            "Commits expired or cleaned before the follower read them (not announced)",
+            ["format"], registry=r)
+        self.lakehouse_errors = Counter(
+            "pn_lakehouse_errors", "Followed tables whose run failed (retried next run)",
+            ["format"], registry=r)
         self._server: WSGIServer | None = None
         self.healthy: Callable[[], bool] = lambda: True
 

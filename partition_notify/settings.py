@@ -169,6 +169,14 @@ class Settings(BaseSettings):
         "INFO", description="serve: INFO is one line per thing that happened; DEBUG adds "
         "every scheduler job run and migration step"
     )
+    iceberg_poll_interval_seconds: float = Field(
+        5.0, gt=0, description="serve: how often it reads the commits of Iceberg tables "
+        "registered with --format iceberg"
+    )
+    delta_poll_interval_seconds: float = Field(
+        5.0, gt=0, description="serve: how often it reads the _delta_log of Delta tables "
+        "registered with --format delta"
+    )
     metrics_port: int | None = Field(None, description="serve: Prometheus endpoint port")
     # HTTP API and deadlines (docs/http-api.md)
     http_bind: str | None = Field(None, description="serve: host:port of the HTTP API (off unset)")

@@ -212,6 +212,34 @@ def deadlines(rt: Runtime) -> tuple[JobFn, float]:
     return job, rt.app.settings.deadline_check_interval_seconds
 
 
+def _follow(rt: Runtime, fmt: str, interval: float) -> tuple[JobFn, float]:
+    from partition_notify.writers.lakehouse.follower import Follower
+
+    follower = Follower(rt.app.publisher, fmt)
+
+    def job() -> None:
+        try:
+            stats = follower.run_once()
+        except PartitionNotifyError as exc:  # the store: the next run retries
+            log.warning("%s follower failed: %s", fmt, exc)
+            return
+        rt.metrics.lakehouse_commits.labels(fmt).inc(stats.commits)
+        rt.metrics.lakehouse_gaps.labels(fmt).inc(stats.gaps)
+        rt.metrics.lakehouse_errors.labels(fmt).inc(stats.errors)
+
+    return job, interval
+
+
+def iceberg_follow(rt: Runtime) -> tuple[JobFn, float]:
+    """Tables registered with ``--format iceberg``: each snapshot's partitions."""
+    return _follow(rt, "iceberg", rt.app.settings.iceberg_poll_interval_seconds)
+
+
+def delta_follow(rt: Runtime) -> tuple[JobFn, float]:
+    """Tables registered with ``--format delta``: each version's partitions."""
+    return _follow(rt, "delta", rt.app.settings.delta_poll_interval_seconds)
+
+
 def airflow_push(rt: Runtime) -> tuple[JobFn, float] | None:
     # Standard library only; off (None) without PN_AIRFLOW_URL.
     from partition_notify.integrations.airflow.push import push_job
@@ -242,10 +270,13 @@ def push_letters_purge(rt: Runtime) -> tuple[JobFn, float]:
 
 
 #: Every job of ``serve``, in the order ``serve --once`` runs them: the health
-#: check first, Spark commits picked up before the relay sends their events.
+#: check first, Spark, Iceberg and Delta commits picked up before the relay sends
+#: their events.
 JOBS: tuple[Job, ...] = (
     Job("health", health, first="inline"),
     Job("spark-commits", spark_commits),
+    Job("iceberg-follow", iceberg_follow),
+    Job("delta-follow", delta_follow),
     Job("relay", relay),
     Job("purge", purge),
     Job("housekeeping", housekeeping),
