@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -97,14 +99,22 @@ def build_transport(settings: Settings, store: Store) -> Transport:
     )
 
 
-def build_app(settings: Settings | None = None, **overrides: object) -> App:
-    """Wire everything from ``settings`` (default: the environment) plus ``overrides``."""
+def build_app(
+    settings: Settings | None = None, *, clock: Callable[[], float] = time.time,
+    **overrides: object,
+) -> App:
+    """Wire everything from ``settings`` (default: the environment) plus ``overrides``.
+
+    ``clock`` is the store's "now" (epoch seconds): tests and the soak inject
+    one to live through simulated days.
+    """
     if settings is None:
         settings = load_settings(**overrides)
     elif overrides:
         settings = settings.model_copy(update=overrides)
     store = Store.open(
         settings.store_url,
+        clock=clock,
         connect_timeout_seconds=settings.connect_timeout_seconds,
         sqlite_synchronous=settings.sqlite_synchronous,
     )

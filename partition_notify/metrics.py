@@ -21,6 +21,10 @@ if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIEnvironment
 
 
+#: The ``status`` label values of ``pn_spark_commits_total``.
+SPARK_COMMIT_STATUSES = ("announced", "spooled", "duplicate", "ignored", "rejected")
+
+
 class _Stats(Protocol):
     received: int
     malformed: int
@@ -53,6 +57,12 @@ class Metrics:
             "Events the broker refused for good, quarantined after the relay's attempts",
             registry=r,
         )
+        self.push_dead_lettered = Counter(
+            "pn_airflow_push_dead_lettered",
+            "Set-dones Airflow refused for good (or could not confirm), quarantined by the "
+            "push sink",
+            registry=r,
+        )
         self.relay_lag_events = Gauge(
             "pn_relay_lag_events", "Logged events not yet published", registry=r
         )
@@ -60,9 +70,36 @@ class Metrics:
             "pn_relay_lag_seconds", "Age of the oldest unpublished event", registry=r
         )
         self.purged = Counter("pn_retention_purged", "Expired set-done rows purged", registry=r)
+        self.housekeeping_purged = Counter(
+            "pn_housekeeping_purged", "Rows purged by housekeeping, per table",
+            ["table"], registry=r)
+        self.store_rows = Gauge(
+            "pn_store_rows", "Rows per store table (at the last housekeeping run)",
+            ["table"], registry=r)
+        self.spool_files = Gauge(
+            "pn_spool_files", "Rejected manifests / partial writes in spool directories",
+            ["kind"], registry=r)
         self.up = Gauge(
             "pn_store_up", "1 when the store answered the last health check", registry=r
         )
+        self.spark_commits = Counter(
+            "pn_spark_commits",
+            "Spark commit manifests by outcome: announced (HTTP or CLI), spooled (announced "
+            "from a spool), duplicate, ignored (no registered table), rejected",
+            ["status"], registry=r,
+        )
+        for status in SPARK_COMMIT_STATUSES:
+            self.spark_commits.labels(status=status)
+        self.lakehouse_commits = Counter(
+            "pn_lakehouse_commits", "Iceberg snapshots / Delta versions followed",
+            ["format"], registry=r)
+        self.lakehouse_gaps = Counter(
+            "pn_lakehouse_gaps",
+            "Commits expired or cleaned before the follower read them (not announced)",
+            ["format"], registry=r)
+        self.lakehouse_errors = Counter(
+            "pn_lakehouse_errors", "Followed tables whose run failed (retried next run)",
+            ["format"], registry=r)
         self._server: WSGIServer | None = None
         self.healthy: Callable[[], bool] = lambda: True
 

@@ -6,6 +6,7 @@ composition root does) so tests and tools can pass their own values.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, SecretStr
@@ -17,7 +18,8 @@ from partition_notify.contract.topics import TopicPolicy
 from partition_notify.core.errors import ConfigurationError
 from partition_notify.core.limits import MAX_RETENTION_SECONDS
 
-DEFAULT_RETENTION_SECONDS = 7 * 24 * 3600
+DAY = 24 * 3600
+DEFAULT_RETENTION_SECONDS = 7 * DAY
 #: Relay lease when none is set: max(RELAY_MIN_LEASE_SECONDS, 3 x publish timeout)
 #: (publisher/relay.py computes it; tests/cli/test_help_defaults.py checks both agree).
 RELAY_MIN_LEASE_SECONDS = 60
@@ -32,6 +34,25 @@ SqliteSynchronous = Annotated[
     BeforeValidator(
         lambda v: v.upper() if isinstance(v, str) and v.upper() in SQLITE_LEVELS else v
     ),
+]
+
+
+def _filesystem(value: object) -> object:
+    """``PN_DEFAULT_FS``: a filesystem URI (``hdfs://nn:8020``, ``file:///``), no path."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*:(//[^/?#]*)?/?",
+                                                      value.strip()):
+        raise ValueError("expected a filesystem URI without a path, e.g. hdfs://namenode:8020")
+    return value.strip()
+
+
+DefaultFs = Annotated[str | None, BeforeValidator(_filesystem)]
+#: ``PN_LOG_LEVEL`` values, case-insensitive.
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+LogLevel = Annotated[
+    Literal["DEBUG", "INFO", "WARNING", "ERROR"],
+    BeforeValidator(lambda v: v.upper() if isinstance(v, str) and v.upper() in LOG_LEVELS else v),
 ]
 #: Refusals for good before the relay dead-letters an event.
 DEFAULT_MAX_ATTEMPTS = 5
@@ -80,6 +101,27 @@ class Settings(BaseSettings):
         "(local paths; hdfs:// or s3a:// need `dataset expire --spark`)",
     )
     purge_batch_size: int = Field(5000, gt=0)
+    # Housekeeping (docs/reliability.md#retention), at PN_PURGE_INTERVAL_SECONDS.
+    event_log_retention_seconds: int = Field(
+        30 * DAY, gt=0, le=MAX_RETENTION_SECONDS,
+        description="serve: keep published events this long at least (never less than the "
+        "longest table retention or the deadline look-back; unpublished events, dead "
+        "letters, each topic's last event and events a cursor has not passed always stay)")
+    cursor_retention_seconds: int = Field(
+        90 * DAY, gt=0, le=MAX_RETENTION_SECONDS,
+        description="serve: drop a consumer cursor that has not moved for this long")
+    spark_commit_retention_seconds: int = Field(
+        30 * DAY, gt=0, le=MAX_RETENTION_SECONDS,
+        description="serve: how long a processed Spark job id is remembered (a manifest "
+        "replayed later than this announces again)")
+    expectation_check_retention_seconds: int = Field(
+        90 * DAY, gt=0, le=MAX_RETENTION_SECONDS,
+        description="serve: keep deadline verdicts this long (never less than the deadline "
+        "look-back)")
+    spool_retention_seconds: int = Field(
+        7 * DAY, gt=0, le=MAX_RETENTION_SECONDS,
+        description="serve: delete *.json.rejected and abandoned .*.json.tmp spool files "
+        "this old")
     relay_interval_seconds: float = Field(1.0, gt=0)
     relay_batch_size: int = Field(500, gt=0)
     relay_lease_seconds: float | None = Field(
@@ -116,10 +158,32 @@ class Settings(BaseSettings):
     spark_spool_interval_seconds: float = Field(
         5.0, gt=0, description="serve: how often it looks for Spark commit manifests"
     )
+    spark_spool_scan_deadline_seconds: float = Field(
+        30.0, gt=0, description="serve: longest one pick-up of Spark commit manifests runs; "
+        "the rest waits for the next"
+    )
+    default_fs: DefaultFs = Field(
+        None, description="the filesystem scheme-less table locations are on, as Hadoop's "
+        "fs.defaultFS (e.g. hdfs://nn:8020); unset: the local filesystem"
+    )
     spark_spool_dirs: str = Field(
         "", description="serve: extra comma-separated dirs holding Spark commit manifests"
     )
-    log_format: Literal["text", "json"] = "text"
+    log_format: Literal["text", "json"] = Field(
+        "text", description="serve: text lines, or json (one object per line)"
+    )
+    log_level: LogLevel = Field(
+        "INFO", description="serve: INFO is one line per thing that happened; DEBUG adds "
+        "every scheduler job run and migration step"
+    )
+    iceberg_poll_interval_seconds: float = Field(
+        5.0, gt=0, description="serve: how often it reads the commits of Iceberg tables "
+        "registered with --format iceberg"
+    )
+    delta_poll_interval_seconds: float = Field(
+        5.0, gt=0, description="serve: how often it reads the _delta_log of Delta tables "
+        "registered with --format delta"
+    )
     metrics_port: int | None = Field(None, description="serve: Prometheus endpoint port")
     # HTTP API and deadlines (docs/http-api.md)
     http_bind: str | None = Field(None, description="serve: host:port of the HTTP API (off unset)")

@@ -71,9 +71,8 @@ class Publisher:
     the commit, the messages stay in the log for the relay and the caller
     gets a :class:`PublishError` naming the logged event ids.
 
-    That the broker took them is recorded lazily, in batches (see
-    :mod:`partition_notify.publisher.marks`): one durable commit per publish. :meth:`close`
-    writes what is pending.
+    That the broker took them is recorded lazily, in batches (see :mod:`.marks`):
+    one durable commit per publish. :meth:`close` writes what is pending.
     """
 
     def __init__(self, store: Store, transport: Transport, config: PublisherConfig) -> None:
@@ -160,15 +159,7 @@ class Publisher:
         HTTP API stores its idempotency key there).
         """
         info = self.table(db, table)
-        specs = self.validate_partitions(info, partitions)
-        locs = _locations(locations, len(specs), info.qualified)
-        revision = limits.revision(revision)
-        drafts = [
-            self._partition_draft(info, s, loc, revision)
-            for s, loc in zip(specs, locs, strict=True)
-        ]
-        for i, d in enumerate(drafts):
-            self._check_size(d, f"partition #{i} ({d.partition_spec})", f"locations[{i}]")
+        drafts = self._partition_drafts(info, partitions, locations, limits.revision(revision))
         logged = self.append_and_deliver(drafts, replace=replace, in_txn=in_txn)
         return [m for m in logged if isinstance(m, AddPartitionMessage)]
 
@@ -204,26 +195,33 @@ class Publisher:
         revision: int | None = None,
         in_txn: InTxn | None = None,
     ) -> list[AnyMessage]:
-        """A committed write in one transaction: its add-partitions, then its set-done.
-
-        ``in_txn`` runs inside that transaction (the Spark commit protocol
-        records the job there, so a job is announced once). Returns the
-        messages logged.
-        """
+        """A committed write in one transaction: its add-partitions, then its set-done;
+        returns the messages logged. ``in_txn`` runs inside that transaction (the
+        Spark commit protocol records the job there, so a job is announced once)."""
         info = self.table(db, table)
+        revision = limits.revision(revision)
+        # The same checks as announce_partitions and send_mark_set_done: one path.
+        drafts = self._partition_drafts(info, partitions, locations, revision)
+        if set_done is not None:
+            done = self.validate_set_done(info, set_done)
+            draft = self._set_done_draft(info, done, revision)
+            self._check_size(draft, f"set-done {spec.canonical(done)!r}", None)
+            drafts.append(draft)
+        return self.append_and_deliver(drafts, replace=replace, in_txn=in_txn)
+
+    def _partition_drafts(self, info: TableInfo, partitions: Iterable[SpecLike],
+                          locations: Sequence[str | None] | None,
+                          revision: int | None) -> list[EventDraft]:
+        """Validated add-partition drafts: specs, locations (text rules) and size."""
         specs = self.validate_partitions(info, partitions)
-        if len(locations) != len(specs):
-            raise ValidationError(
-                f"{len(specs)} partitions but {len(locations)} locations for {info.qualified}"
-            )
-        done = None if set_done is None else self.validate_set_done(info, set_done)
+        locs = _locations(locations, len(specs), info.qualified)
         drafts = [
             self._partition_draft(info, s, loc, revision)
-            for s, loc in zip(specs, locations, strict=True)
+            for s, loc in zip(specs, locs, strict=True)
         ]
-        if done is not None:
-            drafts.append(self._set_done_draft(info, done, revision))
-        return self.append_and_deliver(drafts, replace=replace, in_txn=in_txn)
+        for i, d in enumerate(drafts):
+            self._check_size(d, f"partition #{i} ({d.partition_spec})", f"locations[{i}]")
+        return drafts
 
     # -- validation (also used by writers before any data is written) ---------
     @staticmethod

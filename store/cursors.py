@@ -12,6 +12,12 @@ from sqlalchemy.orm import Session
 
 from partition_notify.core.errors import ConflictError, InvalidNameError
 
+#: Name prefixes of the cursors ``serve`` owns (the Airflow push sink's). The
+#: read-only role (store/sql/readonly_role.sql) may write its own trigger
+#: cursors but none of these: a reader moving one would make ``serve``
+#: re-push every set-done or skip them.
+SERVE_CURSOR_PREFIXES = ("airflow-push:",)
+
 
 @dataclass(frozen=True, slots=True)
 class Cursor:
@@ -19,6 +25,7 @@ class Cursor:
     event_id: int
     pending_event_id: int | None
     pending_since: float | None
+    lease_owner: str | None = None
 
 
 class CursorRepository:
@@ -40,6 +47,11 @@ class CursorRepository:
 
     def set(self, name: str, values: dict[str, object]) -> int:
         stmt = update(CursorRow).where(CursorRow.name == name).values(**values)
+        return affected_rows(self.session.execute(stmt))
+
+    def set_where_owner(self, name: str, owner: str, values: dict[str, object]) -> int:
+        stmt = (update(CursorRow).where(CursorRow.name == name, CursorRow.lease_owner == owner)
+                .values(**values))
         return affected_rows(self.session.execute(stmt))
 
     def claim(self, name: str, owner: str, now: float, until: float) -> bool:
@@ -75,7 +87,8 @@ class Cursors:
         self.store = store
 
     def _of(self, row: CursorRow) -> Cursor:
-        return Cursor(row.name, row.event_id, row.pending_event_id, row.pending_since)
+        return Cursor(row.name, row.event_id, row.pending_event_id, row.pending_since,
+                      row.lease_owner if (row.lease_until or 0) >= self.store.clock() else None)
 
     def open(self, name: str, *, start: int | None = None) -> Cursor:
         """The cursor ``name``; a new one starts at ``start`` (default: the log's end)."""
@@ -111,6 +124,23 @@ class Cursors:
         now = self.store.clock()
         with UnitOfWork(self.store.engine, write=True) as uow:
             return CursorRepository(uow.session).claim(name, owner, now, now + seconds)
+
+    def take_over(self, name: str, stale_owner: str, owner: str, seconds: float) -> bool:
+        """Take ``name``'s lease from ``stale_owner`` (known dead) if it still holds it."""
+        now = self.store.clock()
+        with UnitOfWork(self.store.engine, write=True) as uow:
+            return CursorRepository(uow.session).set_where_owner(
+                name, stale_owner, {"lease_owner": owner, "lease_until": now + seconds,
+                                    "updated_at": now}) == 1
+
+    def mark_pending(self, name: str, event_id: int, *, since: float | None = None) -> float:
+        """Record that ``event_id`` is about to be sent (no lease: the caller holds one)."""
+        now = self.store.clock() if since is None else since
+        with UnitOfWork(self.store.engine, write=True) as uow:
+            if CursorRepository(uow.session).set(
+                    name, {"pending_event_id": event_id, "pending_since": now}) != 1:
+                raise InvalidNameError(f"no cursor named {name!r}")
+        return now
 
     def release(self, name: str, owner: str) -> None:
         with UnitOfWork(self.store.engine, write=True) as uow:

@@ -192,6 +192,12 @@ class EventLog:
         with self._db.uow() as uow:
             return [LoggedEvent(*row) for row in uow.events.after(event_id, limit)]
 
+    def table_events_after(self, table_id: int, event_id: int, limit: int) -> list[LoggedEvent]:
+        """Events of one table with id > ``event_id``, oldest first (never skips, as above)."""
+        with self._db.uow() as uow:
+            return [LoggedEvent(*row) for row in uow.events.of_table_after(table_id, event_id,
+                                                                          limit)]
+
     def topic_events_after(
         self, topic: str, after_seq: int, limit: int = 1000, *, upto_seq: int | None = None
     ) -> list[LoggedEvent]:

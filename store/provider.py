@@ -14,6 +14,7 @@ import time
 from partition_notify.store.catalog import Catalog
 from partition_notify.store.engine import DEFAULT_SQLITE_SYNCHRONOUS, make_engine
 from partition_notify.store.event_log import EventLog
+from partition_notify.store.housekeeping import Housekeeping
 from partition_notify.store.migrate import migrate
 from partition_notify.store.records import (
     Clock,
@@ -38,6 +39,7 @@ class Store:
         self.catalog = Catalog(access)
         self.log = EventLog(access)
         self.retention = Retention(access)
+        self.housekeeping = Housekeeping(access)
 
     @classmethod
     def open(

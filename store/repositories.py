@@ -234,6 +234,14 @@ class EventRepository:
         )
         return [tuple(r) for r in self.session.execute(stmt)]
 
+    def of_table_after(self, table_id: int, event_id: int, limit: int) -> list[Any]:
+        """One table's events after ``event_id``, oldest first (the push sink's read)."""
+        cols = (EventRow.event_id, EventRow.topic, EventRow.topic_seq, EventRow.body,
+                EventRow.headers)
+        stmt = (select(*cols).where(EventRow.table_id == table_id, EventRow.event_id > event_id)
+                .order_by(EventRow.event_id).limit(limit))
+        return [tuple(r) for r in self.session.execute(stmt)]
+
     def unpublished_head(
         self, limit: int, held_back: dict[str, int] | None = None, after: int = 0
     ) -> list[Row[Any]]:

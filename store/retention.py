@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from partition_notify.store.hot_read import HotReader
+from partition_notify.store.housekeeping import in_batches
 from partition_notify.store.records import TableInfo
 from partition_notify.store.repositories import covering_sql
 from partition_notify.store.uow import Access, map_db_error
@@ -69,15 +70,7 @@ class Retention:
         Small batches keep each write lock short so publishers are never held
         up behind one giant delete; rows not yet expired are never touched.
         """
-        total = 0
-        batches = 0
-        while max_batches is None or batches < max_batches:
-            with self._db.uow(write=True) as uow:
-                n = uow.set_done.purge_batch(self.clock(), batch_size)
-            total += n
-            batches += 1
-            if n < batch_size:
-                break
-            if between_batches is not None:
-                between_batches()
-        return total
+        return in_batches(
+            lambda: self._db.uow(write=True),
+            lambda uow, n: uow.set_done.purge_batch(self.clock(), n),
+            batch_size=batch_size, max_batches=max_batches, between_batches=between_batches)

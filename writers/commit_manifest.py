@@ -21,14 +21,22 @@ from __future__ import annotations
 import json
 import logging
 import re
-import threading
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from partition_notify.publisher import Publisher
-from partition_notify.store import TableInfo, UnitOfWork
+from partition_notify.store import Store, TableInfo, UnitOfWork
+from partition_notify.store.housekeeping import in_batches
 from partition_notify.store.provider import InTxn
+from partition_notify.writers.commit_locations import (
+    SeenOnce,
+    closest,
+    normalise_location,
+    resolve_table,
+    staging_table,
+    within,
+)
 from partition_notify.writers.commit_repository import SparkCommitRepository
 from partition_notify.writers.commit_schema import MAX_JOB_ID_CHARS
 from partition_notify.writers.layout import parse_partition_path
@@ -39,9 +47,9 @@ from partition_notify.contract import AnyMessage
 from partition_notify.core.errors import (
     ConflictError,
     InvalidManifestError,
-    InvalidNameError,
     InvalidSpecError,
     PublishError,
+    ValidationError,
 )
 
 log = logging.getLogger(__name__)
@@ -101,61 +109,18 @@ def manifest_from_obj(obj: object) -> CommitManifest:
 
 
 # -- table identity ---------------------------------------------------------------
-def normalise_location(location: str) -> str:
-    """One spelling per directory: ``/x``, ``file:///x``, ``file:/x/`` -> ``file:/x``."""
-    loc = location.strip()
-    if loc.startswith("/"):
-        loc = "file:" + loc
-    scheme, sep, rest = loc.partition(":")
-    if not sep:
-        return loc.rstrip("/")
-    scheme = scheme.lower()
-    if scheme == "file":
-        rest = "/" + rest.lstrip("/")
-    elif scheme in ("s3a", "s3n"):
-        scheme = "s3"
-    rest = rest.rstrip("/") or "/"
-    return f"{scheme}:{rest}"
-
-
-def resolve_table(tables: Sequence[TableInfo], manifest: CommitManifest) -> TableInfo | None:
-    """The registered table a job wrote: by catalog name, else by location prefix."""
-    if manifest.table:
-        db, _, name = manifest.table.lower().rpartition(".")
-        for t in tables:
-            if t.db == db and t.name == name:
-                return t
-    out = normalise_location(manifest.output_path)
-    best: TableInfo | None = None
-    for t in tables:
-        if not t.location:
-            continue
-        loc = normalise_location(t.location)
-        if not (out == loc or out.startswith(loc.rstrip("/") + "/")):
-            continue
-        if _hidden(out[len(loc):]):
-            continue  # e.g. NotifyingWriter's _pn_staging/: readers skip it, so do we
-        if best is None or len(loc) > len(normalise_location(best.location or "")):
-            best = t
-    return best
-
-
-def _hidden(rel: str) -> bool:
-    """A directory Spark and Hive readers skip (``_x``, ``.x``) on the way down."""
-    return any(seg[:1] in ("_", ".") for seg in rel.split("/") if seg)
-
-
-def partition_specs(info: TableInfo, manifest: CommitManifest) -> list[dict[str, str]]:
-    """Each partition's values, from its directory relative to the table location."""
-    base = normalise_location(info.location) if info.location else None
-    out = normalise_location(manifest.output_path)
-    prefix = out[len(base) + 1:] if base and out != base and out.startswith(base + "/") else ""
+def partition_specs(
+    info: TableInfo, manifest: CommitManifest, prefix: str, default_fs: str | None = None
+) -> list[dict[str, str]]:
+    """Each partition's values, from its directory relative to the table location
+    (``prefix``: the job's output path relative to it)."""
     specs = []
     for i, p in enumerate(manifest.partitions):
         if p.path is not None:
             rel = f"{prefix}/{p.path}" if prefix else p.path
         else:  # custom location: its last directories name the partition
-            rel = "/".join(normalise_location(p.location).split("/")[-len(info.partition_keys):])
+            loc = normalise_location(p.location, default_fs)
+            rel = "/".join(loc.split("/")[-len(info.partition_keys):])
         try:
             specs.append(parse_partition_path(rel, info.partition_keys))
         except InvalidSpecError as exc:
@@ -166,29 +131,49 @@ def partition_specs(info: TableInfo, manifest: CommitManifest) -> list[dict[str,
 
 
 # -- announcing -------------------------------------------------------------------
+Status = Literal["announced", "spooled", "duplicate", "ignored", "rejected"]
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    status: Literal["announced", "duplicate", "ignored"]
+    status: Status
     job_id: str
     table: str | None
     messages: int = 0
     partitions: int = 0
+    #: why a job was ignored: "unmatched", or "staging" (a NotifyingWriter write)
+    reason: str | None = None
 
 
-_unmatched: set[str] = set()
-_unmatched_lock = threading.Lock()
+@dataclass(frozen=True, slots=True)
+class Target:
+    """The table a job is announced into and the job's output path relative to it."""
+
+    info: TableInfo
+    prefix: str
 
 
-def _log_unmatched_once(manifest: CommitManifest) -> None:
-    key = manifest.table or normalise_location(manifest.output_path)
-    with _unmatched_lock:
-        if key in _unmatched:
-            return
-        _unmatched.add(key)
-    log.info(
-        "spark commit of %s matches no registered table; ignored (logged once per process)",
-        key, extra={"pn_event": "spark_commit.unmatched"},
-    )
+_unmatched = SeenOnce()
+
+
+def _ignored(publisher: Publisher, manifest: CommitManifest, default_fs: str | None) -> Outcome:
+    tables = publisher.store.catalog.tables()
+    staged = staging_table(tables, manifest.output_path, default_fs)
+    if staged is not None:
+        # NotifyingWriter's own staging commit: it announces the write itself.
+        log.debug("spark job %s is a NotifyingWriter staging write of %s; not announced here",
+                  manifest.job_id, staged.qualified)
+        return Outcome("ignored", manifest.job_id, staged.qualified, reason="staging")
+    key = manifest.table or normalise_location(manifest.output_path, default_fs)
+    if _unmatched.first_time(key):
+        near = closest(tables, manifest.output_path, default_fs)
+        log.warning(
+            "spark commit of %s (job %s) matches no registered table; ignored. Closest "
+            "registered locations: %s (warned once per location per process)",
+            key, manifest.job_id, ", ".join(near) or "none",
+            extra={"pn_event": "spark_commit.unmatched"},
+        )
+    return Outcome("ignored", manifest.job_id, manifest.table, reason="unmatched")
 
 
 def already_processed(publisher: Publisher, job_id: str) -> bool:
@@ -196,27 +181,40 @@ def already_processed(publisher: Publisher, job_id: str) -> bool:
         return SparkCommitRepository(uow.session).get(job_id) is not None
 
 
-def plan(publisher: Publisher, manifest: CommitManifest) -> Outcome | TableInfo:
+def purge_spark_commits(store: Store, before: float, *, batch_size: int,
+                        between_batches: Callable[[], None] | None = None) -> int:
+    """Forget Spark job ids processed before ``before`` (``PN_SPARK_COMMIT_RETENTION_SECONDS``),
+    oldest first in batches: a manifest replayed later than that announces again."""
+    return in_batches(
+        lambda: UnitOfWork(store.engine, write=True),
+        lambda uow, n: SparkCommitRepository(uow.session).purge_batch(before, n),
+        batch_size=batch_size, between_batches=between_batches)
+
+
+def plan(
+    publisher: Publisher, manifest: CommitManifest, default_fs: str | None = None
+) -> Outcome | Target:
     """The table to announce into, or the outcome when there is nothing to do."""
     if already_processed(publisher, manifest.job_id):
         return Outcome("duplicate", manifest.job_id, manifest.table)
-    info = resolve_table(publisher.store.catalog.tables(), manifest)
+    info, prefix = resolve_table(
+        publisher.store.catalog.tables(), manifest.table, manifest.output_path, default_fs)
     if info is None:
-        _log_unmatched_once(manifest)
-        return Outcome("ignored", manifest.job_id, manifest.table)
-    return info
+        return _ignored(publisher, manifest, default_fs)
+    return Target(info, prefix)
 
 
 def announce(
-    publisher: Publisher, manifest: CommitManifest, info: TableInfo,
-    in_txn: InTxn | None = None,
+    publisher: Publisher, manifest: CommitManifest, target: Target,
+    in_txn: InTxn | None = None, default_fs: str | None = None,
 ) -> list[AnyMessage]:
     """Log the job's messages and its idempotency record in one transaction.
 
     Raises :class:`ConflictError` when another processor recorded the job first
     (nothing of ours was logged then).
     """
-    specs = partition_specs(info, manifest)
+    info = target.info
+    specs = partition_specs(info, manifest, target.prefix, default_fs)
     locations: list[str | None] = [p.location for p in manifest.partitions]
     clock = publisher.store.clock
 
@@ -230,7 +228,8 @@ def announce(
             info.db, info.name, specs, locations=locations, replace=manifest.overwrite,
             set_done=manifest.mark_set_done, in_txn=record,
         )
-    except (InvalidSpecError, InvalidNameError) as exc:
+    except ValidationError as exc:
+        # One validation path: what announce_partitions refuses, a manifest cannot carry.
         raise InvalidManifestError(f"manifest of job {manifest.job_id}: {exc}") from None
     log.info(
         "spark job %s: %d message(s) for %s", manifest.job_id, len(logged), info.qualified,
@@ -239,25 +238,54 @@ def announce(
     return logged
 
 
-def apply_manifest(publisher: Publisher, manifest: CommitManifest) -> Outcome:
+def apply_manifest(
+    publisher: Publisher, manifest: CommitManifest, *, default_fs: str | None = None,
+    bound_to: TableInfo | None = None, status: Status = "announced",
+) -> Outcome:
     """Announce a committed Spark job once: add-partitions, then its set-done.
 
     Idempotent by job id: the job is recorded in the transaction that logs its
-    messages. A job whose table is not registered is ignored (logged once).
+    messages. A job whose table is not registered is ignored (warned once).
+    ``bound_to``: the only table it may announce (a manifest found in that
+    table's spool); another one is rejected.
     """
-    target = plan(publisher, manifest)
+    target = plan(publisher, manifest, default_fs)
+    if bound_to is not None:
+        check_binding(manifest, target, bound_to, default_fs)
     if isinstance(target, Outcome):
         return target
-    n = len(manifest.partitions)
+    qualified, n = target.info.qualified, len(manifest.partitions)
     try:
-        logged = announce(publisher, manifest, target)
+        logged = announce(publisher, manifest, target, default_fs=default_fs)
     except PublishError as exc:
         # Logged and recorded; the relay (serve) delivers it. Nothing to retry here.
         log.warning("spark job %s: %s", manifest.job_id, exc)
-        return Outcome("announced", manifest.job_id, target.qualified, 0, n)
+        return Outcome(status, manifest.job_id, qualified, 0, n)
     except ConflictError:
         # Another processor recorded this job first; its transaction logged the messages.
         if already_processed(publisher, manifest.job_id):
-            return Outcome("duplicate", manifest.job_id, target.qualified)
+            return Outcome("duplicate", manifest.job_id, qualified)
         raise
-    return Outcome("announced", manifest.job_id, target.qualified, len(logged), n)
+    return Outcome(status, manifest.job_id, qualified, len(logged), n)
+
+
+def check_binding(
+    manifest: CommitManifest, target: Outcome | Target, bound: TableInfo, default_fs: str | None
+) -> None:
+    """A manifest from ``bound``'s spool announces ``bound`` or nothing."""
+    if isinstance(target, Target):
+        if target.info.id == bound.id:
+            return
+        other = target.info.qualified
+    else:
+        if target.status == "duplicate":
+            return  # nothing happens to it
+        out = normalise_location(manifest.output_path, default_fs)
+        loc = normalise_location(bound.location or "", default_fs)
+        if within(out, loc) is not None and manifest.table in (None, bound.qualified):
+            return  # ignored (e.g. a staging write): kept for a later re-apply
+        other = manifest.table or manifest.output_path
+    raise InvalidManifestError(
+        f"manifest of job {manifest.job_id} found in the spool of {bound.qualified} "
+        f"announces {other}; a spool only announces its own table"
+    )

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import cast
+
+from partition_notify.store.housekeeping import delete_where, oldest
 from partition_notify.writers.commit_schema import SparkCommitRow
-from sqlalchemy import select
+from sqlalchemy import Table, select
 from sqlalchemy.orm import Session
+
+_COMMITS = cast(Table, SparkCommitRow.__table__)
 
 
 class SparkCommitRepository:
@@ -23,3 +28,9 @@ class SparkCommitRepository:
             job_id=job_id, table_id=table_id, partitions=partitions, processed_at=now
         ))
         self.session.flush()
+
+    def purge_batch(self, before: float, n: int) -> int:
+        """Forget the ``n`` oldest job ids processed before ``before``."""
+        c = _COMMITS.c
+        return delete_where(self.session, _COMMITS, oldest(
+            c.job_id, c.processed_at, c.processed_at < before, n))

@@ -8,7 +8,7 @@ retry, a spool file left behind by a crash, both at once) announces once.
 from __future__ import annotations
 
 from partition_notify.store.schema import Base
-from sqlalchemy import Float, Integer, String
+from sqlalchemy import Float, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 #: Longest Spark job id accepted (Spark uses a 36-character UUID).
@@ -21,3 +21,4 @@ class SparkCommitRow(Base):
     table_id: Mapped[int] = mapped_column(Integer)
     partitions: Mapped[int] = mapped_column(Integer)
     processed_at: Mapped[float] = mapped_column(Float)
+    __table_args__ = (Index("ix_pn_spark_commits_processed", "processed_at"),)

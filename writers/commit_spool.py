@@ -2,12 +2,25 @@
 
 The commit protocol writes ``<jobId>.json`` (write, then rename) into
 ``_partition_notify/`` under the job's output path when ``serve`` is
-unreachable. This job looks there under every registered table location
-(and in extra spool directories), announces each manifest once
-(:func:`partition_notify.writers.commit_manifest.apply_manifest` is idempotent by job id) and
-only then deletes it. A manifest that cannot be valid is renamed
-``<jobId>.json.rejected`` and logged, so it is looked at by a person, not
-retried forever.
+unreachable, signed with the writer's token (:mod:`.spool_signature`). This
+job looks there under every registered table location (and in extra spool
+directories) and announces each manifest once
+(:func:`partition_notify.writers.commit_manifest.apply_manifest` is
+idempotent by job id), then deletes it. What it finds is untrusted:
+
+* a manifest in a table's spool announces that table or nothing, and only if
+  a live write token signed it (extra spool directories: the signature only);
+* only regular files are read: opened without following links and without
+  blocking, checked by ``fstat`` before a byte is read, at most
+  ``MAX_MANIFEST_BYTES``; one file's failure is logged and set aside, never
+  stops the others;
+* the scan stops at its deadline (or when ``serve`` stops) and goes on at
+  the next run.
+
+A file that cannot be valid is renamed ``<name>.rejected`` (looked at by a
+person, not retried forever); a valid manifest no registered table matches is
+renamed ``<name>.ignored`` and kept (``commits ignored`` lists them,
+``commits scan --retry-ignored`` applies them once the table is registered).
 
 Local filesystems (``file:`` or plain paths) only: for object stores and
 HDFS, use the HTTP route (the normal path) or point
@@ -16,14 +29,25 @@ HDFS, use the HTTP route (the normal path) or point
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
-from collections.abc import Iterable
+import stat
+import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from partition_notify.publisher import Publisher
-from partition_notify.writers.commit_manifest import apply_manifest, parse_manifest
+from partition_notify.store import TableInfo
+from partition_notify.writers.commit_locations import normalise_location
+from partition_notify.writers.commit_manifest import (
+    MAX_MANIFEST_BYTES,
+    Outcome,
+    apply_manifest,
+    parse_manifest,
+)
+from partition_notify.writers.spool_signature import verify
 
 from partition_notify.core.errors import InvalidManifestError, PartitionNotifyError
 
@@ -31,6 +55,12 @@ log = logging.getLogger(__name__)
 
 SPOOL = "_partition_notify"
 REJECTED_SUFFIX = ".rejected"
+IGNORED_SUFFIX = ".ignored"
+#: Ignored manifests (no table matched) are kept this long for a re-apply, then deleted.
+IGNORED_RETENTION_SECONDS = 30 * 86400
+#: Most manifests one scan reads from one directory (the rest: next scan).
+MAX_FILES_PER_DIR = 10_000
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 @dataclass
@@ -40,65 +70,232 @@ class SpoolStats:
     ignored: int = 0
     rejected: int = 0
     failed: int = 0
+    #: the scan stopped at its deadline (or serve stopping) before the end
+    cut_short: bool = False
     jobs: list[str] = field(default_factory=list)
 
+    def count(self, outcome: Outcome) -> None:
+        if outcome.status == "duplicate":
+            self.duplicates += 1
+        elif outcome.status == "ignored":
+            self.ignored += 1
+        else:
+            self.announced += 1
+        self.jobs.append(outcome.job_id)
 
-def local_dir(location: str) -> Path | None:
+
+@dataclass(frozen=True, slots=True)
+class SpoolDir:
+    path: Path
+    #: the table whose location holds it; None for an extra spool directory
+    table: TableInfo | None
+
+
+@dataclass
+class ScanContext:
+    publisher: Publisher
+    keys: list[bytes]
+    default_fs: str | None
+    deadline: float
+    should_stop: Callable[[], bool]
+
+    def over(self) -> bool:
+        return time.monotonic() >= self.deadline or self.should_stop()
+
+
+def local_dir(location: str, default_fs: str | None = None) -> Path | None:
     """A location as a local path, or None when it is not on the local filesystem."""
-    if location.startswith("file:"):
-        return Path("/" + location[len("file:"):].lstrip("/"))
-    if location.startswith("/"):
-        return Path(location)
-    return None
+    loc = normalise_location(location, default_fs)
+    return Path(loc[len("file:"):]) if loc.startswith("file:/") else None
 
 
-def spool_dirs(publisher: Publisher, extra: Iterable[str] = ()) -> list[Path]:
-    out: list[Path] = []
+def spool_dirs(
+    publisher: Publisher, extra: Iterable[str] = (), default_fs: str | None = None
+) -> list[SpoolDir]:
+    out: list[SpoolDir] = []
     for t in publisher.store.catalog.tables():
-        d = local_dir(t.location) if t.location else None
+        d = local_dir(t.location, default_fs) if t.location else None
         if d is not None:
-            out.append(d / SPOOL)
-    out.extend(p for p in (local_dir(e) for e in extra) if p is not None)
+            out.append(SpoolDir(d / SPOOL, t))
+    out.extend(SpoolDir(p, None) for p in (local_dir(e) for e in extra) if p is not None)
     return out
 
 
-def scan(publisher: Publisher, extra_dirs: Iterable[str] = ()) -> SpoolStats:
-    """Process every ready manifest once; a store failure leaves the file for next time."""
+def scan(
+    publisher: Publisher, extra_dirs: Iterable[str] = (), *, keys: Iterable[bytes],
+    default_fs: str | None = None, deadline_seconds: float = 60.0,
+    should_stop: Callable[[], bool] = lambda: False, retry_ignored: bool = False,
+) -> SpoolStats:
+    """Process ready manifests once; a store failure leaves the file for next time.
+
+    ``keys``: the live write tokens' signing keys, read by the caller for this
+    scan (the tokens are the HTTP feature's table, not the writers')."""
     stats = SpoolStats()
-    for d in spool_dirs(publisher, extra_dirs):
-        try:
-            names = sorted(os.listdir(d))
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        for name in names:
-            if name.startswith(".") or not name.endswith(".json"):
-                continue  # ".<job>.json.tmp" is still being written
-            process_file(publisher, d / name, stats)
+    ctx = ScanContext(publisher, list(keys), default_fs,
+                      time.monotonic() + deadline_seconds, should_stop)
+    suffix = ".json" + IGNORED_SUFFIX if retry_ignored else ".json"
+    for d in spool_dirs(publisher, extra_dirs, default_fs):
+        for name in ready(d.path, suffix):
+            if ctx.over():
+                stats.cut_short = True
+                log.warning("spark commit pick-up stopped at its deadline; the rest next time")
+                return stats
+            process_file(ctx, d, name, stats)
+        expire_ignored(d.path)
     return stats
 
 
-def process_file(publisher: Publisher, path: Path, stats: SpoolStats) -> None:
+@dataclass
+class SpoolSweep:
+    """What the spool holds after a sweep, and what the sweep removed."""
+
+    rejected: int = 0
+    partial: int = 0
+    removed: int = 0
+
+
+def _leftover(name: str) -> str | None:
+    """"rejected" for a manifest set aside, "partial" for a write or checksum left behind."""
+    if name.endswith(".json" + REJECTED_SUFFIX):
+        return "rejected"
+    if name.startswith(".") and name.endswith((".json.tmp", ".crc")):
+        return "partial"
+    return None
+
+
+def sweep(dirs: Iterable[Path], older_than: float) -> SpoolSweep:
+    """Delete rejected manifests and abandoned partial writes last changed before
+    ``older_than`` (epoch seconds); count what stays (``pn_spool_files``)."""
+    out = SpoolSweep()
+    for d in dirs:
+        try:
+            entries = list(os.scandir(d))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for entry in entries:
+            kind = _leftover(entry.name)
+            if kind is None:
+                continue
+            try:
+                if entry.stat().st_mtime < older_than:
+                    os.unlink(entry.path)
+                    out.removed += 1
+                    continue
+            except FileNotFoundError:
+                continue  # another serve took it
+            setattr(out, kind, getattr(out, kind) + 1)
+    return out
+
+
+
+def expire_ignored(d: Path, now: float | None = None) -> int:
+    """Delete ignored manifests older than IGNORED_RETENTION_SECONDS; how many."""
+    cutoff = (time.time() if now is None else now) - IGNORED_RETENTION_SECONDS
+    removed = 0
+    for name in ready(d, ".json" + IGNORED_SUFFIX):
+        try:
+            if os.lstat(d / name).st_mtime < cutoff:
+                os.unlink(d / name)
+                removed += 1
+                log.warning("ignored spark commit manifest %s expired (kept %d days)",
+                            d / name, IGNORED_RETENTION_SECONDS // 86400)
+        except OSError:
+            continue
+    return removed
+
+
+def ready(d: Path, suffix: str = ".json") -> list[str]:
+    """Names of manifests ready in ``d`` (``.<job>.json.tmp`` is still being written)."""
     try:
-        outcome = apply_manifest(publisher, parse_manifest(path.read_bytes()))
+        names = sorted(os.listdir(d))
+    except OSError as exc:
+        if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+            log.warning("spool directory %s cannot be listed: %s", d, exc.strerror)
+        return []
+    return [n for n in names if n.endswith(suffix) and not n.startswith(".")][:MAX_FILES_PER_DIR]
+
+
+def read_manifest_file(path: Path) -> bytes:
+    """A regular file's bytes, at most MAX_MANIFEST_BYTES; never follows a link or blocks."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            raise
+        why = "it is a symbolic link" if exc.errno == errno.ELOOP else exc.strerror
+        raise InvalidManifestError(f"cannot open: {why}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InvalidManifestError(f"not a regular file ({_kind(st.st_mode)})")
+        if st.st_size > MAX_MANIFEST_BYTES:
+            raise InvalidManifestError(
+                f"{st.st_size} bytes, expected at most {MAX_MANIFEST_BYTES}")
+        chunks, size = [], 0
+        while chunk := os.read(fd, min(1 << 20, MAX_MANIFEST_BYTES + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_MANIFEST_BYTES:
+                break
+        data = b"".join(chunks)
+    except OSError as exc:
+        raise InvalidManifestError(f"cannot read: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_MANIFEST_BYTES:  # grew while we read
+        raise InvalidManifestError(f"more than {MAX_MANIFEST_BYTES} bytes")
+    return data
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return f"mode {mode:o}"
+
+
+def process_file(ctx: ScanContext, d: SpoolDir, name: str, stats: SpoolStats) -> None:
+    path = d.path / name
+    try:
+        raw = read_manifest_file(path)
+        body = verify(raw, ctx.keys)
+        outcome = apply_manifest(ctx.publisher, parse_manifest(body),
+                                 default_fs=ctx.default_fs, bound_to=d.table, status="spooled")
     except FileNotFoundError:
         return  # another serve took it
     except InvalidManifestError as exc:
         stats.rejected += 1
         log.error("spark commit manifest %s rejected: %s", path, exc,
                   extra={"pn_event": "spark_commit.rejected"})
-        path.replace(path.with_name(path.name + REJECTED_SUFFIX))
+        _set_aside(path, REJECTED_SUFFIX)
         return
     except PartitionNotifyError as exc:
         stats.failed += 1
         log.warning("spark commit manifest %s: %s; retried on the next scan", path, exc)
         return
-    if outcome.status == "announced":
-        stats.announced += 1
-    elif outcome.status == "duplicate":
-        stats.duplicates += 1
-    else:
-        stats.ignored += 1
-    stats.jobs.append(outcome.job_id)
+    stats.count(outcome)
+    if outcome.status == "ignored" and outcome.reason == "unmatched":
+        if not name.endswith(IGNORED_SUFFIX):
+            _set_aside(path, IGNORED_SUFFIX)   # kept: registering the table later recovers it
+        return
     path.unlink(missing_ok=True)
     # Hadoop's LocalFileSystem writes a checksum file next to it.
     path.with_name(f".{path.name}.crc").unlink(missing_ok=True)
+
+
+def _set_aside(path: Path, suffix: str) -> None:
+    base = path.name.removesuffix(IGNORED_SUFFIX)
+    try:
+        # rename never follows a link: a symlink is set aside, not its target.
+        os.rename(path, path.with_name(base + suffix))
+    except OSError as exc:
+        log.warning("spark commit manifest %s could not be renamed: %s", path, exc.strerror)
+
+
+def set_aside(dirs: Iterable[SpoolDir], suffix: str = IGNORED_SUFFIX) -> Iterator[Path]:
+    """The manifests set aside with ``suffix`` in ``dirs``."""
+    for d in dirs:
+        for name in ready(d.path, ".json" + suffix):
+            yield d.path / name

@@ -9,7 +9,16 @@ too, which ``eager()`` alone does not: it only looks at the latest time window).
 A set-done maps onto the asset's partitions by dimension name = partition
 key: ``datestamp=20110228/region=us`` is ``MultiPartitionKey({"datestamp":
 "20110228", "region": "us"})``; a coarser ``datestamp=20110228`` stands for
-every region partition of that day (one materialization each).
+every region partition of that day (one materialization each). A key the
+asset's ``PartitionsDefinition`` does not have (a day before its start date,
+another date format, a value outside a static set) is never written into
+Dagster's history: the tick skips it and logs one WARNING line with the count
+and the keys.
+
+The sensor is named ``partition_notify_<db>_<table>`` unless ``name`` is
+given, ticks at most every ``minimum_interval_seconds`` (default
+:data:`DEFAULT_INTERVAL_SECONDS`) and is created STOPPED, as every Dagster
+sensor is, unless ``default_status=dg.DefaultSensorStatus.RUNNING``.
 """
 
 from __future__ import annotations
@@ -89,6 +98,7 @@ def partition_set_done_sensor(
     start_event_id: int = 0,
     minimum_interval_seconds: int = DEFAULT_INTERVAL_SECONDS,
     max_events_per_tick: int = MAX_EVENTS_PER_TICK,
+    default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
 ) -> dg.SensorDefinition:
     """A ``SensorDefinition`` reporting each set-done of ``table`` on ``asset_key``.
 
@@ -103,11 +113,16 @@ def partition_set_done_sensor(
         info = store.catalog.get_table(db, tname)
         after = _cursor(context.cursor, start_event_id)
         events = store.log.events_after(after, max_events_per_tick)
-        materializations = [
-            dg.AssetMaterialization(asset_key=key, partition=pk, metadata=_metadata(msg, info))
+        wanted = [
+            (msg, pk)
             for msg in _set_dones(events, info, context.log)
             for pk in partition_keys_for(msg, info.partition_keys, partitions_def,
                                          context.instance)
+        ]
+        valid = _valid(wanted, partitions_def, context)
+        materializations = [
+            dg.AssetMaterialization(asset_key=key, partition=pk, metadata=_metadata(msg, info))
+            for msg, pk in valid
         ]
         cursor = str(events[-1].event_id) if events else str(after)
         return dg.SensorResult(asset_events=materializations, cursor=cursor)
@@ -115,10 +130,31 @@ def partition_set_done_sensor(
     make = dg.sensor(
         name=name or f"partition_notify_{db}_{tname}",
         minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
         description=f"set-done of {db}.{tname} -> materializations of {key.to_user_string()}",
     )
     definition: dg.SensorDefinition = make(evaluate)
     return definition
+
+
+def _valid(
+    wanted: list[tuple[SetDoneMessage, str | dg.MultiPartitionKey | None]],
+    partitions_def: dg.PartitionsDefinition | None,
+    context: dg.SensorEvaluationContext,
+) -> list[tuple[SetDoneMessage, str | dg.MultiPartitionKey | None]]:
+    """``wanted`` less the keys ``partitions_def`` does not have (one log line for them)."""
+    if partitions_def is None:
+        return wanted
+    with dg.partition_loading_context(dynamic_partitions_store=context.instance):
+        ok = [partitions_def.has_partition_key(str(pk)) for _, pk in wanted]
+    keep = [w for w, good in zip(wanted, ok, strict=True) if good]
+    if len(keep) < len(wanted):
+        bad = [f"{pk} (event {m.event_id})"
+               for (m, pk), good in zip(wanted, ok, strict=True) if not good]
+        shown = ", ".join(bad[:20]) + (f" and {len(bad) - 20} more" if len(bad) > 20 else "")
+        context.log.warning(f"skipped {len(bad)} partition key(s) not in the asset's "
+                            f"PartitionsDefinition: {shown}")
+    return keep
 
 
 def _set_dones(events: Sequence[LoggedEvent], info: TableInfo,

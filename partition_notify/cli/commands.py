@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 import time
 from collections.abc import Callable
@@ -22,12 +21,26 @@ from partition_notify.cli.common import (
     seconds,
     table_arg,
 )
+from partition_notify.core.errors import ValidationError
 
 if TYPE_CHECKING:
     from partition_notify.cli.common import SubParsers
 
 
 def cmd_register(args: argparse.Namespace) -> int:
+    start: int | None = None
+    if args.format is not None:
+        from partition_notify.writers.lakehouse.follower import head_of
+        from partition_notify.writers.lakehouse.store import checked
+
+        # Refused before anything is stored; then the commit to follow from.
+        fmt, catalog, ident, location = checked(
+            ".".join(db_table(args)), args.format, args.catalog, args.identifier,
+            args.location)
+        start = head_of(fmt, catalog=catalog, identifier=ident, location=location,
+                        keys=args.keys)
+    elif args.catalog or args.identifier:
+        raise ValidationError("--catalog and --identifier need --format iceberg")
     with open_app(args) as app:
         info = app.publisher.register_table(
             *db_table(args),
@@ -36,9 +49,25 @@ def cmd_register(args: argparse.Namespace) -> int:
             topic=args.topic,
             location=args.location,
         )
+        if args.location and args.format is None:
+            from partition_notify.writers.commit_locations import never_matches
+
+            if why := never_matches(args.location, app.settings.default_fs):
+                print(f"partition-notify register: warning: location {args.location!r} will "
+                      f"never match what Spark reports: {why}", file=sys.stderr)
+        followed = ""
+        if args.format is not None:
+            from partition_notify.writers.lakehouse.store import LakehouseTables
+
+            f = LakehouseTables(app.store).register(
+                info, args.format, catalog=args.catalog, identifier=args.identifier,
+                location=args.location, start=start)
+            followed = (f" format={f.format}" + (f" catalog={f.catalog} identifier="
+                        f"{f.identifier}" if f.catalog else f" location={f.location}")
+                        + f" after_commit={f.cursor}")
         print(
             f"{info.qualified} keys={','.join(info.partition_keys)} topic={info.topic} "
-            f"retention_seconds={info.retention_seconds}"
+            f"retention_seconds={info.retention_seconds}{followed}"
         )
     return 0
 
@@ -118,8 +147,10 @@ def cmd_purge(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from partition_notify.serve import service
+    from partition_notify.settings import load_settings
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    settings = load_settings()  # before the store opens: its migrations log too
+    service.configure_logging(settings.log_level, settings.log_format)
     with open_app(args) as app:
         if args.once:
             svc = service.Service(app)
@@ -163,7 +194,15 @@ def _register_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--keys", type=keys_arg, required=True, help="partition keys, in order: a,b")
     sp.add_argument("--retention-seconds", type=int, help="how long set-done is kept")
     sp.add_argument("--topic", help="explicit topic instead of the naming policy")
-    sp.add_argument("--location", help="table location (informational)")
+    sp.add_argument("--location", help="table location: where Spark writes it (the commit "
+                    "protocol matches writes by it); with --format delta the table's root, "
+                    "where _delta_log is")
+    sp.add_argument("--format", choices=("iceberg", "delta"),
+                    help="serve follows the table's commits and announces their partitions")
+    sp.add_argument("--catalog", help="--format iceberg: catalog name; its properties come "
+                    "from PN_ICEBERG_CATALOG__<NAME>__<PROPERTY>")
+    sp.add_argument("--identifier", help="--format iceberg: the table in the catalog "
+                    "(default: db.table)")
 
 
 def _announce_args(sp: argparse.ArgumentParser) -> None:

@@ -1,12 +1,16 @@
-"""``partition-notify dead-letters ...``: events the broker refused for good.
+"""``partition-notify dead-letters ...``: events the broker or Airflow refused for good.
 
-The relay dead-letters an event after ``PN_RELAY_MAX_ATTEMPTS`` refusals for
-good (too large, not authorized, invalid destination); see
-:mod:`partition_notify.store.dead_letters`. These commands list them, send them again
-(``redrive``: back to pending, counts reset; fix the cause first) or give up
-on them (``discard``: kept in the log, marked, never sent). Output is JSON,
-one object per line; exit codes as in :mod:`partition_notify.cli`. Only the
-store is opened: no broker is needed.
+Two sources (``--source``). ``relay``: the relay dead-letters an event after
+``PN_RELAY_MAX_ATTEMPTS`` refusals for good (too large, not authorized,
+invalid destination); see :mod:`partition_notify.store.dead_letters`.
+``airflow-push``: the Airflow push sink of ``serve`` dead-letters a set-done
+Airflow refused for good (asset gone, forbidden, invalid) or could not
+confirm; see :mod:`partition_notify.integrations.airflow.push_letters`.
+These commands list them (both sources unless ``--source`` is given), send
+them again (``redrive``: fix the cause first; the relay or the sink sends
+them on its next run) or give up on them (``discard``: kept, marked, never sent). Output
+is JSON, one object per line, with its ``source``; exit codes as in
+:mod:`partition_notify.cli`. Only the store is opened: no broker is needed.
 """
 
 from __future__ import annotations
@@ -21,11 +25,16 @@ from partition_notify.cli.common import table_arg
 
 if TYPE_CHECKING:
     from partition_notify.cli.common import Handler, SubParsers
+    from partition_notify.integrations.airflow.push_letters import PushLetter, PushLetters
     from partition_notify.store.dead_letters import DeadLetter, DeadLetters
 
 
+RELAY, PUSH = "relay", "airflow-push"
+
+
 @contextmanager
-def _letters(args: argparse.Namespace) -> Iterator[DeadLetters]:
+def _letters(args: argparse.Namespace) -> Iterator[tuple[DeadLetters, PushLetters]]:
+    from partition_notify.integrations.airflow.push_letters import PushLetters
     from partition_notify.settings import load_settings
     from partition_notify.store import Store
     from partition_notify.store.dead_letters import DeadLetters
@@ -33,7 +42,7 @@ def _letters(args: argparse.Namespace) -> Iterator[DeadLetters]:
     settings = load_settings(**({"store_url": args.store_url} if args.store_url else {}))
     store = Store.open(settings.store_url, connect_timeout_seconds=settings.connect_timeout_seconds)
     try:
-        yield DeadLetters(store)
+        yield DeadLetters(store), PushLetters(store)
     finally:
         store.close()
 
@@ -48,34 +57,41 @@ def _event_id(value: str) -> int:
     return event_id
 
 
-def _print_all(letters: list[DeadLetter], **extra: object) -> None:
+def _print_all(letters: list[DeadLetter] | list[PushLetter], **extra: object) -> None:
     for d in letters:
-        print(json.dumps({**d.as_dict(), **extra}), flush=True)
+        print(json.dumps({"source": RELAY, **d.as_dict(), **extra}), flush=True)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    with _letters(args) as dl:
-        _print_all(dl.find(args.table))
+    with _letters(args) as (dl, pl):
+        if args.source in (None, RELAY):
+            _print_all(dl.find(args.table))
+        if args.source in (None, PUSH):
+            _print_all(pl.find(None if args.table is None else ".".join(args.table)))
     return 0
 
 
 def cmd_redrive(args: argparse.Namespace) -> int:
     if bool(args.event_ids) == bool(args.all):
         args.parser.error("give EVENT_IDs or --all, not both or neither")
-    with _letters(args) as dl:
-        _print_all(dl.redrive(None if args.all else args.event_ids), action="redriven")
+    ids = None if args.all else args.event_ids
+    with _letters(args) as (dl, pl):
+        _print_all(pl.redrive(ids) if args.source == PUSH else dl.redrive(ids),
+                   action="redriven")
     return 0
 
 
 def cmd_discard(args: argparse.Namespace) -> int:
-    with _letters(args) as dl:
-        _print_all(dl.discard(args.event_ids), action="discarded")
+    with _letters(args) as (dl, pl):
+        letters = pl.discard(args.event_ids) if args.source == PUSH else dl.discard(
+            args.event_ids)
+        _print_all(letters, action="discarded")
     return 0
 
 
 def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser]) -> None:
     """Add ``dead-letters`` to the subcommands ``sub`` of the main parser."""
-    help_ = "events the broker refused for good: list, redrive, discard"
+    help_ = "events the broker or Airflow refused for good: list, redrive, discard"
     grp = sub.add_parser("dead-letters", help=help_, description=__doc__,
                          formatter_class=argparse.RawDescriptionHelpFormatter).add_subparsers(
         dest="dead_letters_command", metavar="COMMAND", required=True, parser_class=parser_class)
@@ -88,8 +104,13 @@ def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser]) ->
 
     sp = add("list", cmd_list, "list dead letters (discarded ones too), oldest first")
     sp.add_argument("--table", type=table_arg, help="only this table: db.table")
+    sp.add_argument("--source", choices=[RELAY, PUSH], help="only this source (default: both)")
     sp = add("redrive", cmd_redrive, "send dead letters again: back to pending, attempts reset")
     sp.add_argument("event_ids", nargs="*", type=_event_id, metavar="EVENT_ID")
     sp.add_argument("--all", action="store_true", help="every dead letter not discarded")
+    sp.add_argument("--source", choices=[RELAY, PUSH], default=RELAY,
+                    help="whose dead letters (default: %(default)s)")
     sp = add("discard", cmd_discard, "keep dead letters in the log as discarded, never sent")
     sp.add_argument("event_ids", nargs="+", type=_event_id, metavar="EVENT_ID")
+    sp.add_argument("--source", choices=[RELAY, PUSH], default=RELAY,
+                    help="whose dead letters (default: %(default)s)")

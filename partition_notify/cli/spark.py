@@ -4,7 +4,8 @@
 ``spark-submit``, ``pyspark`` or ``spark-sql`` run (or the lines of a
 ``spark-defaults.conf``). ``commits apply`` announces a commit manifest by
 hand (one the JVM logged because neither ``serve`` nor the filesystem took
-it); ``commits scan`` runs serve's manifest pick-up once.
+it); ``commits scan`` runs serve's manifest pick-up once (``--retry-ignored``:
+the manifests kept because no table matched, listed by ``commits ignored``).
 """
 
 from __future__ import annotations
@@ -107,20 +108,41 @@ def cmd_commits_apply(args: argparse.Namespace) -> int:
     raw = sys.stdin.buffer.read() if args.file == "-" else _read(args.file)
     manifest = parse_manifest(raw)
     with _app(args) as app:
-        outcome = apply_manifest(app.publisher, manifest)
+        outcome = apply_manifest(app.publisher, manifest, default_fs=app.settings.default_fs)
     print(json.dumps(asdict(outcome)))
     return 0
 
 
 def cmd_commits_scan(args: argparse.Namespace) -> int:
     from partition_notify.cli.common import open_app as _app
+    from partition_notify.http.store import HttpStore
     from partition_notify.writers.commit_spool import scan
 
     with _app(args) as app:
-        extra = [d for d in app.settings.spark_spool_dirs.split(",") if d.strip()]
-        stats = scan(app.publisher, extra + list(args.dirs))
+        s = app.settings
+        stats = scan(app.publisher, _extra(s.spark_spool_dirs) + list(args.dirs),
+                     keys=HttpStore(app.store).signing_keys(), default_fs=s.default_fs,
+                     deadline_seconds=s.spark_spool_scan_deadline_seconds,
+                     retry_ignored=args.retry_ignored)
     print(json.dumps(asdict(stats)))
     return 1 if stats.rejected or stats.failed else 0
+
+
+def cmd_commits_ignored(args: argparse.Namespace) -> int:
+    from partition_notify.cli.common import open_app as _app
+    from partition_notify.writers.commit_spool import set_aside, spool_dirs
+
+    with _app(args) as app:
+        s = app.settings
+        dirs = spool_dirs(app.publisher, _extra(s.spark_spool_dirs) + list(args.dirs),
+                          s.default_fs)
+        for path in set_aside(dirs):
+            print(path)
+    return 0
+
+
+def _extra(dirs: str) -> list[str]:
+    return [d for d in dirs.split(",") if d.strip()]
 
 
 def _read(path: str) -> bytes:
@@ -156,4 +178,10 @@ def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser]) ->
     sp.add_argument("file", help="manifest file, or - for stdin")
     sp = grp.add_parser("scan", help="pick up spooled manifests once (what serve does)")
     sp.set_defaults(fn=cmd_commits_scan, command="commits scan")
+    sp.add_argument("dirs", nargs="*", help="extra spool directories")
+    sp.add_argument("--retry-ignored", action="store_true",
+                    help="apply the manifests set aside as ignored (e.g. after registering "
+                    "their table) instead of the new ones")
+    sp = grp.add_parser("ignored", help="list the manifests kept because no table matched")
+    sp.set_defaults(fn=cmd_commits_ignored, command="commits ignored")
     sp.add_argument("dirs", nargs="*", help="extra spool directories")

@@ -28,6 +28,8 @@ boundary with ``raise ... from exc`` so callers never need to import a driver::
     ├── CommitIncompleteError       Spark committed a write, the notification step
     │                               failed part-way (NotifyingWriter.recover finishes it)
     └── PushError                   Airflow refused or did not answer a pushed event
+        └── PushRefused             refused for good (400, 403, 404, 409, 413, 422):
+                                    the event is dead-lettered, not retried
 
 Everything above is importable from :mod:`partition_notify` itself, and this
 tree is checked against the classes below by tests/core/test_error_tree.py.
@@ -147,3 +149,12 @@ class CommitIncompleteError(PartitionNotifyError):
 
 class PushError(PartitionNotifyError):
     """Airflow refused or did not answer a pushed asset event; the event will be retried."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        #: The HTTP status Airflow answered, None when it did not answer.
+        self.status = status
+
+
+class PushRefused(PushError):
+    """Airflow refused a pushed asset event for good; the sink dead-letters it."""

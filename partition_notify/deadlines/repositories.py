@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
-from sqlalchemy import select
+from sqlalchemy import Table, and_, select
 from sqlalchemy.orm import Session
 
 from partition_notify.deadlines.schema import ExpectationCheckRow, ExpectationRow
+from partition_notify.store.housekeeping import delete_where, oldest
+
+_CHECKS = cast(Table, ExpectationCheckRow.__table__)
 
 
 class ExpectationRepository:
@@ -71,3 +75,10 @@ class ExpectationCheckRepository:
     def add(self, row: ExpectationCheckRow) -> None:
         self.session.add(row)
         self.session.flush()
+
+    def purge_batch(self, checked_before: float, deadline_before: float, n: int) -> int:
+        """Delete the ``n`` oldest verdicts checked before ``checked_before`` whose
+        deadline is before ``deadline_before`` (the checker no longer looks at them)."""
+        c = _CHECKS.c
+        return delete_where(self.session, _CHECKS, oldest(c.id, c.checked_at, and_(
+            c.checked_at < checked_before, c.deadline_at < deadline_before), n))

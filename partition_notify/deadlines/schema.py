@@ -54,4 +54,5 @@ class ExpectationCheckRow(Base):
     __table_args__ = (
         Index("ux_pn_expectation_checks_instance", "expectation_id", "logical_date", unique=True),
         Index("ix_pn_expectation_checks_open", "outcome", "recovered_at"),
+        Index("ix_pn_expectation_checks_checked", "checked_at"),
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -12,6 +12,7 @@ from partition_notify.deadlines.repositories import (
     ExpectationRepository,
 )
 from partition_notify.deadlines.schema import ExpectationCheckRow, ExpectationRow
+from partition_notify.store.housekeeping import in_batches
 from partition_notify.store.uow import UnitOfWork
 
 if TYPE_CHECKING:
@@ -66,6 +67,17 @@ class DeadlineStore:
 
     def _uow(self, *, write: bool = False) -> UnitOfWork:
         return UnitOfWork(self.store.engine, write=write)
+
+    def purge_checks(self, checked_before: float, deadline_before: float, *, batch_size: int,
+                     between_batches: Callable[[], None] | None = None) -> int:
+        """Delete verdicts checked before ``checked_before`` (``PN_EXPECTATION_CHECK_RETENTION_
+        SECONDS``) whose deadline is before ``deadline_before`` (the look-back), oldest first:
+        an instance the checker still looks at keeps its verdict, so it is not decided twice."""
+        return in_batches(
+            lambda: self._uow(write=True),
+            lambda uow, n: ExpectationCheckRepository(uow.session).purge_batch(
+                checked_before, deadline_before, n),
+            batch_size=batch_size, between_batches=between_batches)
 
     # -- expectations ---------------------------------------------------------
     def add(self, table: TableInfo, name: str, template: str, cron: str, tz: str,

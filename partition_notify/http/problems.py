@@ -9,12 +9,14 @@ errors name the field from their location.
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -87,8 +89,25 @@ def problem_response(
     return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
+#: What a client is told instead of a database driver's words (logged server-side).
+_DRIVER_DETAIL = {
+    ConflictError: "the write conflicted with a concurrent one; nothing of it was stored",
+    StoreError: "the store failed or is unreachable; retry later",
+}
+
+
+def _from_driver(exc: BaseException) -> bool:
+    cause = exc.__cause__
+    return isinstance(cause, sqlite3.Error | SQLAlchemyError)
+
+
 def from_error(exc: PartitionNotifyError, field: str | None = None) -> ApiProblem:
     detail = " ".join(str(exc).split())
+    if _from_driver(exc):
+        # Driver text (SQL, constraint and key names, values) never goes in a body.
+        log.warning("store error behind an HTTP problem: %s", detail)
+        detail = next((d for cls, d in _DRIVER_DETAIL.items() if isinstance(exc, cls)),
+                      "the store failed")
     for cls, status, slug, title in _MAPPING:
         if isinstance(exc, cls):
             return ApiProblem(status, slug, title, detail, field=field)

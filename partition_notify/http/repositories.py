@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from sqlalchemy import delete, select
+from typing import cast
+
+from sqlalchemy import Table, select
 from sqlalchemy.orm import Session
 
 from partition_notify.http.schema import ApiTokenRow, IdempotencyRow
-from partition_notify.store.uow import affected_rows
+from partition_notify.store.housekeeping import delete_where, oldest
+
+_KEYS = cast(Table, IdempotencyRow.__table__)
 
 
 class ApiTokenRepository:
@@ -49,10 +53,8 @@ class IdempotencyRepository:
         self.session.delete(row)
         self.session.flush()
 
-    def purge(self, now: float) -> int:
-        result = self.session.execute(
-            delete(IdempotencyRow)
-            .where(IdempotencyRow.expires_at <= now)
-            .execution_options(synchronize_session=False)
-        )
-        return affected_rows(result)
+    def purge_batch(self, now: float, n: int) -> int:
+        """Delete the ``n`` keys that expired first (at or before ``now``)."""
+        c = _KEYS.c
+        return delete_where(self.session, _KEYS, oldest(
+            c.id, c.expires_at, c.expires_at <= now, n))

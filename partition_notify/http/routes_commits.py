@@ -21,7 +21,7 @@ from partition_notify.core.errors import ConflictError
 from partition_notify.http.auth import Principal, require_role
 from partition_notify.http.context import HttpContext, context
 from partition_notify.http.idempotency import IdempotencyKey, fingerprint, idempotent_write
-from partition_notify.http.problems import about
+from partition_notify.http.problems import ApiProblem, about
 from partition_notify.store.provider import InTxn
 from partition_notify.writers.commit_manifest import (
     Outcome,
@@ -36,7 +36,8 @@ Writer = Annotated[Principal, Depends(require_role("write"))]
 Ctx = Annotated[HttpContext, Depends(context)]
 
 
-def _outcome(o: Outcome) -> JSONResponse:
+def _outcome(ctx: HttpContext, o: Outcome) -> JSONResponse:
+    ctx.metrics.spark_commits.labels(status=o.status).inc()
     return JSONResponse({"status": o.status, "jobId": o.job_id, "table": o.table})
 
 
@@ -45,38 +46,65 @@ def _outcome(o: Outcome) -> JSONResponse:
     status_code=201,
     summary="Announce what a Spark job committed",
     description="add-partition per partition the job created (or overwrote), then the "
-    "job's set-done; 200 `duplicate` for a job already announced, 200 `ignored` for a "
-    "job whose table is not registered.",
+    "job's set-done; 200 `duplicate` for a job already announced (also when the spool "
+    "pick-up wins the race), 200 `ignored` for a job whose table is not registered.",
 )
 def post_commit(
     request: Request, who: Writer, ctx: Ctx,
     body: Annotated[dict[str, object], Body()], key: IdempotencyKey = None,
 ) -> JSONResponse:
+    try:
+        return _post_commit(request, who, ctx, body, key)
+    except ApiProblem as problem:
+        if problem.status == 422:
+            ctx.metrics.spark_commits.labels(status="rejected").inc()
+        raise
+
+
+def _post_commit(
+    request: Request, who: Principal, ctx: HttpContext, body: dict[str, object],
+    key: str | None,
+) -> JSONResponse:
     with about("body"):
         manifest = manifest_from_obj(body)
-    publisher = ctx.app.publisher
-    target = plan(publisher, manifest)
+    publisher, default_fs = ctx.app.publisher, ctx.settings.default_fs
+    target = plan(publisher, manifest, default_fs)
     if isinstance(target, Outcome):
-        return _outcome(target)
+        return _outcome(ctx, target)
     fp = fingerprint(who, "POST", request.url.path, body)
+
+    conflicted: list[bool] = []
 
     def write(in_txn: InTxn) -> object:
         with about("body"):
-            return announce(publisher, manifest, target, in_txn)
+            try:
+                return announce(publisher, manifest, target, in_txn, default_fs)
+            except ConflictError:
+                conflicted.append(True)   # answered below, not with the driver's words
+                raise
 
     def render(messages: Sequence[AnyMessage]) -> dict[str, object]:
         return {
             "status": "announced",
             "jobId": manifest.job_id,
-            "table": target.qualified,
+            "table": target.info.qualified,
             "announced": sum(isinstance(m, AddPartitionMessage) for m in messages),
             "setDone": any(isinstance(m, SetDoneMessage) for m in messages),
         }
 
     try:
-        return idempotent_write(ctx, who, key or manifest.job_id, fp, write, render)
-    except ConflictError:
-        # serve's pick-up of a spooled copy recorded the job first.
+        response = idempotent_write(ctx, who, key or manifest.job_id, fp, write, render)
+    except ApiProblem:
+        if not conflicted:
+            raise
+        # Another processor (serve's spool pick-up) recorded this job first?
         if already_processed(publisher, manifest.job_id):
-            return _outcome(Outcome("duplicate", manifest.job_id, target.qualified))
-        raise
+            return _outcome(ctx, Outcome("duplicate", manifest.job_id, target.info.qualified))
+        raise ApiProblem(
+            409, "conflict", "Conflict",
+            f"job {manifest.job_id}: a concurrent write to {target.info.qualified} "
+            "conflicted; retry", field="body",
+        ) from None
+    if response.status_code in (201, 202):
+        ctx.metrics.spark_commits.labels(status="announced").inc()
+    return response

@@ -116,7 +116,9 @@ async def stream(
     last_event_id: Annotated[int | None, Query(ge=0)] = None,
 ) -> EventSourceResponse:
     cursor = last_event_id
+    field = "query.last_event_id"
     if last_event_id_header is not None and last_event_id_header.strip():
+        field = "header.Last-Event-ID"
         raw = last_event_id_header.strip()
         if not raw.isdigit():
             raise ApiProblem(
@@ -127,7 +129,23 @@ async def stream(
             )
         cursor = int(raw)
     info = await run_in_threadpool(table_info, ctx, table)
+    if cursor is not None:
+        await run_in_threadpool(_still_in_log, ctx, cursor, field, info.qualified)
     return EventSourceResponse(_events(ctx, info, cursor), ping=PING_SECONDS)
+
+
+def _still_in_log(ctx: HttpContext, cursor: int, field: str, table: str) -> None:
+    """410 when events after ``cursor`` may have been purged from the log
+    (docs/reliability.md#retention): a replay would skip them silently."""
+    below = ctx.app.store.housekeeping.purged_below()
+    if cursor + 1 < below:
+        raise ApiProblem(
+            410, "events-purged", "Gone",
+            f"events after {cursor} may have been purged (the log keeps event ids from "
+            f"{below} on): re-read the table's state (GET /v1/tables/{table}/set-done) "
+            "and resume without a cursor",
+            field=field,
+        )
 
 
 async def _events(ctx: HttpContext, info: TableInfo, cursor: int | None

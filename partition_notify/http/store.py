@@ -11,6 +11,7 @@ import hmac
 import json
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,8 @@ from partition_notify.core.api_roles import ROLES
 from partition_notify.core.errors import ConflictError, NotFoundError, ValidationError
 from partition_notify.http.repositories import ApiTokenRepository, IdempotencyRepository
 from partition_notify.http.schema import MAX_IDEMPOTENCY_KEY_CHARS, ApiTokenRow, IdempotencyRow
+from partition_notify.settings import Settings
+from partition_notify.store.housekeeping import in_batches
 from partition_notify.store.schema import EventRow
 from partition_notify.store.uow import UnitOfWork
 
@@ -27,6 +30,8 @@ if TYPE_CHECKING:
     from partition_notify.store.provider import Store
 
 TOKEN_PREFIX = "pn_"
+#: Rows per transaction of :meth:`HttpStore.purge_idempotency`: PN_PURGE_BATCH_SIZE's default.
+PURGE_BATCH_SIZE: int = Settings.model_fields["purge_batch_size"].default
 _NAME = re.compile(r"[A-Za-z0-9._@-]{1,128}")
 _KEY = re.compile(rf"[\x21-\x7e]{{1,{MAX_IDEMPOTENCY_KEY_CHARS}}}")
 
@@ -139,6 +144,14 @@ class HttpStore:
                 return None
             return None if row.revoked_at is not None else TokenInfo.of(row)
 
+    def signing_keys(self, role: str = "write") -> list[bytes]:
+        """Keys that verify a spooled manifest: each live token's digest with ``role`` or more
+        (see :mod:`partition_notify.writers.spool_signature`)."""
+        with self._uow() as uow:
+            rows = ApiTokenRepository(uow.session).all()
+            return [r.token_sha256.encode("ascii") for r in rows
+                    if r.revoked_at is None and TokenInfo.of(r).allows(role)]
+
     # -- idempotency ----------------------------------------------------------
     def stored_response(self, principal: str, key: str) -> StoredResponse | None:
         with self._uow() as uow:
@@ -198,6 +211,11 @@ class HttpStore:
         with self._uow() as uow:
             return [(int(r[0]), str(r[1]), str(r[2])) for r in uow.session.execute(stmt)]
 
-    def purge_idempotency(self) -> int:
-        with self._uow(write=True) as uow:
-            return IdempotencyRepository(uow.session).purge(self.store.clock())
+    def purge_idempotency(self, *, batch_size: int = PURGE_BATCH_SIZE,
+                          between_batches: Callable[[], None] | None = None) -> int:
+        """Delete expired keys, oldest first, one transaction per batch."""
+        now = self.store.clock()
+        return in_batches(
+            lambda: self._uow(write=True),
+            lambda uow, n: IdempotencyRepository(uow.session).purge_batch(now, n),
+            batch_size=batch_size, between_batches=between_batches)

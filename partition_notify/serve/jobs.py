@@ -49,6 +49,8 @@ class Runtime:
     relay: Relay
     healthy: threading.Event
     scheduler: BaseScheduler
+    #: set when ``serve`` stops: a long job (the manifest pick-up) ends after the item in hand
+    stopping: threading.Event
 
 
 @dataclass(frozen=True)
@@ -77,20 +79,32 @@ def health(rt: Runtime) -> tuple[JobFn, float]:
 
 
 def spark_commits(rt: Runtime) -> tuple[JobFn, float]:
+    from partition_notify.http.store import HttpStore
+
+    s, tokens = rt.app.settings, HttpStore(rt.app.store)
+    extra = [d for d in s.spark_spool_dirs.split(",") if d.strip()]
+
     def job() -> None:
         from partition_notify.writers.commit_spool import scan
 
-        extra = [d for d in rt.app.settings.spark_spool_dirs.split(",") if d.strip()]
         try:
-            stats = scan(rt.app.publisher, extra)
+            # Read per scan: a token revoked since the last one no longer verifies.
+            stats = scan(rt.app.publisher, extra, keys=tokens.signing_keys(),
+                         default_fs=s.default_fs,
+                         deadline_seconds=s.spark_spool_scan_deadline_seconds,
+                         should_stop=rt.stopping.is_set)
         except PartitionNotifyError as exc:
             log.warning("spark commit pick-up failed: %s", exc)
             return
+        counter = rt.metrics.spark_commits
+        for status, n in (("spooled", stats.announced), ("duplicate", stats.duplicates),
+                          ("ignored", stats.ignored), ("rejected", stats.rejected)):
+            counter.labels(status=status).inc(n)
         if stats.jobs:
             log.info("spark commits picked up: %s", stats,
                      extra={"pn_event": "spark_commit.picked_up"})
 
-    return job, rt.app.settings.spark_spool_interval_seconds
+    return job, s.spark_spool_interval_seconds
 
 
 def relay(rt: Runtime) -> tuple[JobFn, float]:
@@ -111,21 +125,22 @@ def relay(rt: Runtime) -> tuple[JobFn, float]:
     return job, rt.app.settings.relay_interval_seconds
 
 
+def batching(rt: Runtime) -> tuple[int, Callable[[], None] | None]:
+    """(batch size, pause between batches) of every purge: SQLite has one write
+    lock, so publishers get in between batches; PostgreSQL writers never wait."""
+    size = rt.app.settings.purge_batch_size
+    if rt.app.store.dialect != "sqlite":
+        return size, None
+    return min(size, SQLITE_PURGE_BATCH), lambda: time.sleep(SQLITE_PURGE_PAUSE_SECONDS)
+
+
 def purge(rt: Runtime) -> tuple[JobFn, float]:
-    s = rt.app.settings
-    # SQLite has one write lock, so publishers get in between batches;
-    # PostgreSQL writers never wait on the purge.
-    sqlite = rt.app.store.dialect == "sqlite"
+    size, pause = batching(rt)
 
     def job() -> None:
         started = time.monotonic()
         try:
-            n = rt.app.store.retention.purge_expired(
-                batch_size=min(s.purge_batch_size, SQLITE_PURGE_BATCH) if sqlite
-                else s.purge_batch_size,
-                between_batches=(lambda: time.sleep(SQLITE_PURGE_PAUSE_SECONDS)) if sqlite
-                else None,
-            )
+            n = rt.app.store.retention.purge_expired(batch_size=size, between_batches=pause)
         except PartitionNotifyError as exc:
             log.warning("retention purge failed: %s", exc)
             return
@@ -133,25 +148,24 @@ def purge(rt: Runtime) -> tuple[JobFn, float]:
         if n:
             log.info("purged %d expired set-done rows in %.2f s", n, time.monotonic() - started)
 
-    return job, s.purge_interval_seconds
-
-
-def idempotency_purge(rt: Runtime) -> tuple[JobFn, float]:
-    """Expired idempotency keys of the HTTP API, with the retention purge's rhythm."""
-    from partition_notify.http.store import HttpStore
-
-    http_store = HttpStore(rt.app.store)
-
-    def job() -> None:
-        try:
-            n = http_store.purge_idempotency()
-        except PartitionNotifyError as exc:
-            log.warning("idempotency-key purge failed: %s", exc)
-            return
-        if n:
-            log.info("purged %d expired idempotency key(s)", n)
-
     return job, rt.app.settings.purge_interval_seconds
+
+
+def housekeeping(rt: Runtime) -> tuple[JobFn, float]:
+    """The event log, idle cursors, Spark commits, verdicts, idempotency keys
+    (partition_notify/serve/housekeeping.py), with the retention purge's rhythm."""
+    from partition_notify.serve.housekeeping import housekeeping_job
+
+    size, pause = batching(rt)
+    return (lambda: housekeeping_job(rt.app, rt.metrics, size, pause),
+            rt.app.settings.purge_interval_seconds)
+
+
+def spool_sweep(rt: Runtime) -> tuple[JobFn, float]:
+    """Old rejected manifests and abandoned partial writes in the spool directories."""
+    from partition_notify.serve.housekeeping import spool_sweep_job
+
+    return (lambda: spool_sweep_job(rt.app, rt.metrics)), rt.app.settings.purge_interval_seconds
 
 
 def dataset_expiry(rt: Runtime) -> tuple[JobFn, float]:
@@ -198,22 +212,77 @@ def deadlines(rt: Runtime) -> tuple[JobFn, float]:
     return job, rt.app.settings.deadline_check_interval_seconds
 
 
+def _follow(rt: Runtime, fmt: str, interval: float) -> tuple[JobFn, float]:
+    from partition_notify.writers.lakehouse.follower import Follower
+
+    follower = Follower(rt.app.publisher, fmt)
+
+    def job() -> None:
+        try:
+            stats = follower.run_once()
+        except PartitionNotifyError as exc:  # the store: the next run retries
+            log.warning("%s follower failed: %s", fmt, exc)
+            return
+        rt.metrics.lakehouse_commits.labels(fmt).inc(stats.commits)
+        rt.metrics.lakehouse_gaps.labels(fmt).inc(stats.gaps)
+        rt.metrics.lakehouse_errors.labels(fmt).inc(stats.errors)
+
+    return job, interval
+
+
+def iceberg_follow(rt: Runtime) -> tuple[JobFn, float]:
+    """Tables registered with ``--format iceberg``: each snapshot's partitions."""
+    return _follow(rt, "iceberg", rt.app.settings.iceberg_poll_interval_seconds)
+
+
+def delta_follow(rt: Runtime) -> tuple[JobFn, float]:
+    """Tables registered with ``--format delta``: each version's partitions."""
+    return _follow(rt, "delta", rt.app.settings.delta_poll_interval_seconds)
+
+
 def airflow_push(rt: Runtime) -> tuple[JobFn, float] | None:
     # Standard library only; off (None) without PN_AIRFLOW_URL.
     from partition_notify.integrations.airflow.push import push_job
 
-    return push_job(rt.app.store)
+    return push_job(rt.app.store, rt.metrics.push_dead_lettered.inc)
+
+
+def push_letters_purge(rt: Runtime) -> tuple[JobFn, float]:
+    """Discarded Airflow push dead letters past their retention, with the purge's rhythm.
+
+    On whether or not the push sink is configured: letters discarded while it
+    was would otherwise stay forever once it is turned off.
+    """
+    from partition_notify.integrations.airflow.push_letters import PushLetters
+
+    letters = PushLetters(rt.app.store)
+
+    def job() -> None:
+        try:
+            n = letters.purge_discarded()
+        except PartitionNotifyError as exc:
+            log.warning("push dead-letter purge failed: %s", exc)
+            return
+        if n:
+            log.info("purged %d discarded Airflow push dead letter(s)", n)
+
+    return job, rt.app.settings.purge_interval_seconds
 
 
 #: Every job of ``serve``, in the order ``serve --once`` runs them: the health
-#: check first, Spark commits picked up before the relay sends their events.
+#: check first, Spark, Iceberg and Delta commits picked up before the relay sends
+#: their events.
 JOBS: tuple[Job, ...] = (
     Job("health", health, first="inline"),
     Job("spark-commits", spark_commits),
+    Job("iceberg-follow", iceberg_follow),
+    Job("delta-follow", delta_follow),
     Job("relay", relay),
     Job("purge", purge),
-    Job("http-idempotency-purge", idempotency_purge, first="later"),
+    Job("housekeeping", housekeeping),
+    Job("spool-sweep", spool_sweep),
     Job("dataset-expiry", dataset_expiry),
     Job("deadlines", deadlines),
     Job("airflow-push", airflow_push),
+    Job("airflow-push-letters-purge", push_letters_purge, first="later"),
 )

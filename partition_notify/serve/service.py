@@ -37,9 +37,11 @@ class Service:
         self.relay = relay or app.relay
         self.scheduler = BackgroundScheduler(job_defaults={"coalesce": True, "max_instances": 1})
         self.healthy = threading.Event()
+        self.stopping = threading.Event()
         self.metrics.healthy = self.healthy.is_set
         self.jobs = tuple(jobs)
-        self.runtime = Runtime(app, self.metrics, self.relay, self.healthy, self.scheduler)
+        self.runtime = Runtime(
+            app, self.metrics, self.relay, self.healthy, self.scheduler, self.stopping)
 
     def _built(self) -> list[tuple[Job, JobFn, float]]:
         return [(job, *built) for job in self.jobs if (built := job.build(self.runtime))]
@@ -63,6 +65,7 @@ class Service:
         # The batch in flight finishes (its publish has a deadline) and is
         # marked; no new batch starts. wait=True waits for that.
         self.relay.stopping.set()
+        self.stopping.set()   # a manifest pick-up stops after the file in hand
         self.scheduler.shutdown(wait=True)
         self.metrics.close()
 
@@ -98,6 +101,30 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, default=str)
 
 
+#: Libraries whose INFO lines come per job run (APScheduler: two a second for
+#: the relay alone, >170k a day) or per migration step: DEBUG only.
+CHATTY_LOGGERS = ("apscheduler", "alembic")
+TEXT_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+
+
+def configure_logging(level: str, log_format: str) -> None:
+    """``PN_LOG_LEVEL`` and ``PN_LOG_FORMAT`` for a ``serve`` process."""
+    number = logging.getLevelNamesMapping()[level]
+    root = logging.getLogger()
+    if not root.handlers:
+        logging.basicConfig(format=TEXT_LOG_FORMAT)
+    root.setLevel(number)
+    for name in CHATTY_LOGGERS:
+        logging.getLogger(name).setLevel(max(number, logging.WARNING)
+                                         if number > logging.DEBUG else logging.DEBUG)
+    # "skipped: maximum number of running instances reached": a relay run
+    # longer than its interval, already visible as relay lag, once a second.
+    logging.getLogger("apscheduler.scheduler").setLevel(
+        logging.DEBUG if number <= logging.DEBUG else max(number, logging.ERROR))
+    if log_format == "json":
+        use_json_logs()
+
+
 def use_json_logs() -> None:
     """Switch the root handlers to :class:`JsonFormatter` (``PN_LOG_FORMAT=json``)."""
     root = logging.getLogger()
@@ -110,8 +137,7 @@ def use_json_logs() -> None:
 def run(app: App, *, stop: threading.Event | None = None) -> None:
     """Run until SIGTERM/SIGINT (or ``stop`` is set), then drain and return."""
     stop = stop or threading.Event()
-    if app.settings.log_format == "json":
-        use_json_logs()
+    configure_logging(app.settings.log_level, app.settings.log_format)
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         log.info("signal %d: draining and stopping", signum)

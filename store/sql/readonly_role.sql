@@ -43,3 +43,15 @@ GRANT SELECT ON alembic_version TO pn_reader;
 -- Airflow event triggers (AssetWatcher) keep their position in the event log
 -- here (migration 0006): the one table consumers write, their own cursor rows.
 GRANT SELECT, INSERT, UPDATE ON pn_consumer_cursors TO pn_reader;
+-- ...but never the cursors serve owns (store.cursors.SERVE_CURSOR_PREFIXES:
+-- the Airflow push sink's "airflow-push:<url>"): a reader moving one would
+-- make serve re-push every set-done or skip them. Row-level security: every
+-- other role keeps every row (the permissive policy); the table's owner, who
+-- runs serve and the migrations, is not subject to it.
+ALTER TABLE pn_consumer_cursors ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS pn_cursors_all ON pn_consumer_cursors;
+CREATE POLICY pn_cursors_all ON pn_consumer_cursors USING (true) WITH CHECK (true);
+DROP POLICY IF EXISTS pn_reader_not_serve_cursors ON pn_consumer_cursors;
+CREATE POLICY pn_reader_not_serve_cursors ON pn_consumer_cursors AS RESTRICTIVE TO pn_reader
+    USING (NOT starts_with(name, 'airflow-push:'))
+    WITH CHECK (NOT starts_with(name, 'airflow-push:'));

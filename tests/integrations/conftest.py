@@ -12,13 +12,18 @@ import json
 import os
 import subprocess
 import sys
+import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.support.ci import require
+from tests.support.net import free_port
 
+#: The push sink's Airflow user (simple auth manager).
+USER, PASSWORD = "pn", "pn-push-secret"
 #: `airflow db migrate` on SQLite took ~9 s here; generous for a loaded CI box.
 MIGRATE_TIMEOUT_SECONDS = 240
 #: The DAG files dag.test() parses (it runs DAGs from their bundle, not from memory).
@@ -86,3 +91,69 @@ def _fresh_shared_connections() -> Iterator[None]:
 @pytest.fixture(scope="session")
 def dagster_available() -> None:
     require(_has("dagster"), f"dagster is not installed in {sys.executable}")
+
+
+#: The API server took 50-61 s to answer here with a load average of 17 on 2 cores.
+START_TIMEOUT_SECONDS = 180.0
+
+
+def _sync_dags() -> None:
+    """Parse the DAG folder into the metadata DB (what the DAG processor does)."""
+    from airflow.dag_processing.bundles.manager import DagBundlesManager
+    from airflow.dag_processing.dagbag import BundleDagBag, sync_bag_to_db
+
+    manager = DagBundlesManager()
+    manager.sync_bundles_to_db()
+    for bundle in manager.get_all_dag_bundles():
+        if not bundle.is_initialized:
+            bundle.initialize()
+        bag = BundleDagBag(dag_folder=bundle.path, bundle_path=bundle.path,
+                           bundle_name=bundle.name)
+        sync_bag_to_db(bag, bundle.name, bundle.version)
+    from airflow.models.dag import DagModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import update
+
+    with create_session() as session:  # `airflow dags unpause`: paused DAGs are not queued
+        session.execute(update(DagModel).where(DagModel.dag_id == "pn_orders_by_partition")
+                        .values(is_paused=False))
+
+
+def _up(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/api/v2/monitor/health", timeout=2) as r:
+            return bool(r.status == 200)
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def airflow_api(airflow_home: Path) -> Iterator[str]:
+    pw_file = airflow_home / "passwords.json"
+    pw_file.write_text(f'{{"{USER}": "{PASSWORD}"}}')
+    os.environ["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"] = f"{USER}:admin"
+    os.environ["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"] = str(pw_file)
+    _sync_dags()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = (airflow_home / "api-server.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "airflow", "api-server", "--host", "127.0.0.1", "--port",
+         str(port), "--workers", "1", "--apps", "core"],
+        stdout=log, stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + START_TIMEOUT_SECONDS
+    try:
+        # Polling is the only readiness signal a separate HTTP server gives.
+        while not _up(url):
+            require(proc.poll() is None, f"airflow api-server exited: {proc.returncode}")
+            require(time.monotonic() < deadline, "airflow api-server did not start in time")
+            time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()

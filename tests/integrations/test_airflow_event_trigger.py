@@ -185,7 +185,8 @@ def test_message_queue_trigger_resolves_to_ours_and_fires(setup: Any) -> None:
                              cursor="mq")
     assert isinstance(mq.trigger, PartitionSetDoneEventTrigger)
     classpath, kwargs = mq.serialize()
-    assert classpath == "partition_notify.integrations.airflow.triggers.PartitionSetDoneEventTrigger"
+    assert classpath == (
+        "partition_notify.integrations.airflow.triggers.PartitionSetDoneEventTrigger")
     assert kwargs == {"table": "sales.orders", "spec": None, "cursor": "mq", "conn_id": conn_id}
     # An AssetWatcher accepts it (event triggers only).
     Asset("sales_orders", watchers=[AssetWatcher(name="pn", trigger=mq)])

@@ -90,3 +90,65 @@ def test_bad_cursor_is_named(pn_app: Any) -> None:
     _, _, sensor, _ = _defs(pn_app)
     with pytest.raises(ConfigurationError, match="'abc'"):
         sensor(dg.build_sensor_context(instance=dg.DagsterInstance.ephemeral(), cursor="abc"))
+
+
+def test_keys_outside_the_partitions_definition_are_skipped_and_counted(pn_app: Any) -> None:
+    """Issue 24: never write a partition the asset does not have into Dagster's history."""
+    import logging
+
+    import dagster as dg
+
+    _, _, sensor, _ = _defs(pn_app)
+    instance = dg.DagsterInstance.ephemeral()
+    pub = pn_app.publisher
+    pub.send_mark_set_done("sales", "orders", "datestamp=20110131/region=us")   # before start
+    pub.send_mark_set_done("sales", "orders", "datestamp=2011-03-01/region=us")  # other format
+    pub.send_mark_set_done("sales", "orders", "datestamp=20110301/region=apac")  # not a region
+    pub.send_mark_set_done("sales", "orders", "datestamp=20110301/region=eu")    # valid
+    pub.send_mark_set_done("sales", "orders", "datestamp=20110311")              # after the end
+    context = dg.build_sensor_context(instance=instance)
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]  # the tick's own log
+    context.log.addHandler(handler)
+    result = sensor(context)
+    for event in result.asset_events:
+        instance.report_runless_asset_event(event)
+    assert [str(e.partition) for e in result.asset_events] == ["20110301|eu"]
+    skipped = [r.getMessage() for r in records if "not in the asset" in r.getMessage()]
+    assert len(skipped) == 1 and "skipped 5 partition key(s)" in skipped[0], skipped
+    assert "20110131|us" in skipped[0] and "20110301|apac" in skipped[0]
+    materialized = instance.get_materialized_partitions(dg.AssetKey("sales_orders"))
+    assert materialized == {"20110301|eu"}
+
+
+def test_sensor_can_start_running(pn_app: Any) -> None:
+    import dagster as dg
+    from partition_notify.integrations.dagster.sensors import (
+        DEFAULT_INTERVAL_SECONDS,
+        partition_set_done_sensor,
+    )
+
+    stopped = partition_set_done_sensor("sales_orders", "sales.orders", settings=pn_app.settings)
+    running = partition_set_done_sensor("sales_orders", "sales.orders", settings=pn_app.settings,
+                                        default_status=dg.DefaultSensorStatus.RUNNING)
+    assert stopped.name == "partition_notify_sales_orders"
+    assert stopped.default_status == dg.DefaultSensorStatus.STOPPED
+    assert running.default_status == dg.DefaultSensorStatus.RUNNING
+    assert stopped.minimum_interval_seconds == DEFAULT_INTERVAL_SECONDS == 30
+
+
+def test_a_set_done_before_the_automation_sensors_first_evaluation_starts_no_run(
+    pn_app: Any,
+) -> None:
+    """What docs/schedulers.md says about the first tick: start the automation sensor first."""
+    import dagster as dg
+
+    _, report, sensor, defs = _defs(pn_app)
+    instance = dg.DagsterInstance.ephemeral()
+    pn_app.publisher.send_mark_set_done("sales", "orders", "datestamp=20110301/region=us")
+    _tick(sensor, instance, None)  # recorded before the automation sensor ever evaluated
+    first = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+    second = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=first.cursor)
+    assert first.get_requested_partitions(report.key) == set()
+    assert second.get_requested_partitions(report.key) == set()

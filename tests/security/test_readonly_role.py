@@ -22,7 +22,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
 from partition_notify.app import build_app
-from partition_notify.core.errors import ConfigurationError, StoreError
+from partition_notify.core.errors import ConfigurationError, PartitionNotifyError, StoreError
 from tests.support.ci import require
 from tests.support.postgres import PostgresDatabases
 
@@ -144,6 +144,10 @@ def test_role_sql_is_idempotent_and_sets_password(pg: tuple[str, str]) -> None:
         for t in ("alembic_version", "pn_events", "pn_partitions", "pn_set_done", "pn_tables")
     } | {("pn_consumer_cursors", p) for p in ("INSERT", "SELECT", "UPDATE")}
     assert has_pw
+    from partition_notify.store.cursors import SERVE_CURSOR_PREFIXES
+
+    sql = readonly_role_sql()
+    assert all(f"NOT starts_with(name, '{p}')" in sql for p in SERVE_CURSOR_PREFIXES)
 
 
 def test_role_name_and_dialect_checked(sqlite_url: str) -> None:
@@ -171,3 +175,44 @@ def test_reader_keeps_its_event_trigger_cursor(pg: tuple[str, str]) -> None:
             conn.execute(text("DELETE FROM pn_consumer_cursors"))
     finally:
         reader_store.close()
+
+
+def test_reader_cannot_move_a_cursor_serve_owns(pg: tuple[str, str]) -> None:
+    """The push sink's cursor (``airflow-push:<url>``) is serve's: a reader moving it
+    would make serve re-push every set-done (duplicate DAG runs) or skip them."""
+    from partition_notify.store.cursors import SERVE_CURSOR_PREFIXES, Cursors
+
+    owner_url, reader_url = pg
+    push = SERVE_CURSOR_PREFIXES[0] + "http://airflow:8080"
+    owner_store = Store.open(owner_url)
+    reader_store = Store.open(reader_url)
+    try:
+        Cursors(owner_store).open(push, start=7)
+        raw = [
+            f"UPDATE pn_consumer_cursors SET event_id = 0 WHERE name = '{push}'",
+            f"UPDATE pn_consumer_cursors SET event_id = 999, pending_event_id = NULL "
+            f"WHERE name = '{push}'",
+            "UPDATE pn_consumer_cursors SET lease_owner = 'me', lease_until = 1e12",
+            f"INSERT INTO pn_consumer_cursors (name, event_id, updated_at) "
+            f"VALUES ('{SERVE_CURSOR_PREFIXES[0]}http://other', 0, 0)",
+        ]
+        for statement in raw:
+            try:
+                with reader_store.engine.begin() as conn:
+                    conn.execute(text(statement))
+            except DBAPIError as exc:
+                assert "row-level security" in str(exc.orig), exc
+        with pytest.raises(PartitionNotifyError):  # hidden from the reader: "no cursor"
+            Cursors(reader_store).advance(push, 1000)
+        with pytest.raises(StoreError, match="row-level security"):
+            Cursors(reader_store).open(SERVE_CURSOR_PREFIXES[0] + "http://other")
+        with owner_store.engine.connect() as conn:
+            rows = conn.execute(text(
+                "SELECT name, event_id, lease_owner FROM pn_consumer_cursors")).all()
+        assert [tuple(r) for r in rows] == [(push, 7, None)]
+        # The owner (serve) still moves it.
+        Cursors(owner_store).advance(push, 8)
+        assert Cursors(owner_store).get(push).event_id == 8
+    finally:
+        reader_store.close()
+        owner_store.close()

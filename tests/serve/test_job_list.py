@@ -11,8 +11,9 @@ from partition_notify.serve.service import Service
 
 def test_the_list_has_every_job_of_serve() -> None:
     assert [j.id for j in JOBS] == [
-        "health", "spark-commits", "relay", "purge", "http-idempotency-purge",
-        "dataset-expiry", "deadlines", "airflow-push"]
+        "health", "spark-commits", "iceberg-follow", "delta-follow", "relay", "purge",
+        "housekeeping", "spool-sweep", "dataset-expiry", "deadlines", "airflow-push",
+        "airflow-push-letters-purge"]
 
 
 def test_once_and_scheduled_run_the_same_jobs(tmp_path: Path) -> None:

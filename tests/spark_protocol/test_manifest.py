@@ -12,11 +12,8 @@ from typing import Any
 
 import httpx
 import pytest
-from partition_notify.writers.commit_manifest import (
-    apply_manifest,
-    manifest_from_obj,
-    normalise_location,
-)
+from partition_notify.writers.commit_locations import normalise_location
+from partition_notify.writers.commit_manifest import apply_manifest, manifest_from_obj
 from partition_notify.writers.commit_spool import scan
 
 from partition_notify.core.errors import InvalidManifestError
@@ -87,11 +84,16 @@ def test_manifest_that_does_not_fit_the_table_is_rejected(mapp: Any, tmp_path: P
 def test_spool_pick_up(mapp: Any, tmp_path: Path) -> None:
     spool = tmp_path / "events" / "_partition_notify"
     spool.mkdir(parents=True)
+    from partition_notify.writers.spool_signature import key_of, sign
+
+    from partition_notify.http.store import HttpStore
+
+    token = HttpStore(mapp.store).create_token("spark", "write")[1]
     good = manifest(f"file:{tmp_path}/events", ["ds=1/region=us"], overwrite=True)
-    (spool / f"{good['jobId']}.json").write_text(json.dumps(good))
+    (spool / f"{good['jobId']}.json").write_bytes(sign(json.dumps(good).encode(), key_of(token)))
     (spool / ".half.json.tmp").write_text("{")
     (spool / "bad.json").write_text("{not json")
-    stats = scan(mapp.publisher)
+    stats = scan(mapp.publisher, keys=HttpStore(mapp.store).signing_keys())
     assert (stats.announced, stats.rejected) == (1, 1)
     assert sorted(p.name for p in spool.iterdir()) == [".half.json.tmp", "bad.json.rejected"]
     assert mapp.store.log.max_event_id() == 1

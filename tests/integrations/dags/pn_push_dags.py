@@ -19,3 +19,18 @@ with DAG(
     def report() -> None: ...
 
     report()
+
+#: A second table's asset: the poison tests push one table while the other is refused.
+SALES_RETURNS = Asset("sales_returns")
+
+with DAG(
+    "pn_returns_by_partition",
+    schedule=PartitionedAssetTimetable(assets=SALES_RETURNS),
+    start_date=datetime(2011, 2, 1, tzinfo=UTC),
+    catchup=False,
+):
+
+    @task
+    def count_returns() -> None: ...
+
+    count_returns()

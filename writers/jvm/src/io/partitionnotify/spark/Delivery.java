@@ -149,7 +149,7 @@ final class Delivery {
     Path tmp = new Path(dir, "." + p.manifest.jobId + ".json.tmp");
     Path done = new Path(dir, p.manifest.jobId + ".json");
     try (OutputStream out = fs.create(tmp, true)) {
-      out.write(body.getBytes(StandardCharsets.UTF_8));
+      out.write(SpoolSignature.signed(body, p.settings.token).getBytes(StandardCharsets.UTF_8));
     }
     if (!fs.rename(tmp, done)) {
       fs.delete(tmp, false);

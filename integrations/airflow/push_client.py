@@ -1,0 +1,145 @@
+"""The Airflow REST calls of the push sink: a deadline each, token renewal, and
+a look-up of earlier sends that Airflow 3.3.2 can answer.
+
+Only the standard library is used: ``serve`` does not need Airflow installed.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+from datetime import UTC, datetime
+from typing import Any
+
+from partition_notify.core.errors import ConfigurationError, PushError, PushRefused
+
+#: Page size of the look-up of earlier sends.
+PAGE = 100
+#: Answers that will not change however often the same event is sent again:
+#: bad request, forbidden, asset not found, conflict, too large, invalid.
+#: 401 is not here (the token is renewed); 408, 429 and 5xx are retried.
+PERMANENT_STATUSES = frozenset({400, 403, 404, 409, 413, 422})
+#: Most single-event pages the look-up reads when a page of 100 fails (below).
+MAX_PROBES = 200
+#: "No upper bound" for a timestamp window (epoch seconds, year 2242).
+FAR_FUTURE = float(2**33)
+
+
+class AirflowClient:
+    """The calls the sink needs, with a deadline each and token renewal."""
+
+    def __init__(self, base_url: str, username: str | None, password: str | None,
+                 timeout: float) -> None:
+        self.base = base_url.rstrip("/")
+        self._user = username
+        self._password = password
+        self.timeout = timeout
+        self._token: str | None = None
+        self._lock = threading.Lock()
+
+    def _request(self, method: str, path: str, body: object = None, *, auth: bool = True) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        for attempt in (1, 2):
+            headers = {"Content-Type": "application/json", "Accept": "application/json"}
+            if auth:
+                headers["Authorization"] = f"Bearer {self.token()}"
+            req = urllib.request.Request(self.base + path, data=data, method=method,
+                                         headers=headers)
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                    return json.loads(resp.read() or b"null")
+            except urllib.error.HTTPError as exc:
+                if exc.code == 401 and auth and attempt == 1:
+                    self._token = None  # expired: renew once
+                    continue
+                detail = exc.read()[:300].decode("utf-8", "replace")
+                text = f"Airflow {method} {path}: HTTP {exc.code}: {detail}"
+                if exc.code in PERMANENT_STATUSES and auth:
+                    raise PushRefused(text, exc.code) from exc
+                raise PushError(text, exc.code) from exc
+            except (urllib.error.URLError, TimeoutError, OSError) as exc:
+                raise PushError(f"Airflow {method} {path}: {exc}") from exc
+        raise PushError(f"Airflow {method} {path}: still unauthorized after a new token", 401)
+
+    def token(self) -> str:
+        """The bearer token, fetched from ``POST /auth/token`` when there is none."""
+        with self._lock:
+            if self._token is None:
+                body = {"username": self._user or "", "password": self._password or ""}
+                got = self._request("POST", "/auth/token", body, auth=False)
+                self._token = str(got["access_token"])
+            return self._token
+
+    def asset_id(self, name: str) -> int:
+        q = urllib.parse.urlencode({"name_pattern": name, "limit": PAGE})
+        found = self._request("GET", f"/api/v2/assets?{q}")
+        ids = [a["id"] for a in found.get("assets", []) if a.get("name") == name]
+        if len(ids) != 1:
+            raise ConfigurationError(
+                f"PN_AIRFLOW_ASSETS: Airflow has {len(ids)} assets named {name!r}, expected 1"
+            )
+        return int(ids[0])
+
+    def post_event(self, asset_id: int, partition_key: str, extra: dict[str, object]) -> Any:
+        body = {"asset_id": asset_id, "partition_key": partition_key, "extra": extra}
+        return self._request("POST", "/api/v2/assets/events", body)
+
+    def _events(self, asset_id: int, since: float, until: float, limit: int,
+                offset: int) -> dict[str, Any]:
+        q = urllib.parse.urlencode({
+            "asset_id": asset_id, "limit": limit, "offset": offset, "order_by": "timestamp",
+            "timestamp_gte": datetime.fromtimestamp(since, UTC).isoformat(),
+            "timestamp_lte": datetime.fromtimestamp(until, UTC).isoformat()})
+        page: dict[str, Any] = self._request("GET", f"/api/v2/assets/events?{q}")
+        return page
+
+    def sent_since(self, asset_id: int, since: float) -> list[dict[str, Any]]:
+        """Asset events of ``asset_id`` created at or after ``since`` (epoch seconds)."""
+        return self._all(asset_id, since, FAR_FUTURE)
+
+    def was_sent(self, asset_id: int, message_id: str, since: float,
+                 until: float) -> bool | None:
+        """Did an asset event with ``extra.messageId`` reach Airflow between the two times?
+
+        None when Airflow cannot say. Airflow 3.3.2 answers a listing with 500
+        when one listed event created a DAG run that is still queued (its
+        ``start_date`` is None, which the response model does not allow), so on
+        a 500 the window is read one event per page: the pages that still fail
+        are events we cannot read, and only if none of those could be ours is
+        the answer "not sent".
+        """
+        try:
+            return any(_matches(e, message_id)
+                       for e in self._all(asset_id, since, until))
+        except PushError as exc:
+            if exc.status != 500:
+                raise
+        total = int(self._events(asset_id, since, until, 0, 0).get("total_entries", 0))
+        unreadable = 0
+        for offset in range(min(total, MAX_PROBES)):
+            try:
+                page = self._events(asset_id, since, until, 1, offset)
+            except PushError as exc:
+                if exc.status != 500:
+                    raise
+                unreadable += 1
+                continue
+            if any(_matches(e, message_id) for e in page.get("asset_events", [])):
+                return True
+        return None if unreadable or total > MAX_PROBES else False
+
+    def _all(self, asset_id: int, since: float, until: float) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        while True:
+            page = self._events(asset_id, since, until, PAGE, len(out))
+            events = page.get("asset_events", [])
+            out.extend(events)
+            if not events or len(out) >= int(page.get("total_entries", 0)):
+                return out
+
+
+def _matches(event: dict[str, Any], message_id: str) -> bool:
+    return bool((event.get("extra") or {}).get("messageId") == message_id)

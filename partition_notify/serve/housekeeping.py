@@ -1,0 +1,116 @@
+"""``serve``'s housekeeping: retention of everything that grows, and its size as metrics.
+
+Each feature purges its own table (the store layer imports none of them):
+the shared log (``store.housekeeping``: events, idle cursors), Spark commit
+records (``writers``), deadline verdicts (``deadlines``) and idempotency keys
+(``http``). This module wires them into the two jobs of
+:data:`~partition_notify.serve.jobs.JOBS` (``housekeeping``, ``spool-sweep``);
+the policy is in docs/reliability.md#retention-nothing-grows-forever.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import astuple, dataclass, fields
+from typing import TYPE_CHECKING
+
+from partition_notify.core.errors import PartitionNotifyError
+from partition_notify.deadlines.schema import ExpectationCheckRow
+from partition_notify.deadlines.store import DeadlineStore
+from partition_notify.http.schema import IdempotencyRow
+from partition_notify.http.store import HttpStore
+from partition_notify.writers.commit_manifest import purge_spark_commits
+from partition_notify.writers.commit_schema import SparkCommitRow
+
+if TYPE_CHECKING:
+    from partition_notify.app import App
+    from partition_notify.metrics import Metrics
+
+log = logging.getLogger(__name__)
+#: Tables whose row counts ``serve`` exports (pn_store_rows{table=...}).
+COUNTED_TABLES = (
+    "pn_events", "pn_set_done", "pn_partitions", SparkCommitRow.__tablename__,
+    ExpectationCheckRow.__tablename__, "pn_consumer_cursors", IdempotencyRow.__tablename__,
+)
+Pause = Callable[[], None] | None
+
+
+@dataclass(slots=True)
+class Purged:
+    """Rows one housekeeping run deleted, per kind (the pn_housekeeping_purged labels)."""
+
+    events: int = 0
+    spark_commits: int = 0
+    expectation_checks: int = 0
+    cursors: int = 0
+    idempotency: int = 0
+
+    def total(self) -> int:
+        return sum(astuple(self))
+
+
+def event_log_horizon(app: App) -> float:
+    """How long published events stay: the setting, widened to what other parts
+    still read (a table's retention: its set-done replays; the deadline look-back)."""
+    s = app.settings
+    longest_table = max((t.retention_seconds for t in app.store.catalog.tables()), default=0)
+    return max(s.event_log_retention_seconds, longest_table, s.deadline_lookback_seconds)
+
+
+def purge_all(app: App, size: int, pause: Pause) -> Purged:
+    """Every purge once, oldest first in batches of ``size`` with ``pause`` between."""
+    s, store = app.settings, app.store
+    now = store.clock()
+    out = Purged()
+    # Idle cursors first: a consumer gone for good must not hold the log.
+    out.cursors = store.housekeeping.purge_cursors(now - s.cursor_retention_seconds)
+    out.events = store.housekeeping.purge_events(
+        now - event_log_horizon(app), batch_size=size, between_batches=pause)
+    out.spark_commits = purge_spark_commits(
+        store, now - s.spark_commit_retention_seconds, batch_size=size, between_batches=pause)
+    out.expectation_checks = DeadlineStore(store).purge_checks(
+        now - max(s.expectation_check_retention_seconds, s.deadline_lookback_seconds),
+        now - s.deadline_lookback_seconds, batch_size=size, between_batches=pause)
+    # Whether or not this process serves the HTTP API: another one may have written them.
+    out.idempotency = HttpStore(store).purge_idempotency(batch_size=size, between_batches=pause)
+    return out
+
+
+def housekeeping_job(app: App, metrics: Metrics, size: int, pause: Pause) -> None:
+    """Purge the event log, idle cursors, Spark commits, verdicts and idempotency keys;
+    export the table sizes."""
+    started = time.monotonic()
+    try:
+        purged = purge_all(app, size, pause)
+        counts = app.store.housekeeping.row_counts(COUNTED_TABLES)
+    except PartitionNotifyError as exc:
+        log.warning("housekeeping purge failed: %s", exc,
+                    extra={"pn_event": "housekeeping.failed"})
+        return
+    for f in fields(purged):
+        metrics.housekeeping_purged.labels(f.name).inc(getattr(purged, f.name))
+    for table, n in counts.items():
+        metrics.store_rows.labels(table).set(n)
+    if purged.total():
+        log.info("housekeeping purged %s in %.2f s", purged, time.monotonic() - started,
+                 extra={"pn_event": "housekeeping.purged"})
+
+
+def spool_sweep_job(app: App, metrics: Metrics) -> None:
+    """Delete old rejected manifests and abandoned partial writes in spool directories."""
+    from partition_notify.writers.commit_spool import spool_dirs, sweep
+
+    extra = [d for d in app.settings.spark_spool_dirs.split(",") if d.strip()]
+    try:
+        dirs = [d.path for d in spool_dirs(app.publisher, extra, app.settings.default_fs)]
+    except PartitionNotifyError as exc:
+        log.warning("spool sweep failed: %s", exc)
+        return
+    swept = sweep(dirs, app.store.clock() - app.settings.spool_retention_seconds)
+    metrics.spool_files.labels("rejected").set(swept.rejected)
+    metrics.spool_files.labels("partial").set(swept.partial)
+    if swept.removed:
+        log.info("spool sweep removed %d old file(s)", swept.removed,
+                 extra={"pn_event": "spool.swept"})

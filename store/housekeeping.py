@@ -1,0 +1,150 @@
+"""Retention of the shared log besides set-done rows (docs/reliability.md#retention).
+
+Each purge deletes oldest first in short batches (one transaction each), as
+the set-done purge does (:func:`in_batches`), so writers get in between.
+
+* the event log: published (or discarded) events older than the log's
+  horizon, at or below every consumer cursor, never the last event of a
+  topic (subscribers compare topic sequences with it), never one still
+  waiting for its relay or held as a dead letter;
+* idle consumer cursors.
+
+The features purge their own tables with the helpers here (Spark commits in
+``writers``, verdicts in ``deadlines``, idempotency keys in ``http``): the
+store layer never imports them; ``serve`` runs them all in one job.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import cast
+
+from partition_notify.store.cursor_schema import CursorRow
+from partition_notify.store.schema import EventRow, SequenceRow
+from partition_notify.store.uow import Access, UnitOfWork, affected_rows
+from sqlalchemy import (
+    ColumnElement,
+    Table,
+    TableClause,
+    and_,
+    delete,
+    exists,
+    func,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.orm import Session, aliased
+
+from partition_notify.core.errors import ValidationError
+
+#: pn_sequence row (migration 0008): event ids below it may be purged.
+PURGED_BELOW = "log-purged-below"
+#: The shared log's tables whose sizes ``serve`` exports (pn_store_rows); the
+#: features add theirs in partition_notify/serve/housekeeping.py.
+LOG_TABLES = ("pn_events", "pn_set_done", "pn_partitions", "pn_consumer_cursors")
+_EVENTS = cast(Table, EventRow.__table__)
+_CURSORS = cast(Table, CursorRow.__table__)
+_TABLE_NAME = re.compile(r"pn_[a-z_]{1,60}")
+#: Past every real event id: "no cursor holds the log back".
+_NO_FLOOR = 2**62
+
+
+def in_batches(
+    write_uow: Callable[[], UnitOfWork],
+    delete_batch: Callable[[UnitOfWork, int], int],
+    *,
+    batch_size: int,
+    max_batches: int | None = None,
+    between_batches: Callable[[], None] | None = None,
+) -> int:
+    """Run ``delete_batch(uow, batch_size)`` in its own write unit of work
+    (``write_uow()``) until a batch deletes fewer than ``batch_size`` rows."""
+    total = batches = 0
+    while max_batches is None or batches < max_batches:
+        with write_uow() as uow:
+            n = delete_batch(uow, batch_size)
+        total += n
+        batches += 1
+        if n < batch_size:
+            break
+        if between_batches is not None:
+            between_batches()
+    return total
+
+
+def oldest(pk: ColumnElement[object], order: ColumnElement[float],
+           where: ColumnElement[bool], n: int) -> ColumnElement[bool]:
+    """``pk IN (the n oldest rows matching where)``: one statement, no ids shipped."""
+    return pk.in_(select(pk).where(where).order_by(order).limit(n).scalar_subquery())
+
+
+def delete_where(session: Session, t: TableClause, where: ColumnElement[bool]) -> int:
+    """DELETE FROM ``t`` ``where`` (Core: no ORM session sync); rows deleted."""
+    return affected_rows(session.execute(delete(t).where(where)))
+
+
+class Housekeeping:
+    """The log's purges; each batch is one unit of work."""
+
+    def __init__(self, access: Access) -> None:
+        self._db = access
+
+    def _write(self) -> UnitOfWork:
+        return self._db.uow(write=True)
+
+    def purge_events(self, before: float, *, batch_size: int,
+                     between_batches: Callable[[], None] | None = None) -> int:
+        """Delete purgeable events created before ``before``; see the module docstring."""
+        with self._write() as uow:
+            floor = uow.session.scalar(select(func.min(CursorRow.event_id)))
+            floor = _NO_FLOOR if floor is None else int(floor)
+            later = aliased(EventRow)
+            where = and_(
+                EventRow.created_at < before,
+                EventRow.event_id <= floor,
+                or_(EventRow.published_at.is_not(None), EventRow.discarded_at.is_not(None)),
+                exists().where(later.topic == EventRow.topic, later.topic_seq > EventRow.topic_seq),
+            )
+            top = uow.session.scalar(select(func.max(EventRow.event_id)).where(where))
+            if top is None:
+                return 0
+            # Marked before anything goes: a resume below the mark is answered 410.
+            uow.session.execute(update(SequenceRow).where(
+                SequenceRow.name == PURGED_BELOW, SequenceRow.next_value <= top
+            ).values(next_value=int(top) + 1))
+        return in_batches(
+            self._write, lambda uow, n: delete_where(uow.session, _EVENTS, oldest(
+                _EVENTS.c.event_id, _EVENTS.c.created_at,
+                and_(where, EventRow.event_id <= top), n)),
+            batch_size=batch_size, between_batches=between_batches)
+
+    def purge_cursors(self, idle_since: float) -> int:
+        """Cursors not moved since ``idle_since`` and not leased (few rows: one statement).
+
+        Run before :meth:`purge_events`: a consumer gone for good must not hold the log.
+        """
+        now = self._db.clock()
+        with self._write() as uow:
+            return delete_where(uow.session, _CURSORS, and_(
+                CursorRow.updated_at < idle_since,
+                or_(CursorRow.lease_until.is_(None), CursorRow.lease_until < now),
+            ))
+
+    def purged_below(self) -> int:
+        """Event ids below this may have been purged (1: nothing was)."""
+        with self._db.uow() as uow:
+            value = uow.session.scalar(
+                select(SequenceRow.next_value).where(SequenceRow.name == PURGED_BELOW))
+        return int(value) if value is not None else 1
+
+    def row_counts(self, tables: Sequence[str] = LOG_TABLES) -> dict[str, int]:
+        """Rows of each of ``tables`` (our ``pn_*`` tables: the names go into the SQL)."""
+        for t in tables:
+            if not _TABLE_NAME.fullmatch(t):
+                raise ValidationError(f"table {t!r}: expected one of ours, pn_[a-z_]+")
+        with self._db.uow() as uow:
+            conn = uow.session.connection()
+            return {t: int(conn.exec_driver_sql(f"SELECT count(*) FROM {t}").scalar() or 0)
+                    for t in tables}

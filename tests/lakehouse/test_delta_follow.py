@@ -1,0 +1,120 @@
+"""Delta tables written by delta-rs, followed version by version (store: SQLite and
+PostgreSQL, tests/conftest.py's ``app``)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+from deltalake import CommitProperties, DeltaTable, write_deltalake
+from partition_notify.writers.lakehouse.follower import Follower
+from partition_notify.writers.lakehouse.store import LakehouseTables
+
+from partition_notify.app import App
+from tests.lakehouse.helpers import Logged, delta_rows, logged
+
+TABLE = "sales.orders"
+KEYS = ["datestamp", "region"]
+SET_DONE = "partition-notify.mark-set-done"
+
+
+@pytest.fixture
+def location(tmp_path: Path) -> str:
+    return str(tmp_path / "orders")
+
+
+@pytest.fixture
+def follower(app: App, location: str) -> Follower:
+    info = app.publisher.register_table("sales", "orders", KEYS)
+    LakehouseTables(app.store).register(info, "delta", location=location)
+    return Follower(app.publisher, "delta")
+
+
+def write(location: str, *data: tuple[str, str, int], mode: str = "append",
+          predicate: str | None = None, metadata: dict[str, str] | None = None) -> int:
+    write_deltalake(location, delta_rows(*data), mode=mode,
+                    partition_by=KEYS, predicate=predicate,
+                    commit_properties=CommitProperties(custom_metadata=metadata)
+                    if metadata else None)
+    return DeltaTable(location).version()
+
+
+def add(spec: str, revision: int) -> Logged:
+    return Logged("add", spec, revision)
+
+
+def test_versions_announce_new_partitions_overwrites_and_the_set_done(
+        app: App, location: str, follower: Follower) -> None:
+    follower.run_once()  # before the table exists: follows it from version 0
+    v0 = write(location, ("20260101", "us", 1), ("20260101", "eu", 2),
+               metadata={"userMetadata": f"{SET_DONE}=datestamp=20260101"})
+    v1 = write(location, ("20260101", "us", 3), ("20260102", "us", 4))
+    v2 = write(location, ("20260102", "us", 5), mode="overwrite",
+               predicate="datestamp = '20260102'", metadata={SET_DONE: "datestamp=20260102"})
+    DeltaTable(location).delete("region = 'eu'")
+    DeltaTable(location).optimize.compact()
+
+    stats = follower.run_once()
+
+    assert (stats.commits, stats.gaps, stats.errors) == (5, 0, 0)
+    got = logged(app, TABLE)
+    # Within a version, in the order of its add actions (delta-rs does not sort them).
+    assert set(got[:2]) == {add("datestamp=20260101/region=us", v0),
+                            add("datestamp=20260101/region=eu", v0)}
+    assert got[2:] == [
+        Logged("done", "datestamp=20260101", v0),
+        add("datestamp=20260102/region=us", v1),
+        add("datestamp=20260102/region=us", v2),  # overwritten: again, at v2
+        Logged("done", "datestamp=20260102", v2),
+    ]
+    assert follower.run_once().commits == 0
+
+
+def test_a_checkpoint_in_the_middle_and_a_restart_change_nothing(
+        app: App, location: str, follower: Follower) -> None:
+    follower.run_once()
+    write(location, ("20260101", "us", 1))
+    follower.run_once()
+    DeltaTable(location).create_checkpoint()
+    write(location, ("20260101", "us", 2), ("20260102", "us", 3))
+    follower.release()
+    restarted = Follower(app.publisher, "delta")
+    assert restarted.run_once().commits == 1
+    write(location, ("20260103", "us", 4))
+    assert restarted.run_once().commits == 1
+    assert [m.spec for m in logged(app, TABLE)] == [
+        "datestamp=20260101/region=us", "datestamp=20260102/region=us",
+        "datestamp=20260103/region=us"]
+
+
+def test_a_cleaned_log_version_is_a_gap(
+        app: App, location: str, follower: Follower,
+        caplog: pytest.LogCaptureFixture) -> None:
+    write(location, ("20260101", "us", 1))
+    follower.run_once()  # starts after version 0
+    write(location, ("20260102", "us", 2))
+    write(location, ("20260103", "us", 3))
+    DeltaTable(location).create_checkpoint()
+    # What log cleanup does to versions older than the checkpoint.
+    (Path(location) / "_delta_log" / f"{1:020d}.json").unlink()
+
+    with caplog.at_level(logging.WARNING):
+        stats = follower.run_once()
+
+    assert (stats.gaps, stats.commits) == (1, 0)
+    assert any("GAP" in r.getMessage() and "1..1" in r.getMessage() for r in caplog.records)
+    assert logged(app, TABLE) == []
+    write(location, ("20260104", "us", 4))
+    follower.run_once()
+    assert [m.spec for m in logged(app, TABLE)] == ["datestamp=20260104/region=us"]
+
+
+def test_a_second_serve_does_not_follow_a_leased_table(
+        app: App, location: str, follower: Follower) -> None:
+    follower.run_once()
+    write(location, ("20260101", "us", 1))
+    other = Follower(app.publisher, "delta")
+    assert other.run_once().leased_elsewhere == 1
+    assert follower.run_once().commits == 1
+    assert len(logged(app, TABLE)) == 1

@@ -1,0 +1,202 @@
+"""Announcements that used to be lost or wrong (issue 22, items 4 and 5, server side),
+on SQLite and PostgreSQL: location spellings, one validation path, ignored
+manifests kept, the lost race of ``POST /v1/commits``, our own staging writes."""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.spark_protocol.test_spool_trust import manifest, signed
+
+KEYS = ["ds", "region"]
+
+
+@pytest.fixture
+def papp(store_url: str) -> Iterator[Any]:
+    from partition_notify.app import build_app
+    from partition_notify.http.store import HttpStore
+
+    a = build_app(store_url=store_url, transport_url="embedded://")
+    a.token = HttpStore(a.store).create_token("spark-jobs", "write")[1]
+    yield a
+    a.close()
+
+
+def _keys(app: Any) -> list[bytes]:
+    """What serve verifies with: the live write tokens' keys (the HTTP feature's table)."""
+    from partition_notify.http.store import HttpStore
+
+    return HttpStore(app.store).signing_keys()
+
+
+def _apply_cli(store_url: str, doc: dict[str, Any], tmp_path: Path,
+               capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    from partition_notify.cli import main
+
+    f = tmp_path / f"{doc['jobId']}.json"
+    f.write_text(json.dumps(doc))
+    assert main(["--store-url", store_url, "--transport-url", "embedded://",
+                 "commits", "apply", str(f)]) == 0
+    return dict(json.loads(capsys.readouterr().out))
+
+
+def test_locations_match_across_spellings(
+    papp: Any, store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PN_DEFAULT_FS", "hdfs://NN:8020")
+    papp.publisher.register_table("wh", "plain", KEYS, location="/warehouse/plain")
+    papp.publisher.register_table("wh", "noport", KEYS, location="hdfs://nn/warehouse/noport")
+    papp.publisher.register_table("wh", "ported", KEYS, location="hdfs://nn:8020/warehouse/p")
+    cases = [("hdfs://nn:8020/warehouse/plain", "wh.plain"),
+             ("hdfs://nn:8020/warehouse/noport", "wh.noport"),
+             ("hdfs://nn/warehouse/p", "wh.ported"),
+             ("/warehouse/plain", "wh.plain")]          # scheme-less from the Spark side too
+    for out, table in cases:
+        got = _apply_cli(store_url, manifest(out, ["ds=1/region=us"]), tmp_path, capsys)
+        assert (got["status"], got["table"]) == ("announced", table), out
+    # another port or another name node is another filesystem
+    other = _apply_cli(store_url, manifest("hdfs://nn:9000/warehouse/plain", ["ds=2/region=us"]),
+                       tmp_path, capsys)
+    assert other["status"] == "ignored"
+
+
+def test_nul_in_a_location_is_rejected_not_retried(papp: Any, tmp_path: Path) -> None:
+    from partition_notify.writers.commit_spool import scan
+
+    loc = f"file:{tmp_path}/events"
+    papp.publisher.register_table("lake", "events", KEYS, location=loc)
+    spool = tmp_path / "events" / "_partition_notify"
+    spool.mkdir(parents=True)
+    doc = manifest(loc, ["ds=1/region=us"], jobId="nul")
+    doc["partitions"][0]["location"] = f"{loc}/ds=1/region=us\x00evil"
+    (spool / "nul.json").write_bytes(signed(doc, papp.token))
+    scan(papp.publisher, keys=_keys(papp))
+    assert sorted(p.name for p in spool.iterdir()) == ["nul.json.rejected"]
+    assert papp.store.log.max_event_id() == 0
+
+
+def test_ignored_manifest_is_kept_and_applied_once_the_table_exists(
+    papp: Any, store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from partition_notify.writers.commit_spool import scan
+
+    from partition_notify.cli import main
+
+    shared = tmp_path / "shared-spool"
+    shared.mkdir()
+    loc = f"file:{tmp_path}/late"
+    (shared / "late.json").write_bytes(
+        signed(manifest(loc, ["ds=1/region=us"], jobId="late"), papp.token))
+    stats = scan(papp.publisher, [str(shared)], keys=_keys(papp))
+    assert stats.ignored == 1
+    assert [p.name for p in shared.iterdir()] == ["late.json.ignored"]
+    argv = ["--store-url", store_url, "--transport-url", "embedded://", "commits"]
+    assert main([*argv, "ignored", str(shared)]) == 0
+    assert capsys.readouterr().out.splitlines() == [str(shared / "late.json.ignored")]
+    papp.publisher.register_table("lake", "late", KEYS, location=loc)
+    assert main([*argv, "scan", "--retry-ignored", str(shared)]) == 0
+    assert json.loads(capsys.readouterr().out)["announced"] == 1
+    assert list(shared.iterdir()) == []
+    assert [p.spec for p in papp.store.catalog.partitions(papp.publisher.table("lake", "late"))] \
+        == ["ds=1/region=us"]
+
+
+def test_ignored_manifests_expire(tmp_path: Path) -> None:
+    import os
+    import time
+
+    from partition_notify.writers.commit_spool import IGNORED_RETENTION_SECONDS, expire_ignored
+
+    (tmp_path / "old.json.ignored").write_text("{}")
+    (tmp_path / "new.json.ignored").write_text("{}")
+    past = time.time() - IGNORED_RETENTION_SECONDS - 60
+    os.utime(tmp_path / "old.json.ignored", (past, past))
+    assert expire_ignored(tmp_path) == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["new.json.ignored"]
+
+
+def test_post_commit_that_loses_the_race_to_the_spool_is_a_duplicate(
+    papp: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fastapi.testclient import TestClient
+    from partition_notify.writers.commit_manifest import apply_manifest, manifest_from_obj
+
+    from partition_notify.http import routes_commits
+    from partition_notify.http.app import create_http_app
+
+    loc = f"file:{tmp_path}/events"
+    papp.publisher.register_table("lake", "events", KEYS, location=loc)
+    doc = manifest(loc, ["ds=1/region=us"], jobId=str(uuid.uuid4()))
+    real_plan = routes_commits.plan
+
+    def plan_then_spool_wins(*args: Any, **kw: Any) -> Any:
+        target = real_plan(*args, **kw)
+        # serve's pick-up of the spooled copy commits between our check and our write
+        assert apply_manifest(papp.publisher, manifest_from_obj(doc)).status == "announced"
+        return target
+
+    monkeypatch.setattr(routes_commits, "plan", plan_then_spool_wins)
+    http = create_http_app(papp, extra_routers=[routes_commits.router])
+    with TestClient(http) as client:
+        r = client.post("/v1/commits", json=doc, headers={
+            "Authorization": f"Bearer {papp.token}", "Idempotency-Key": doc["jobId"]})
+    assert r.status_code == 200, r.text
+    assert r.json()["status"] == "duplicate"
+    assert papp.store.log.max_event_id() == 1
+
+
+def test_staging_commit_is_not_warned_nor_remembered(
+    papp: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from partition_notify.writers import commit_manifest
+    from partition_notify.writers.commit_manifest import apply_manifest, manifest_from_obj
+
+    papp.publisher.register_table("lake", "events", KEYS, location=f"file:{tmp_path}/events")
+    before = len(commit_manifest._unmatched)
+    caplog.set_level(logging.INFO)
+    for i in range(3):
+        staged = f"file:{tmp_path}/events/_pn_staging/2011022{i}T000000-abc/data"
+        m = manifest_from_obj(manifest(staged, ["ds=1/region=us"]))
+        out = apply_manifest(papp.publisher, m)
+        assert out.status == "ignored"
+    assert not [r for r in caplog.records if "matches no registered table" in r.getMessage()]
+    assert len(commit_manifest._unmatched) == before
+    assert papp.store.log.max_event_id() == 0
+
+
+def test_unmatched_paths_remembered_are_bounded(
+    papp: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from partition_notify.writers import commit_manifest
+    from partition_notify.writers.commit_manifest import apply_manifest, manifest_from_obj
+
+    papp.publisher.register_table("lake", "events", KEYS, location=f"file:{tmp_path}/events")
+    caplog.set_level(logging.WARNING)
+    for i in range(1100):
+        apply_manifest(papp.publisher, manifest_from_obj(
+            manifest(f"file:{tmp_path}/nowhere-{i}", ["ds=1/region=us"])))
+    assert len(commit_manifest._unmatched) <= 1024
+    first = next(r for r in caplog.records if "nowhere-0" in r.getMessage())
+    assert first.levelno == logging.WARNING and f"{tmp_path}/events" in first.getMessage()
+
+
+def test_register_warns_when_spark_will_never_match(
+    store_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from partition_notify.cli import main
+
+    monkeypatch.delenv("PN_DEFAULT_FS", raising=False)
+    argv = ["--store-url", store_url, "--transport-url", "embedded://", "register"]
+    assert main([*argv, "wh.a", "--keys", "ds", "--location", "/warehouse/a"]) == 0
+    err = capsys.readouterr().err
+    assert "will never match" in err and "PN_DEFAULT_FS" in err and err.count("\n") == 1
+    assert main([*argv, "wh.b", "--keys", "ds", "--location", "hdfs://nn/warehouse/b"]) == 0
+    assert capsys.readouterr().err == ""

@@ -1,0 +1,76 @@
+"""Push dead letters (integrations/airflow/push_letters.py) and their CLI, on SQLite and
+PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from partition_notify.integrations.airflow.push_letters import (
+    DISCARDED_RETENTION_SECONDS,
+    PushLetters,
+)
+from partition_notify.store import Store
+
+from partition_notify.app import App, build_app
+from partition_notify.core.errors import ConflictError, NotFoundError
+from tests.store.test_dead_letters import Clock, _cli
+
+SINK = "airflow-push:http://airflow:8080"
+
+
+@pytest.fixture
+def app(store_url: str) -> Iterator[tuple[App, Store, Clock]]:
+    app = build_app(store_url=store_url, transport_url="embedded://")
+    clock = Clock()
+    yield app, Store(app.store.engine, clock=clock), clock
+    app.close()
+
+
+def test_record_redrive_discard_and_purge(app: tuple[App, Store, Clock]) -> None:
+    _, store, clock = app
+    letters = PushLetters(store)
+    letters.record(SINK, 7, "sales.orders", "HTTP 404: asset gone")
+    letters.record(SINK, 9, "sales.returns", "HTTP 422: invalid")
+    assert [(d.event_id, d.table, d.redriven) for d in letters.find()] == [
+        (7, "sales.orders", False), (9, "sales.returns", False)]
+    assert [d.event_id for d in letters.find(table="sales.returns")] == [9]
+    assert letters.due(SINK, 10) == []
+    assert [d.event_id for d in letters.redrive([7])] == [7]
+    assert [d.event_id for d in letters.due(SINK, 10)] == [7]
+    letters.sending(SINK, 7)
+    assert letters.due(SINK, 10)[0].sending_since == clock.now
+    letters.record(SINK, 7, "sales.orders", "HTTP 404 again")  # refused again: dead again
+    assert letters.due(SINK, 10) == []
+    letters.discard([9])
+    with pytest.raises(ConflictError, match="discarded"):
+        letters.redrive([9])
+    assert [d.event_id for d in letters.redrive(None)] == [7]  # --all skips discarded ones
+    with pytest.raises(NotFoundError, match="123"):
+        letters.discard([123])
+    letters.delivered(SINK, 7)
+    clock.now += DISCARDED_RETENTION_SECONDS + 1
+    assert letters.purge_discarded() == 1
+    assert letters.find() == []
+
+
+def test_cli_lists_both_sources_and_acts_on_one(store_url: str,
+                                                app: tuple[App, Store, Clock]) -> None:
+    _, store, _ = app
+    PushLetters(store).record(SINK, 5, "sales.orders", "HTTP 403: forbidden")
+    out = _cli(store_url, "list")
+    assert out.returncode == 0, out.stderr
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [(r["source"], r["event_id"], r["table"], r["sink"]) for r in rows] == [
+        ("airflow-push", 5, "sales.orders", SINK)]
+    assert _cli(store_url, "list", "--source", "relay").stdout == ""
+    out = _cli(store_url, "list", "--source", "airflow-push", "--table", "sales.other")
+    assert out.returncode == 0 and out.stdout == ""
+    out = _cli(store_url, "redrive", "5")  # the relay has no such dead letter
+    assert out.returncode == 1 and "not dead letters" in out.stderr
+    out = _cli(store_url, "redrive", "--source", "airflow-push", "5")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["action"] == "redriven"
+    out = _cli(store_url, "discard", "--source", "airflow-push", "5")
+    assert out.returncode == 0 and json.loads(out.stdout)["discarded"] is True

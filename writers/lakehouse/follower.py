@@ -1,0 +1,199 @@
+"""Follow Iceberg or Delta tables commit by commit and announce what each commit did.
+
+One :class:`Follower` per format per ``serve`` process; every run visits the
+tables registered with that format: take (or renew) the table's lease, read
+the commits after its cursor in commit order, and log each commit's
+add-partitions and set-done in one transaction with the cursor moving past
+it (:meth:`~.store.LakehouseTables.move_in`), so a commit is announced once
+across restarts and processes. What a commit announces is :func:`.commits.plan`.
+
+``register --format`` records the table's current commit (:func:`head_of`):
+the commits after it are announced, the partitions it holds count as
+existing; a table with no commit yet (or not created yet) is followed from
+its first commit. A row registered without a start is started the same way
+when a follower first sees it. Commits that can no longer be read (an expired snapshot, a
+cleaned log version) are a gap: logged as a WARNING, counted, and the
+follower resumes at the table's current commit.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+from partition_notify.publisher import Publisher
+from partition_notify.store import TableInfo
+from partition_notify.store.uow import UnitOfWork
+from partition_notify.writers.lakehouse.commits import Commit, Gap, plan
+from partition_notify.writers.lakehouse.iceberg import Catalogs
+from partition_notify.writers.lakehouse.schema import BEFORE_FIRST, FORMATS
+from partition_notify.writers.lakehouse.store import LakehouseTables
+
+from partition_notify.core.errors import (
+    InvalidSpecError,
+    PartitionNotifyError,
+    PublishError,
+)
+
+log = logging.getLogger(__name__)
+#: How long a follower owns a table without renewing; every run (and commit) renews it.
+LEASE_SECONDS = 60.0
+
+
+class Reader(Protocol):
+    def head(self) -> int | None: ...
+
+    def commits_after(self, cursor: int) -> Iterator[Commit]: ...
+
+
+@dataclass
+class FollowStats:
+    """What one run did, for the serve job's metrics."""
+
+    tables: int = 0
+    commits: int = 0
+    messages: int = 0
+    gaps: int = 0
+    errors: int = 0
+    #: Tables another process holds the lease of.
+    leased_elsewhere: int = 0
+
+
+class Follower:
+    def __init__(self, publisher: Publisher, fmt: str, *, owner: str | None = None,
+                 lease_seconds: float = LEASE_SECONDS, catalogs: Catalogs | None = None) -> None:
+        if fmt not in FORMATS:
+            raise ValueError(f"format {fmt!r} is not one of {FORMATS}")
+        self.publisher = publisher
+        self.format = fmt
+        self.tables = LakehouseTables(publisher.store)
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+        self.lease_seconds = lease_seconds
+        self.catalogs = catalogs or Catalogs()
+
+    def run_once(self) -> FollowStats:
+        """Visit every table of this format once; errors are logged per table."""
+        stats = FollowStats()
+        followed = self.tables.of_format(self.format)
+        if not followed:
+            return stats
+        infos = {t.id: t for t in self.publisher.store.catalog.tables()}
+        for f in followed:
+            info = infos.get(f.table_id)
+            if info is None:
+                continue
+            stats.tables += 1
+            try:
+                self._follow(f.table_id, info, stats)
+            except PartitionNotifyError as exc:
+                stats.errors += 1
+                log.warning("%s follower: %s: %s", self.format, info.qualified, exc,
+                            extra={"pn_event": "lakehouse.failed"})
+            except Exception as exc:  # the format's driver: pyiceberg, delta-rs, pyarrow
+                stats.errors += 1
+                log.warning("%s follower: %s: %s: %s", self.format, info.qualified,
+                            type(exc).__name__, exc, extra={"pn_event": "lakehouse.failed"})
+        return stats
+
+    def release(self) -> None:
+        """Let the leases go (on shutdown), so another process takes over at once."""
+        for f in self.tables.of_format(self.format):
+            self.tables.release(f.table_id, self.owner)
+
+    def _follow(self, table_id: int, info: TableInfo, stats: FollowStats) -> None:
+        if not self.tables.claim(table_id, self.owner, self.lease_seconds):
+            stats.leased_elsewhere += 1
+            return
+        f = self.tables.get(table_id)  # read after the claim: the cursor is ours now
+        assert f is not None
+        reader = _reader(f.format, f.catalog, f.identifier, f.location,
+                         list(info.partition_keys), self.catalogs)
+        cursor = f.cursor
+        if cursor is None:
+            head = reader.head()
+            start = BEFORE_FIRST if head is None else head
+            self.tables.move(table_id, self.owner, None, start, self.lease_seconds)
+            log.info("%s follower: following %s from %s", self.format, info.qualified,
+                     "its first commit" if head is None else f"after commit {head}",
+                     extra={"pn_event": "lakehouse.started"})
+            if head is not None:
+                return
+            cursor = start
+        try:
+            for commit in reader.commits_after(cursor):
+                stats.messages += self._announce(info, commit, cursor)
+                cursor = commit.revision
+                stats.commits += 1
+        except Gap as gap:
+            stats.gaps += 1
+            log.warning("%s follower: GAP in %s: %s; the commits in between are not "
+                        "announced, following on after commit %d", self.format,
+                        info.qualified, gap, gap.resume_at,
+                        extra={"pn_event": "lakehouse.gap"})
+            self.tables.move(table_id, self.owner, cursor, gap.resume_at, self.lease_seconds,
+                             gap=True)
+
+    def _announce(self, info: TableInfo, commit: Commit, before: int) -> int:
+        """Log ``commit``'s messages and move the cursor past it, in one transaction."""
+        todo = plan(commit, info.partition_keys)
+        done = self._set_done(info, todo.set_done, commit)
+
+        def record(uow: UnitOfWork, messages: object) -> None:
+            del messages
+            self.tables.move_in(uow, info.id, self.owner, before, commit.revision,
+                                self.lease_seconds)
+
+        parts = todo.partitions
+        try:
+            logged = self.publisher.announce_commit(
+                info.db, info.name, parts, locations=[None] * len(parts), replace=True,
+                set_done=done, revision=commit.revision, in_txn=record)
+            count = len(logged)
+        except PublishError as exc:  # logged with the cursor; the relay delivers them
+            log.warning("%s follower: %s commit %d: %s", self.format, info.qualified,
+                        commit.revision, exc)
+            count = len(parts) + (done is not None)
+        if count:
+            log.info("%s follower: %s commit %d (%s): %d new, %d replaced partition(s)%s",
+                     self.format, info.qualified, commit.revision, commit.operation,
+                     len(todo.new), len(todo.replaced), ", set-done" if done else "",
+                     extra={"pn_event": "lakehouse.commit"})
+        return count
+
+    def _set_done(self, info: TableInfo, raw: str | None, commit: Commit) -> str | None:
+        if raw is None:
+            return None
+        try:
+            Publisher.validate_set_done(info, raw)
+        except InvalidSpecError as exc:
+            # The writer's property is wrong, not the data: announce the partitions anyway.
+            log.error("%s follower: %s commit %d: set-done property %r ignored: %s",
+                      self.format, info.qualified, commit.revision, raw, exc,
+                      extra={"pn_event": "lakehouse.bad_set_done"})
+            return None
+        return raw
+
+
+def head_of(fmt: str, *, catalog: str | None, identifier: str | None, location: str | None,
+            keys: list[str], catalogs: Catalogs | None = None) -> int:
+    """The table's current commit; BEFORE_FIRST while it has none or does not exist."""
+    head = _reader(fmt, catalog, identifier, location, keys, catalogs or Catalogs()).head()
+    return BEFORE_FIRST if head is None else head
+
+
+def _reader(fmt: str, catalog: str | None, identifier: str | None, location: str | None,
+            keys: list[str], catalogs: Catalogs) -> Reader:
+    if fmt == "iceberg":
+        from partition_notify.writers.lakehouse.iceberg import IcebergReader
+
+        assert catalog is not None and identifier is not None
+        return IcebergReader(catalogs.get(catalog), identifier, keys)
+    from partition_notify.writers.lakehouse.delta import DeltaReader
+
+    assert location is not None
+    return DeltaReader(location, keys)

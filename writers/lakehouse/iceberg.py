@@ -1,0 +1,187 @@
+"""Iceberg snapshots as :class:`~.commits.Commit` s, read through pyiceberg (extra ``iceberg``).
+
+Catalogs are named in the registration (``register --catalog NAME``); their
+properties come from ``PN_ICEBERG_CATALOG__<NAME>__<PROPERTY>`` variables
+(pyiceberg's own spelling: ``__`` is a dot, ``_`` a dash, so
+``PN_ICEBERG_CATALOG__LAKE__S3__ACCESS_KEY_ID`` is ``s3.access-key-id``), on top
+of pyiceberg's own configuration (``~/.pyiceberg.yaml``, ``PYICEBERG_CATALOG__*``).
+Secrets stay in the environment: nothing here logs a property.
+
+Partition values are Iceberg's human strings of the transform result, the
+ones Iceberg's partition paths use: identity as the value (a date
+``2026-01-01``), ``day`` ``2026-01-01``, ``hour`` ``2026-01-01-10``, ``month``
+``2026-01``, ``year`` ``2026``, ``bucket[N]`` and ``truncate[W]`` their result;
+a partition is named after the partition field (``datestamp_day``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from partition_notify.writers.lakehouse.commits import (
+    Commit,
+    Gap,
+    Spec,
+    canonical,
+    named,
+    unique,
+)
+from partition_notify.writers.lakehouse.schema import BEFORE_FIRST
+
+from partition_notify.core.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
+    from pyiceberg.table import Table
+    from pyiceberg.table.snapshots import Snapshot
+
+ENV_PREFIX = "PN_ICEBERG_CATALOG__"
+
+
+def catalog_properties(name: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The properties of catalog ``name`` from ``PN_ICEBERG_CATALOG__<NAME>__*``."""
+    env = os.environ if environ is None else environ
+    prefix = f"{ENV_PREFIX}{name.upper()}__"
+    return {k[len(prefix):].lower().replace("__", ".").replace("_", "-"): v
+            for k, v in env.items() if k.upper().startswith(prefix)}
+
+
+class Catalogs:
+    """One catalog object per name for the whole process: one connection pool per
+    catalog, however many of its tables are followed."""
+
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        self._environ = environ
+        self._cache: dict[str, Catalog] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str) -> Catalog:
+        with self._lock:
+            if name not in self._cache:
+                self._cache[name] = _load_catalog(name, catalog_properties(name, self._environ))
+            return self._cache[name]
+
+
+def _load_catalog(name: str, props: dict[str, str]) -> Catalog:
+    try:
+        from pyiceberg.catalog import load_catalog
+    except ImportError:
+        raise ConfigurationError("following Iceberg tables needs pyiceberg: "
+                                 "pip install 'partition-notify[iceberg]'") from None
+    try:
+        return load_catalog(name, **props)
+    except (ValueError, KeyError) as exc:  # pyiceberg: no type / unknown type
+        # Only the property names: their values may be secrets.
+        raise ConfigurationError(
+            f"Iceberg catalog {name!r}: {exc} (properties set: {sorted(props) or 'none'}; "
+            f"expected {ENV_PREFIX}{name.upper()}__URI and friends)") from None
+
+
+class IcebergReader:
+    """The commits of one Iceberg table, loaded fresh at each poll."""
+
+    def __init__(self, catalog: Catalog, identifier: str, keys: Sequence[str]) -> None:
+        self.keys = list(keys)
+        self.identifier = identifier
+        self._table = _load_table(catalog, identifier)
+
+    def head(self) -> int | None:
+        """The current snapshot id; None while the table has none (or does not exist)."""
+        snap = None if self._table is None else self._table.current_snapshot()
+        return None if snap is None else snap.snapshot_id
+
+    def commits_after(self, cursor: int) -> Iterator[Commit]:
+        """Snapshots after ``cursor`` on the current branch, oldest first.
+
+        Raises :class:`Gap` (before yielding anything) when a snapshot between
+        the cursor and the current one was expired, or the cursor is no
+        longer an ancestor (a rollback).
+        """
+        table = self._table
+        if table is None:
+            return
+        for snap in _chain(table, cursor, self.identifier):
+            yield self._commit(table, snap)
+
+    def _commit(self, table: Table, snap: Snapshot) -> Commit:
+        from pyiceberg.manifest import DataFileContent, ManifestContent, ManifestEntryStatus
+
+        op = snap.summary.operation.value if snap.summary is not None else "append"
+        props = dict(snap.summary.additional_properties) if snap.summary is not None else {}
+        if op == "replace":
+            return Commit(snap.snapshot_id, op, [], [], set(), rewrite_only=True,
+                          properties=props)
+        if op == "delete":
+            return Commit(snap.snapshot_id, op, [], [], set(), delete_only=True,
+                          properties=props)
+        added: list[Spec] = []
+        removed: list[Spec] = []
+        existed: set[tuple[str, ...]] = set()
+        me = snap.snapshot_id
+        for manifest in snap.manifests(table.io):
+            if manifest.content != ManifestContent.DATA:
+                continue  # delete files: row-level deletes, not data
+            ours = manifest.added_snapshot_id == me
+            for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=False):
+                if entry.data_file.content != DataFileContent.DATA:
+                    continue
+                is_added = entry.status == ManifestEntryStatus.ADDED and entry.snapshot_id == me
+                is_removed = ours and entry.status == ManifestEntryStatus.DELETED
+                values = _values(table, manifest.partition_spec_id, entry.data_file.partition)
+                if set(values) != set(self.keys) and not is_added:
+                    continue  # another spec's partition (evolution): cannot be one of ours
+                spec = named(values, self.keys, what=f"{self.identifier} snapshot {me}")
+                if is_added:
+                    added.append(spec)
+                else:
+                    existed.add(canonical(spec, self.keys))
+                    if is_removed:
+                        removed.append(spec)
+        return Commit(me, op, unique(added, self.keys), unique(removed, self.keys), existed,
+                      delete_only=bool(removed) and not added, properties=props)
+
+
+def _load_table(catalog: Catalog, identifier: str) -> Table | None:
+    from pyiceberg.exceptions import NoSuchTableError
+
+    try:
+        return catalog.load_table(identifier)
+    except NoSuchTableError:
+        return None
+
+
+def _chain(table: Table, cursor: int, identifier: str) -> list[Snapshot]:
+    current = table.current_snapshot()
+    if current is None or current.snapshot_id == cursor:
+        return []
+    head = current.snapshot_id
+    chain = [current]
+    while True:
+        parent = chain[-1].parent_snapshot_id
+        if parent == cursor or (parent is None and cursor == BEFORE_FIRST):
+            return chain[::-1]
+        if parent is None:
+            # pyiceberg's expiry also drops the parent link of the expired one's child.
+            raise Gap(f"{identifier}: the snapshots between {cursor} and the current {head} "
+                      "are no longer in the table's history (expired, or rolled back)", head)
+        snap = table.snapshot_by_id(parent)
+        if snap is None:
+            raise Gap(f"{identifier}: snapshot {parent} was expired before it was read", head)
+        chain.append(snap)
+
+
+def _values(table: Table, spec_id: int, record: Any) -> dict[str, str | None]:
+    spec = table.specs()[spec_id]
+    schema = table.schema()
+    out: dict[str, str | None] = {}
+    for i, field in enumerate(spec.fields):
+        raw = record[i]
+        if raw is None:
+            out[field.name] = None
+            continue
+        source = schema.find_field(field.source_id).field_type
+        out[field.name] = field.transform.to_human_string(source, raw)
+    return out

@@ -1,0 +1,40 @@
+"""Tables followed by their commits (migration 0010): format, source, cursor, lease.
+
+One row per registered table that has a format (``register --format``). The
+cursor is the last commit whose events are logged (an Iceberg snapshot id, a
+Delta version); it moves in the transaction that logs those events, so a
+commit is announced once across restarts. The lease keeps two ``serve``
+processes from following the same table at once. Rows are bounded by the
+catalog: at most one per registered table.
+"""
+
+from __future__ import annotations
+
+from partition_notify.store.schema import Base
+from sqlalchemy import BigInteger, Float, Integer, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+#: The formats a table can be followed in (the serve job of each is ``<format>-follow``).
+FORMATS = ("iceberg", "delta")
+MAX_CATALOG_CHARS = 128
+MAX_IDENTIFIER_CHARS = 512
+MAX_LOCATION_CHARS = 2048
+#: Cursor of a table followed from its very first commit (no commit handled yet).
+BEFORE_FIRST = -1
+
+
+class LakehouseTableRow(Base):
+    __tablename__ = "pn_lakehouse_tables"
+    table_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    format: Mapped[str] = mapped_column(String(16))
+    #: Iceberg: the catalog's name in the settings, and the table's identifier in it.
+    catalog: Mapped[str | None] = mapped_column(String(MAX_CATALOG_CHARS), nullable=True)
+    identifier: Mapped[str | None] = mapped_column(String(MAX_IDENTIFIER_CHARS), nullable=True)
+    #: Delta: the table's root (its ``_delta_log`` is under it).
+    location: Mapped[str | None] = mapped_column(String(MAX_LOCATION_CHARS), nullable=True)
+    #: None: not followed yet; BEFORE_FIRST; else the last handled snapshot id / version.
+    cursor: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    gaps: Mapped[int] = mapped_column(Integer, default=0)
+    lease_owner: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    lease_until: Mapped[float | None] = mapped_column(Float, nullable=True)
+    updated_at: Mapped[float] = mapped_column(Float)

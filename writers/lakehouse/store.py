@@ -1,0 +1,183 @@
+"""``pn_lakehouse_tables``: the repository (takes a Session) and its facade (one unit of
+work per method)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from partition_notify.store import Store, TableInfo
+from partition_notify.store.uow import UnitOfWork, affected_rows
+from partition_notify.writers.lakehouse.schema import (
+    FORMATS,
+    MAX_CATALOG_CHARS,
+    MAX_IDENTIFIER_CHARS,
+    MAX_LOCATION_CHARS,
+    LakehouseTableRow,
+)
+from sqlalchemy import or_, select, update
+from sqlalchemy.orm import Session
+
+from partition_notify.core.errors import ConflictError, ValidationError
+
+
+@dataclass(frozen=True, slots=True)
+class Followed:
+    """One table followed by its commits, as the follower sees it."""
+
+    table_id: int
+    format: str
+    catalog: str | None
+    identifier: str | None
+    location: str | None
+    cursor: int | None
+
+
+def _followed(row: LakehouseTableRow) -> Followed:
+    return Followed(row.table_id, row.format, row.catalog, row.identifier, row.location,
+                    row.cursor)
+
+
+class LakehouseRepository:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def get(self, table_id: int) -> LakehouseTableRow | None:
+        return self.session.get(LakehouseTableRow, table_id)
+
+    def of_format(self, fmt: str) -> list[LakehouseTableRow]:
+        stmt = select(LakehouseTableRow).where(LakehouseTableRow.format == fmt)
+        return list(self.session.scalars(stmt.order_by(LakehouseTableRow.table_id)))
+
+    def claim(self, table_id: int, owner: str, now: float, until: float) -> bool:
+        """Take or renew the lease unless another owner holds it unexpired."""
+        stmt = (
+            update(LakehouseTableRow)
+            .where(LakehouseTableRow.table_id == table_id,
+                   or_(LakehouseTableRow.lease_owner.is_(None),
+                       LakehouseTableRow.lease_owner == owner,
+                       LakehouseTableRow.lease_until < now))
+            .values(lease_owner=owner, lease_until=until, updated_at=now)
+        )
+        return affected_rows(self.session.execute(stmt)) == 1
+
+    def move(self, table_id: int, owner: str, before: int | None, after: int, now: float,
+             until: float, *, gap: bool = False) -> bool:
+        """Move the cursor from ``before`` to ``after`` while ``owner`` holds the lease."""
+        row = LakehouseTableRow
+        stmt = (
+            update(row)
+            .where(row.table_id == table_id, row.lease_owner == owner,
+                   row.cursor.is_(None) if before is None else row.cursor == before)
+            .values(cursor=after, lease_until=until, updated_at=now,
+                    **({"gaps": row.gaps + 1} if gap else {}))
+        )
+        return affected_rows(self.session.execute(stmt)) == 1
+
+
+class LakehouseTables:
+    """Registration, listing, leases and cursor moves; each call is one unit of work."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def register(self, info: TableInfo, fmt: str, *, catalog: str | None = None,
+                 identifier: str | None = None, location: str | None = None,
+                 start: int | None = None) -> Followed:
+        """Follow ``info`` in ``fmt`` after commit ``start`` (BEFORE_FIRST: from the first;
+        None: from the commit current when ``serve`` first looks). Registering it again the
+        same way changes nothing."""
+        wanted = checked(info.qualified, fmt, catalog, identifier, location)
+        with UnitOfWork(self.store.engine, write=True) as uow:
+            repo = LakehouseRepository(uow.session)
+            row = repo.get(info.id)
+            if row is not None:
+                have = (row.format, row.catalog, row.identifier, row.location)
+                if have != wanted:
+                    raise ConflictError(
+                        f"{info.qualified} is followed as format={have[0]} catalog={have[1]} "
+                        f"identifier={have[2]} location={have[3]}; registering it as "
+                        f"format={wanted[0]} catalog={wanted[1]} identifier={wanted[2]} "
+                        f"location={wanted[3]} would change what its cursor means")
+                return _followed(row)
+            row = LakehouseTableRow(table_id=info.id, format=wanted[0], catalog=wanted[1],
+                                    identifier=wanted[2], location=wanted[3], cursor=start,
+                                    gaps=0, updated_at=self.store.clock())
+            uow.session.add(row)
+            uow.session.flush()
+            return _followed(row)
+
+    def get(self, table_id: int) -> Followed | None:
+        with UnitOfWork(self.store.engine, write=False) as uow:
+            row = LakehouseRepository(uow.session).get(table_id)
+            return None if row is None else _followed(row)
+
+    def of_format(self, fmt: str) -> list[Followed]:
+        with UnitOfWork(self.store.engine, write=False) as uow:
+            return [_followed(r) for r in LakehouseRepository(uow.session).of_format(fmt)]
+
+    def gaps(self, table_id: int) -> int:
+        with UnitOfWork(self.store.engine, write=False) as uow:
+            row = LakehouseRepository(uow.session).get(table_id)
+            return 0 if row is None else row.gaps
+
+    def claim(self, table_id: int, owner: str, seconds: float) -> bool:
+        now = self.store.clock()
+        with UnitOfWork(self.store.engine, write=True) as uow:
+            return LakehouseRepository(uow.session).claim(table_id, owner, now, now + seconds)
+
+    def release(self, table_id: int, owner: str) -> None:
+        with UnitOfWork(self.store.engine, write=True) as uow:
+            uow.session.execute(
+                update(LakehouseTableRow)
+                .where(LakehouseTableRow.table_id == table_id,
+                       LakehouseTableRow.lease_owner == owner)
+                .values(lease_owner=None, lease_until=None))
+
+    def move(self, table_id: int, owner: str, before: int | None, after: int,
+             lease_seconds: float, *, gap: bool = False) -> None:
+        """Move the cursor without logging anything (first follow, gap)."""
+        with UnitOfWork(self.store.engine, write=True) as uow:
+            self.move_in(uow, table_id, owner, before, after, lease_seconds, gap=gap)
+
+    def move_in(self, uow: UnitOfWork, table_id: int, owner: str, before: int | None,
+                after: int, lease_seconds: float, *, gap: bool = False) -> None:
+        """Move the cursor inside ``uow`` (the transaction logging the commit's events).
+
+        Raises ConflictError, rolling the events back, when another process took
+        the table over or moved its cursor meanwhile.
+        """
+        now = self.store.clock()
+        if not LakehouseRepository(uow.session).move(table_id, owner, before, after, now,
+                                                     now + lease_seconds, gap=gap):
+            raise ConflictError(f"table #{table_id}: its lease or cursor moved to another "
+                                f"process (expected cursor {before}); not announcing twice")
+
+
+def checked(what: str, fmt: str, catalog: str | None, identifier: str | None,
+            location: str | None) -> tuple[str, str | None, str | None, str | None]:
+    """The registration of ``what`` as stored: format, catalog, identifier, location.
+
+    Raises ValidationError naming the option that is missing or wrong.
+    """
+    if fmt not in FORMATS:
+        raise ValidationError(f"{what}: format {fmt!r} is not one of {', '.join(FORMATS)}")
+    if fmt == "iceberg":
+        if not catalog:
+            raise ValidationError(f"{what}: format iceberg needs --catalog NAME "
+                                  "(its properties come from PN_ICEBERG_CATALOG__NAME__*)")
+        ident = identifier or what
+        _fits(what, "catalog", catalog, MAX_CATALOG_CHARS)
+        _fits(what, "identifier", ident, MAX_IDENTIFIER_CHARS)
+        return fmt, catalog, ident, None
+    if not location:
+        raise ValidationError(f"{what}: format delta needs --location PATH (the table's root, "
+                              "where _delta_log is)")
+    if catalog or identifier:
+        raise ValidationError(f"{what}: format delta takes --location, not --catalog/--identifier")
+    _fits(what, "location", location, MAX_LOCATION_CHARS)
+    return fmt, None, None, location.rstrip("/")
+
+
+def _fits(what: str, name: str, value: str, limit: int) -> None:
+    if len(value) > limit:
+        raise ValidationError(f"{what}: {name} is {len(value)} characters; at most {limit}")
