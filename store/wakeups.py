@@ -47,6 +47,9 @@ STOP_CHECK_SECONDS = 0.25
 #: with it only after a write to the WAL, for at most SETTLE_SECONDS).
 DATA_VERSION_POLL_SECONDS = 0.002
 SETTLE_SECONDS = 1.0
+#: After a WAL write the commit is usually visible within the fsync (about a
+#: millisecond): a finer poll for that short window.
+SETTLE_POLL_SECONDS = 0.0002
 
 _IN_MODIFY, _IN_CREATE, _IN_MOVED_TO, _IN_Q_OVERFLOW = 0x2, 0x100, 0x80, 0x4000
 _EVENT_HEADER = struct.Struct("iIII")  # wd, mask, cookie, len (struct inotify_event)
@@ -178,7 +181,7 @@ class InotifyWaker(DataVersionWaker):
             now = self._woken_if_changed(conn, last)
             if now != last:
                 return now
-            time.sleep(DATA_VERSION_POLL_SECONDS)  # the commit's fsync is not an event
+            time.sleep(SETTLE_POLL_SECONDS)  # the commit's fsync is not an event
         return last
 
     def _relevant(self, data: bytes) -> bool:
