@@ -5,7 +5,7 @@ good (too large, not authorized, invalid destination); see
 :mod:`partition_notify.store.dead_letters`. These commands list them, send them again
 (``redrive``: back to pending, counts reset; fix the cause first) or give up
 on them (``discard``: kept in the log, marked, never sent). Output is JSON,
-one object per line; exit codes as in :mod:`partition_notify.cli`. Only the
+one object per line; exit codes as in ``partition-notify --help``. Only the
 store is opened: no broker is needed.
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from partition_notify.cli.common import table_arg
+from partition_notify.cli.common import plain, table_arg
 
 if TYPE_CHECKING:
     from partition_notify.cli.common import Handler, SubParsers
@@ -76,7 +76,7 @@ def cmd_discard(args: argparse.Namespace) -> int:
 def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser]) -> None:
     """Add ``dead-letters`` to the subcommands ``sub`` of the main parser."""
     help_ = "events the broker refused for good: list, redrive, discard"
-    grp = sub.add_parser("dead-letters", help=help_, description=__doc__,
+    grp = sub.add_parser("dead-letters", help=help_, description=plain(__doc__),
                          formatter_class=argparse.RawDescriptionHelpFormatter).add_subparsers(
         dest="dead_letters_command", metavar="COMMAND", required=True, parser_class=parser_class)
 

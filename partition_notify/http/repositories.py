@@ -1,12 +1,11 @@
-"""Repositories of the HTTP API tables; each takes a Session, none commits."""
+"""The repository of the HTTP API's token table; takes a Session, never commits."""
 
 from __future__ import annotations
 
-from sqlalchemy import delete, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from partition_notify.http.schema import ApiTokenRow, IdempotencyRow
-from partition_notify.store.uow import affected_rows
+from partition_notify.http.schema import ApiTokenRow
 
 
 class ApiTokenRepository:
@@ -29,30 +28,3 @@ class ApiTokenRepository:
     def add(self, row: ApiTokenRow) -> None:
         self.session.add(row)
         self.session.flush()
-
-
-class IdempotencyRepository:
-    def __init__(self, session: Session) -> None:
-        self.session = session
-
-    def get(self, principal: str, key: str) -> IdempotencyRow | None:
-        stmt = select(IdempotencyRow).where(
-            IdempotencyRow.principal == principal, IdempotencyRow.key == key
-        )
-        return self.session.scalars(stmt).one_or_none()
-
-    def add(self, row: IdempotencyRow) -> None:
-        self.session.add(row)
-        self.session.flush()
-
-    def remove(self, row: IdempotencyRow) -> None:
-        self.session.delete(row)
-        self.session.flush()
-
-    def purge(self, now: float) -> int:
-        result = self.session.execute(
-            delete(IdempotencyRow)
-            .where(IdempotencyRow.expires_at <= now)
-            .execution_options(synchronize_session=False)
-        )
-        return affected_rows(result)

@@ -137,14 +137,14 @@ def purge(rt: Runtime) -> tuple[JobFn, float]:
 
 
 def idempotency_purge(rt: Runtime) -> tuple[JobFn, float]:
-    """Expired idempotency keys of the HTTP API, with the retention purge's rhythm."""
-    from partition_notify.http.store import HttpStore
+    """Expired idempotency keys (HTTP and in-process writes), with the retention purge's rhythm."""
+    from partition_notify.store.idempotency import IdempotencyKeys
 
-    http_store = HttpStore(rt.app.store)
+    keys = IdempotencyKeys(rt.app.store)
 
     def job() -> None:
         try:
-            n = http_store.purge_idempotency()
+            n = keys.purge()
         except PartitionNotifyError as exc:
             log.warning("idempotency-key purge failed: %s", exc)
             return
