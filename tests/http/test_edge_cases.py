@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from partition_notify.http.routes_live import PING_SECONDS
 from partition_notify.http.store import HttpStore
 from tests.http.support import Server, start_server
 from tests.http.test_reads import Sse
@@ -22,6 +23,9 @@ from tests.support.markers import uses
 
 #: The stream re-checks its token this often here (the default is longer).
 RECHECK_SECONDS = 0.5
+#: Read deadline on the stream: below the ping interval, so a stream that stays
+#: open after the revocation fails the test instead of blocking it on pings.
+STREAM_READ_SECONDS = PING_SECONDS / 2
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
@@ -58,7 +62,7 @@ def test_revoked_token_loses_its_open_stream(server: Server) -> None:
     token_name = f"s-{uuid.uuid4().hex[:8]}"
     token = tokens.create_token(token_name, "read")[1]
     headers = {"Authorization": f"Bearer {token}"}
-    with (httpx.Client(base_url=server.base, headers=headers, timeout=20) as c,
+    with (httpx.Client(base_url=server.base, headers=headers, timeout=STREAM_READ_SECONDS) as c,
           c.stream("GET", f"/v1/tables/{table}/stream") as r):
         events = iter(Sse(r))
         sent = server.app.publisher.send_mark_set_done(db, name, "datestamp=1")
