@@ -134,6 +134,8 @@ def build_app(
             default_retention_seconds=settings.default_retention_seconds,
             publish_timeout_seconds=settings.publish_timeout_seconds,
             max_message_bytes=settings.max_message_bytes,
+            mark_exit_timeout_seconds=settings.close_timeout_seconds,
+            idempotency_ttl_seconds=settings.http_idempotency_ttl_seconds,
         ),
     )
     return App(settings, store, transport, publisher)

@@ -16,7 +16,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from partition_notify.contract.messages import DEFAULT_MAX_MESSAGE_BYTES, MAX_BODY_BYTES
 from partition_notify.contract.topics import TopicPolicy
 from partition_notify.core.errors import ConfigurationError
-from partition_notify.core.limits import MAX_RETENTION_SECONDS
+from partition_notify.core.limits import IDEMPOTENCY_TTL_SECONDS, MAX_RETENTION_SECONDS
 
 DAY = 24 * 3600
 DEFAULT_RETENTION_SECONDS = 7 * DAY
@@ -184,13 +184,19 @@ class Settings(BaseSettings):
         5.0, gt=0, description="serve: how often it reads the _delta_log of Delta tables "
         "registered with --format delta"
     )
-    metrics_port: int | None = Field(None, description="serve: Prometheus endpoint port")
+    metrics_port: int | None = Field(None, ge=1, le=65535,
+                                     description="serve: Prometheus endpoint port")
     # HTTP API and deadlines (docs/http-api.md)
     http_bind: str | None = Field(None, description="serve: host:port of the HTTP API (off unset)")
     http_anonymous_read: bool = Field(False, description="HTTP reads without a token")
     http_max_body_bytes: int = Field(1 << 20, gt=0, description="larger request bodies get 413")
     http_wait_max_seconds: float = Field(300.0, gt=0, description="longest HTTP long-poll")
-    http_idempotency_ttl_seconds: int = Field(86400, gt=0, description="Idempotency-Key lifetime")
+    http_idempotency_ttl_seconds: int = Field(
+        IDEMPOTENCY_TTL_SECONDS, gt=0,
+        description="Idempotency-Key lifetime (HTTP, and CLI/Python idempotency keys)")
+    http_stream_auth_recheck_seconds: float = Field(
+        30.0, gt=0, description="an open SSE stream re-checks its token this often; "
+        "a revoked token's stream is closed")
     http_shutdown_timeout_seconds: float = Field(10.0, gt=0, description="HTTP drain on stop")
     deadline_check_interval_seconds: float = Field(30.0, gt=0, description="lateness re-check")
     deadline_lookback_seconds: int = Field(

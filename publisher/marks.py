@@ -11,13 +11,21 @@ unpublished in the log; the relay leaves it alone while it is younger than
 its writer grace (seconds, far above the flush interval), and re-sends it
 only if this process died before flushing: at least once, de-duplicated by
 subscribers by ``messageId``.
+
+A writer that simply ends (a script or Spark job that never calls
+``App.close()``) still writes its marks: every batcher with a running
+flusher is flushed at interpreter exit, within its ``exit_timeout``. Only a
+process that is killed (or whose store is unreachable past that deadline)
+leaves marks for the relay.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 
 from partition_notify.core.errors import PartitionNotifyError
@@ -29,7 +37,32 @@ DEFAULT_FLUSH_INTERVAL_SECONDS = 0.1
 #: Pending marks that make the flusher write at once rather than at the interval.
 DEFAULT_MAX_BATCH = 500
 
+#: Seconds a batcher may spend flushing at interpreter exit, unless told otherwise
+#: (App passes PN_CLOSE_TIMEOUT_SECONDS).
+DEFAULT_EXIT_TIMEOUT_SECONDS = 5.0
+
 Mark = Callable[[Sequence[int]], None]
+
+# Batchers whose flusher runs; weak, so a batcher dropped without close() is not kept.
+_LIVE: weakref.WeakSet[MarkBatcher] = weakref.WeakSet()
+_hook_lock = threading.Lock()
+_hook_registered = False
+
+
+def _flush_at_exit() -> None:
+    """atexit: close every live batcher, each within its own deadline."""
+    for batcher in list(_LIVE):
+        batcher.close(batcher.exit_timeout)
+
+
+def _track(batcher: MarkBatcher) -> None:
+    global _hook_registered
+    with _hook_lock:
+        if not _hook_registered:
+            # Runs before daemon threads stop and while the store is still open.
+            atexit.register(_flush_at_exit)
+            _hook_registered = True
+        _LIVE.add(batcher)
 
 
 class MarkBatcher:
@@ -45,10 +78,12 @@ class MarkBatcher:
         *,
         interval: float = DEFAULT_FLUSH_INTERVAL_SECONDS,
         max_batch: int = DEFAULT_MAX_BATCH,
+        exit_timeout: float = DEFAULT_EXIT_TIMEOUT_SECONDS,
     ) -> None:
         self._mark = mark
         self.interval = interval
         self.max_batch = max_batch
+        self.exit_timeout = exit_timeout
         self._pending: list[int] = []
         self._cond = threading.Condition()
         # Held while a batch is out of _pending and being written: flush() waits
@@ -74,6 +109,7 @@ class MarkBatcher:
             # through a broker (embedded transport) runs no thread.
             self._thread = threading.Thread(target=self._run, name="pn-mark-flusher", daemon=True)
             self._thread.start()
+            _track(self)
         if len(self._pending) >= self.max_batch:
             self._cond.notify_all()
 
@@ -105,6 +141,7 @@ class MarkBatcher:
             self._stop = True
             self._cond.notify_all()
             thread = self._thread
+        _LIVE.discard(self)
         if thread is not None:
             thread.join(timeout)
         left = self.pending()

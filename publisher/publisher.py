@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import logging
-import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from partition_notify.publisher import idempotent, validate
 from partition_notify.publisher.marks import (
+    DEFAULT_EXIT_TIMEOUT_SECONDS,
     DEFAULT_FLUSH_INTERVAL_SECONDS,
     DEFAULT_MAX_BATCH,
     MarkBatcher,
 )
 from partition_notify.store import EventDraft, Store, TableInfo
 from partition_notify.store.provider import InTxn
-from partition_notify.store.schema import MAX_SPEC_CHARS
 from partition_notify.transports import Transport
 
 from partition_notify.contract import (
@@ -29,22 +28,17 @@ from partition_notify.contract import (
     to_envelope,
     topic_for,
 )
-from partition_notify.contract.messages import DEFAULT_MAX_MESSAGE_BYTES, encode_body
+from partition_notify.contract.messages import DEFAULT_MAX_MESSAGE_BYTES
 from partition_notify.core import limits
 from partition_notify.core.errors import (
-    InvalidSpecError,
     MessageRejected,
     PublishError,
     TransportError,
-    ValidationError,
 )
 
 log = logging.getLogger(__name__)
 
 SpecLike = str | Mapping[str, object]
-#: Stand-in for event ids and topicSeq when sizing a message before it is
-#: logged: no real id is longer, so the real body is never larger.
-_WIDEST_ID = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +54,11 @@ class PublisherConfig:
     #: at ``mark_max_batch`` and on close); 0 marks each publish in its own commit.
     mark_flush_interval_seconds: float = DEFAULT_FLUSH_INTERVAL_SECONDS
     mark_max_batch: int = DEFAULT_MAX_BATCH
+    #: A writer that ends without close() flushes its pending marks at interpreter
+    #: exit, within this many seconds (App: PN_CLOSE_TIMEOUT_SECONDS).
+    mark_exit_timeout_seconds: float = DEFAULT_EXIT_TIMEOUT_SECONDS
+    #: How long an ``idempotency_key`` of a write is remembered.
+    idempotency_ttl_seconds: float = idempotent.DEFAULT_TTL_SECONDS
 
 
 class Publisher:
@@ -83,6 +82,7 @@ class Publisher:
             store.log.mark_published,
             interval=config.mark_flush_interval_seconds,
             max_batch=config.mark_max_batch,
+            exit_timeout=config.mark_exit_timeout_seconds,
         )
 
     def flush_marks(self) -> None:
@@ -150,17 +150,23 @@ class Publisher:
         revision: int | None = None,
         replace: bool = False,
         in_txn: InTxn | None = None,
+        idempotency_key: str | None = None,
     ) -> list[AddPartitionMessage]:
         """Announce new partitions, one add-partition message each.
 
         Partitions already announced are skipped, unless ``replace`` (an
         overwrite: announced again with the new revision). Returns the
         messages sent. ``in_txn`` runs inside the logging transaction (the
-        HTTP API stores its idempotency key there).
+        HTTP API stores its idempotency key there). With ``idempotency_key``
+        a retry returns the first call's messages and logs nothing
+        (:mod:`partition_notify.publisher.idempotent`).
         """
         info = self.table(db, table)
-        drafts = self._partition_drafts(info, partitions, locations, limits.revision(revision))
-        logged = self.append_and_deliver(drafts, replace=replace, in_txn=in_txn)
+        revision = limits.revision(revision)
+        drafts = self._partition_drafts(info, partitions, locations, revision)
+        request = ["announce", info.qualified, [d.partition_spec for d in drafts],
+                   [d.location for d in drafts], revision, replace]
+        logged = self._append_once(drafts, idempotency_key, request, replace, in_txn)
         return [m for m in logged if isinstance(m, AddPartitionMessage)]
 
     def send_mark_set_done(
@@ -171,14 +177,20 @@ class Publisher:
         *,
         revision: int | None = None,
         in_txn: InTxn | None = None,
+        idempotency_key: str | None = None,
     ) -> SetDoneMessage:
-        """Tell consumers that every partition matching ``partial_spec`` is complete."""
+        """Tell consumers that every partition matching ``partial_spec`` is complete.
+
+        With ``idempotency_key`` a retry returns the first call's message and
+        logs nothing (:mod:`partition_notify.publisher.idempotent`).
+        """
         info = self.table(db, table)
         done = self.validate_set_done(info, partial_spec)
         revision = limits.revision(revision)
         draft = self._set_done_draft(info, done, revision)
         self._check_size(draft, f"set-done {spec.canonical(done)!r}", None)
-        logged = self.append_and_deliver([draft], in_txn=in_txn)
+        request = ["set-done", info.qualified, spec.canonical(done), revision]
+        logged = self._append_once([draft], idempotency_key, request, False, in_txn)
         msg = logged[0]
         assert isinstance(msg, SetDoneMessage)
         return msg
@@ -214,7 +226,7 @@ class Publisher:
                           revision: int | None) -> list[EventDraft]:
         """Validated add-partition drafts: specs, locations (text rules) and size."""
         specs = self.validate_partitions(info, partitions)
-        locs = _locations(locations, len(specs), info.qualified)
+        locs = validate.locations(locations, len(specs), info.qualified)
         drafts = [
             self._partition_draft(info, s, loc, revision)
             for s, loc in zip(specs, locs, strict=True)
@@ -224,35 +236,8 @@ class Publisher:
         return drafts
 
     # -- validation (also used by writers before any data is written) ---------
-    @staticmethod
-    def validate_partitions(info: TableInfo, partitions: Iterable[SpecLike]) -> list[spec.Spec]:
-        if isinstance(partitions, str | bytes | Mapping):
-            # A str would be iterated per character, a mapping per key.
-            raise InvalidSpecError(
-                f"partitions must be a list of specs, got {type(partitions).__name__} "
-                f"{partitions!r:.80}; wrap a single spec in a list"
-            )
-        out: list[spec.Spec] = []
-        seen: set[str] = set()
-        for i, raw in enumerate(partitions):
-            try:
-                s = spec.coerce(raw)
-                spec.check_against(s, info.partition_keys, full=True, table=info.qualified)
-            except InvalidSpecError as exc:
-                raise InvalidSpecError(f"partition #{i}: {exc}") from exc
-            canon = _bounded(spec.canonical(s))
-            if canon in seen:
-                raise InvalidSpecError(f"partition #{i} {canon!r} is listed twice")
-            seen.add(canon)
-            out.append(s)
-        return out
-
-    @staticmethod
-    def validate_set_done(info: TableInfo, partial_spec: SpecLike) -> spec.Spec:
-        s = spec.coerce(partial_spec)
-        spec.check_against(s, info.partition_keys, full=False, table=info.qualified)
-        _bounded(spec.canonical(s))
-        return s
+    validate_partitions = staticmethod(validate.partitions)
+    validate_set_done = staticmethod(validate.set_done)
 
     def append_and_deliver(
         self,
@@ -270,6 +255,18 @@ class Publisher:
         )
         self._deliver(logged)
         return logged
+
+    def _append_once(
+        self, drafts: Sequence[EventDraft], key: str | None, request: object, replace: bool,
+        in_txn: InTxn | None,
+    ) -> list[AnyMessage]:
+        if key is None:
+            return self.append_and_deliver(drafts, replace=replace, in_txn=in_txn)
+        return idempotent.once(
+            self.store, key, request,
+            lambda hook: self.append_and_deliver(drafts, replace=replace, in_txn=hook),
+            ttl_seconds=self.config.idempotency_ttl_seconds, in_txn=in_txn,
+        )
 
     def common_fields(
         self, info: TableInfo, event_id: int, seq: int, now: float, revision: int | None = None
@@ -335,23 +332,7 @@ class Publisher:
         return EventDraft(info, build)
 
     def _check_size(self, draft: EventDraft, what: str, location_field: str | None) -> None:
-        """Refuse, before anything is logged, a message larger than the size limit.
-
-        The body is built with the widest ids it could get, so the body the
-        store logs (with its real ids) is never larger than the one measured.
-        """
-        limit = self.config.max_message_bytes
-        size = len(encode_body(draft.build(_WIDEST_ID, _WIDEST_ID, time.time())))
-        if size <= limit:
-            return
-        if location_field is not None and draft.location is not None:
-            culprit = f"{location_field} is {len(json.dumps(draft.location))} bytes"
-        else:
-            culprit = f"its partition values are {len(json.dumps(draft.partition_values))} bytes"
-        raise ValidationError(
-            f"{draft.table.qualified} {what}: the message would be {size} bytes, over the "
-            f"limit of {limit} bytes (PN_MAX_MESSAGE_BYTES); {culprit}. Nothing was stored."
-        )
+        validate.message_size(draft, self.config.max_message_bytes, what, location_field)
 
     def _deliver(self, messages: Sequence[AnyMessage]) -> None:
         if not messages or self.transport.uses_store_log:
@@ -361,39 +342,26 @@ class Publisher:
                 [to_envelope(m) for m in messages], timeout=self.config.publish_timeout_seconds
             )
         except TransportError as exc:
-            first, last = messages[0].event_id, messages[-1].event_id
-            text = (f"{exc} — events {first}..{last} are logged and will be delivered by the "
-                    "relay (partition-notify serve)")
-            # Keep the kind (PublishTimeout stays a timeout, MessageRejected keeps what was
-            # refused) for callers that branch on it.
-            if isinstance(exc, MessageRejected):
-                raise MessageRejected(text, exc.rejected, exc.confirmed) from exc
-            kind = type(exc) if isinstance(exc, PublishError) else PublishError
-            raise kind(text) from exc
+            raise _saved_but_undelivered(exc, messages) from exc
         self.marks.add([m.event_id for m in messages])
 
 
-def _locations(
-    locations: Sequence[str | None] | None, count: int, table: str
-) -> list[str | None]:
-    if locations is None:
-        return [None] * count
-    if isinstance(locations, str | bytes) or not isinstance(locations, Sequence):
-        raise ValidationError(
-            f"locations for {table} must be a list (one per partition), got "
-            f"{type(locations).__name__} {locations!r:.80}"
-        )
-    if len(locations) != count:
-        raise ValidationError(f"{count} partitions but {len(locations)} locations for {table}")
-    return [
-        None if loc is None else limits.text(loc, field=f"location #{i} of {table}")
-        for i, loc in enumerate(locations)
-    ]
+def _saved_but_undelivered(exc: TransportError, messages: Sequence[AnyMessage]) -> PublishError:
+    """The error for a write the store committed but the broker did not confirm.
 
-
-def _bounded(canon: str) -> str:
-    if len(canon) > MAX_SPEC_CHARS:
-        raise InvalidSpecError(
-            f"partition spec is {len(canon)} characters once escaped; at most {MAX_SPEC_CHARS}"
-        )
-    return canon
+    It keeps the kind (PublishTimeout stays a timeout, MessageRejected keeps
+    what was refused) for callers that branch on it, says truthfully what
+    happens next, and names the saved events in ``logged``.
+    """
+    first, last = messages[0].event_id, messages[-1].event_id
+    if isinstance(exc, MessageRejected):
+        text = (f"{exc} — events {first}..{last} are saved, but the broker refused them for "
+                "good: the relay (partition-notify serve) retries and dead-letters them after "
+                "PN_RELAY_MAX_ATTEMPTS refusals (partition-notify dead-letters list)")
+        err: PublishError = MessageRejected(text, exc.rejected, exc.confirmed)
+    else:
+        text = (f"{exc} — events {first}..{last} are saved and will be delivered by the "
+                "relay (partition-notify serve)")
+        err = (type(exc) if isinstance(exc, PublishError) else PublishError)(text)
+    err.logged = tuple(m.event_id for m in messages)
+    return err

@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
+from sqlalchemy import text
 
 from partition_notify.app import App, build_app
 from partition_notify.http.store import HttpStore
@@ -44,6 +45,9 @@ def seed(app: App) -> str:
     pub.send_mark_set_done("sales", "orders", {"datestamp": day(1), "region": "eu"})
     app.deadlines.add("sales", "orders", name="daily", spec_template="datestamp={{ ds_nodash }}",
                       cron="0 0 * * *", deadline="+0s")
+    # A new expectation judges only later deadlines: backdated, the past days are judged.
+    with app.store.engine.begin() as conn:
+        conn.execute(text("UPDATE pn_expectations SET created_at = 0"))
     return HttpStore(app.store).create_token("on-call", "admin")[1]
 
 

@@ -21,6 +21,7 @@ from partition_notify.cli.common import (
     seconds,
     table_arg,
 )
+from partition_notify.core import limits
 from partition_notify.core.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -75,7 +76,8 @@ def cmd_register(args: argparse.Namespace) -> int:
 def cmd_announce(args: argparse.Namespace) -> int:
     with open_app(args) as app:
         sent = app.publisher.announce_partitions(
-            *db_table(args), args.partitions, replace=args.replace
+            *db_table(args), args.partitions, replace=args.replace,
+            idempotency_key=args.idempotency_key,
         )
         for msg in sent:
             print(dump(msg))
@@ -87,7 +89,8 @@ def cmd_announce(args: argparse.Namespace) -> int:
 
 def cmd_mark_done(args: argparse.Namespace) -> int:
     with open_app(args) as app:
-        print(dump(app.publisher.send_mark_set_done(*db_table(args), args.spec)))
+        print(dump(app.publisher.send_mark_set_done(
+            *db_table(args), args.spec, idempotency_key=args.idempotency_key)))
     return 0
 
 
@@ -209,11 +212,22 @@ def _announce_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("table", type=table_arg, help="db.table")
     sp.add_argument("partitions", nargs="+", help="full specs: datestamp=20110228/region=us")
     sp.add_argument("--replace", action="store_true", help="announce again (overwrite)")
+    _idempotency_arg(sp)
 
 
 def _mark_done_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("table", type=table_arg, help="db.table")
     sp.add_argument("spec", help="partial spec: datestamp=20110228")
+    _idempotency_arg(sp)
+
+
+def _idempotency_arg(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument(
+        "--idempotency-key", metavar="KEY",
+        help="a retry with the same key (and arguments) logs and sends nothing again and "
+        f"prints what the first run saved; kept {limits.IDEMPOTENCY_TTL_SECONDS // 3600} h "
+        "(PN_HTTP_IDEMPOTENCY_TTL_SECONDS)",
+    )
 
 
 def _wait_args(sp: argparse.ArgumentParser) -> None:

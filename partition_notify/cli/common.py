@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -112,3 +113,9 @@ def _escaped(arg: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def plain(doc: str | None) -> str:
+    """A module docstring as ``--help`` text: reST roles and literals as plain text."""
+    text = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", doc or "")
+    return text.replace("``", "`")

@@ -10,7 +10,7 @@ These commands list them (both sources unless ``--source`` is given), send
 them again (``redrive``: fix the cause first; the relay or the sink sends
 them on its next run) or give up on them (``discard``: kept, marked, never sent). Output
 is JSON, one object per line, with its ``source``; exit codes as in
-:mod:`partition_notify.cli`. Only the store is opened: no broker is needed.
+``partition-notify --help``. Only the store is opened: no broker is needed.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from partition_notify.cli.common import table_arg
+from partition_notify.cli.common import plain, table_arg
 
 if TYPE_CHECKING:
     from partition_notify.cli.common import Handler, SubParsers
@@ -92,7 +92,7 @@ def cmd_discard(args: argparse.Namespace) -> int:
 def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser]) -> None:
     """Add ``dead-letters`` to the subcommands ``sub`` of the main parser."""
     help_ = "events the broker or Airflow refused for good: list, redrive, discard"
-    grp = sub.add_parser("dead-letters", help=help_, description=__doc__,
+    grp = sub.add_parser("dead-letters", help=help_, description=plain(__doc__),
                          formatter_class=argparse.RawDescriptionHelpFormatter).add_subparsers(
         dest="dead_letters_command", metavar="COMMAND", required=True, parser_class=parser_class)
 

@@ -1,8 +1,12 @@
 """The ``partition-notify`` command line.
 
-Exit codes: 0 success; 1 an error (bad input, store or broker failure) — one
-line on stderr, no traceback; 2 bad command-line usage; 3 ``wait`` timed out;
-4 ``wait --fail-on-late``: the spec was declared late; 130 interrupted.
+Exit codes: 0 success; 1 an error (bad input, store or broker failure) and
+nothing was saved — one line on stderr, no traceback; 2 bad command-line
+usage; 3 ``wait`` timed out; 4 ``wait --fail-on-late``: the spec was declared
+late; 5 a write was saved but the broker did not confirm it: the relay
+(``serve``) delivers it, do not retry (or retry with the same
+--idempotency-key); 6 a write was saved but the broker refused it for good:
+the relay dead-letters it unless the refusal is fixed; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -14,10 +18,17 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from partition_notify.cli import commands, deadletters, deadlines, http, revisions, spark
-from partition_notify.cli.common import undecodable
-from partition_notify.core.errors import PartitionNotifyError, WaitTimeout
+from partition_notify.cli.common import plain, undecodable
+from partition_notify.core.errors import (
+    MessageRejected,
+    PartitionNotifyError,
+    PublishError,
+    WaitTimeout,
+)
 
 EXIT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 1, 2, 3
+#: A write the store saved but the broker did not confirm (5) or refused for good (6).
+EXIT_PENDING, EXIT_REFUSED = 5, 6
 #: Drivers that log their own connection failures; a one-shot command reports
 #: them in its one error line instead (``serve`` keeps them: it configures logging).
 DRIVER_LOGGERS = ("stomp.py", "kafka")
@@ -35,7 +46,7 @@ class Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="partition-notify",
-        description=__doc__,
+        description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--store-url", help="overrides PN_STORE_URL")
@@ -67,14 +78,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"partition-notify {args.command}: timeout: {exc}", file=sys.stderr)
         return EXIT_TIMEOUT
     except PartitionNotifyError as exc:
-        one_line = " ".join(str(exc).split())
-        print(f"partition-notify {args.command}: error: {one_line}", file=sys.stderr)
-        return EXIT_ERROR
+        return _failed(args.command, exc)
     except KeyboardInterrupt:
         return 130
     finally:
         for name, level in saved.items():
             logging.getLogger(name).setLevel(level)
+
+
+def _failed(command: str, exc: PartitionNotifyError) -> int:
+    """One stderr line; the exit code tells "nothing saved" (1) from "saved" (5, 6)."""
+    one_line = " ".join(str(exc).split())
+    code, what = EXIT_ERROR, "error"
+    if isinstance(exc, PublishError) and exc.logged:
+        code, what = ((EXIT_REFUSED, "saved, refused by the broker")
+                      if isinstance(exc, MessageRejected)
+                      else (EXIT_PENDING, "saved, delivery pending"))
+    print(f"partition-notify {command}: {what}: {one_line}", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

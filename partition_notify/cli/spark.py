@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from partition_notify.cli.common import plain
 from partition_notify.core.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -156,7 +157,7 @@ def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser]) ->
     sp = sub.add_parser(
         "spark-conf",
         help="print the flags that make every Spark write announce its partitions",
-        description=__doc__,
+        description=plain(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sp.set_defaults(fn=cmd_spark_conf)

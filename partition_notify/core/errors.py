@@ -95,7 +95,14 @@ class AuthenticationError(ConnectError):
 
 
 class PublishError(TransportError):
-    """The broker refused a message or the connection was lost before it confirmed."""
+    """The broker refused a message or the connection was lost before it confirmed.
+
+    ``logged`` holds the event ids the store had committed before the broker
+    failed (a publisher's write: saved, the relay delivers them); empty when
+    nothing was saved.
+    """
+
+    logged: tuple[int, ...] = ()
 
 
 class PublishTimeout(PublishError):

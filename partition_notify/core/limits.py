@@ -13,6 +13,9 @@ MAX_INT64 = 2**63 - 1
 #: A century: far beyond any sensible retention, and ``now + retention`` stays
 #: an exact float and a valid BIGINT on both backends.
 MAX_RETENTION_SECONDS = 100 * 365 * 86400
+#: How long an idempotency key (HTTP ``Idempotency-Key``, CLI/Python
+#: ``idempotency_key``) is remembered by default (PN_HTTP_IDEMPOTENCY_TTL_SECONDS).
+IDEMPOTENCY_TTL_SECONDS = 86400
 
 
 def retention_seconds(value: object, *, what: str) -> int:

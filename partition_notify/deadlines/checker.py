@@ -122,7 +122,8 @@ class DeadlineChecker:
     def _check_expectation(
         self, exp: ExpectationInfo, info: TableInfo, now: float, report: CheckReport
     ) -> None:
-        start = now - self.lookback
+        # A new expectation judges only deadlines after it existed: none of the past.
+        start = max(now - self.lookback, exp.created_at)
         decided = self.store.decided(exp.id, start)
         for inst in _schedule(exp).instances(_dt(start), _dt(now)):
             if inst.key not in decided:
@@ -173,7 +174,9 @@ class DeadlineChecker:
         self, exp: ExpectationInfo, info: TableInfo, inst: Instance, canon: str,
         candidates: list[str], report: CheckReport,
     ) -> bool:
-        bodies = self.log_store.retention.set_done_covering(info, candidates)
+        # Retention first (indexed); the event log when retention let the set-done go.
+        bodies = (self.log_store.retention.set_done_covering(info, candidates)
+                  or self.store.set_done_logged(info.id, candidates))
         if not bodies:
             return False
         first = min(json.loads(b).get("timestampMs", 0) / 1000.0 for b in bodies)
@@ -206,7 +209,10 @@ class DeadlineChecker:
         self, exp: ExpectationInfo, info: TableInfo, check: CheckInfo, report: CheckReport
     ) -> None:
         wanted = spec.parse(check.spec)
-        bodies = self.log_store.retention.set_done_covering(info, spec.covering_specs(wanted))
+        candidates = spec.covering_specs(wanted)
+        after = check.late_event_id or 0
+        bodies = (self.log_store.retention.set_done_covering(info, candidates)
+                  or self.store.set_done_logged(info.id, candidates, after=after))
         if not bodies:
             return
         done = json.loads(bodies[0])

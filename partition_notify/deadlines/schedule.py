@@ -43,8 +43,10 @@ VARIABLES: dict[str, str] = {
     "next_ds_nodash": "N as YYYYMMDD",
 }
 _VAR = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
-_TIME = re.compile(r"([01]?\d|2[0-3]):([0-5]\d)")
-_OFFSET = re.compile(r"\+(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+_TIME = re.compile(r"([01]?[0-9]|2[0-3]):([0-5][0-9])")
+# ASCII digits, at most 7 a part (the longest offset is 2,678,400 s): int() of
+# thousands of digits raises, and Unicode digits are not a deadline.
+_OFFSET = re.compile(r"\+(?:([0-9]{1,7})h)?(?:([0-9]{1,7})m)?(?:([0-9]{1,7})s)?")
 #: Longest offset accepted: a deadline further out than this is a typo.
 MAX_OFFSET_SECONDS = 31 * 86400
 
@@ -68,12 +70,12 @@ class Deadline:
             seconds = h * 3600 + mi * 60 + s
             if seconds > MAX_OFFSET_SECONDS:
                 raise ValidationError(
-                    f"deadline {text!r} is more than {MAX_OFFSET_SECONDS // 86400} days "
+                    f"deadline {text[:40]!r} is more than {MAX_OFFSET_SECONDS // 86400} days "
                     "after the interval"
                 )
             return cls(offset_seconds=seconds)
         raise ValidationError(
-            f"deadline {text!r}: expected a local time HH:MM (e.g. 06:00) or an offset "
+            f"deadline {text[:40]!r}: expected a local time HH:MM (e.g. 06:00) or an offset "
             "after the interval end like +6h, +90m, +1h30m, +3600s"
         )
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sqlalchemy import select
+
+from partition_notify.contract.messages import PARTITION_DONE
 from partition_notify.core.errors import ConflictError, NotFoundError
 from partition_notify.deadlines.repositories import (
     ExpectationCheckRepository,
@@ -13,6 +17,7 @@ from partition_notify.deadlines.repositories import (
 )
 from partition_notify.deadlines.schema import ExpectationCheckRow, ExpectationRow
 from partition_notify.store.housekeeping import in_batches
+from partition_notify.store.schema import EventRow
 from partition_notify.store.uow import UnitOfWork
 
 if TYPE_CHECKING:
@@ -171,3 +176,21 @@ class DeadlineStore:
     def covered_in(uow: UnitOfWork, table_id: int, specs: Sequence[str], now: float) -> list[str]:
         """Covering set-done bodies, read inside a writer's transaction (under its lock)."""
         return uow.set_done.covering(table_id, specs, now)
+
+    def set_done_logged(self, table_id: int, specs: Sequence[str], after: int = 0) -> list[str]:
+        """Bodies of the table's logged set-done events for one of ``specs``, oldest first.
+
+        The event log, not the retention table: a set-done whose retention ran
+        out before the deadline still covered its spec. ``after`` (an event id)
+        bounds the read to what came later (a recovery looks after its late event).
+        """
+        wanted = set(specs)
+        stmt = (
+            select(EventRow.body)
+            .where(EventRow.event_id > after, EventRow.table_id == table_id,
+                   EventRow.event_type == PARTITION_DONE)
+            .order_by(EventRow.event_id)
+        )
+        with self._uow() as uow:
+            return [b for b in uow.session.scalars(stmt)
+                    if json.loads(b).get("partitionSpecString") in wanted]

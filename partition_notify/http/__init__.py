@@ -2,10 +2,10 @@
 
 Off unless ``PN_HTTP_BIND=host:port``. See docs/http-api.md.
 
-The names below are imported on first use: ``serve`` jobs read this
-feature's tables through :mod:`partition_notify.http.store` (plain SQL) in
-installs without the ``http`` extra, so importing the package must not load
-FastAPI.
+The names below are imported on first use: the CLI's ``token`` commands
+read this feature's table through :mod:`partition_notify.http.store` (plain
+SQL) in installs without the ``http`` extra, so importing the package must
+not load FastAPI.
 """
 
 from __future__ import annotations

@@ -11,9 +11,9 @@ from partition_notify.http.problems import about
 from partition_notify.store import TableInfo
 
 
-def table_ref(ref: str) -> tuple[str, str]:
-    """``db.table`` from the path, validated by the same name rules as the CLI."""
-    with about("path.table"):
+def table_ref(ref: str, field: str = "path.table") -> tuple[str, str]:
+    """``db.table`` (from the path, or ``field``), validated by the CLI's name rules."""
+    with about(field):
         db, sep, name = ref.partition(".")
         if not sep or not db or not name:
             raise InvalidNameError(f"table {ref!r} must be written db.table")

@@ -13,6 +13,7 @@ from partition_notify.http.hub import EventHub
 from partition_notify.http.store import HttpStore
 from partition_notify.metrics import Metrics
 from partition_notify.settings import Settings
+from partition_notify.store.idempotency import IdempotencyKeys
 
 
 @dataclass
@@ -24,11 +25,14 @@ class HttpContext:
     healthy: Callable[[], bool]
     waits: Gauge = field(init=False)
     streams: Gauge = field(init=False)
+    #: Idempotency keys live in the store: the publisher's in-process keys share the table.
+    idempotency: IdempotencyKeys = field(init=False)
 
     def __post_init__(self) -> None:
         r = self.metrics.registry
         self.waits = Gauge("pn_http_waits", "HTTP long-polls in progress", registry=r)
         self.streams = Gauge("pn_http_streams", "HTTP SSE streams open", registry=r)
+        self.idempotency = IdempotencyKeys(self.app.store)
 
     @property
     def settings(self) -> Settings:

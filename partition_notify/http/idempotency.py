@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Callable, Sequence
 from typing import Annotated
 
@@ -27,13 +28,19 @@ from fastapi import Header
 from fastapi.responses import JSONResponse
 
 from partition_notify.contract import AnyMessage
-from partition_notify.core.errors import PublishError, ValidationError
+from partition_notify.core.errors import PartitionNotifyError, PublishError, ValidationError
 from partition_notify.http.auth import Principal
 from partition_notify.http.context import HttpContext
 from partition_notify.http.problems import ApiProblem, from_error
-from partition_notify.http.store import IdempotentReplay, StoredResponse, check_idempotency_key
+from partition_notify.store.idempotency import (
+    IdempotentReplay,
+    StoredResponse,
+    check_idempotency_key,
+)
 from partition_notify.store.provider import InTxn
 from partition_notify.store.uow import UnitOfWork
+
+log = logging.getLogger(__name__)
 
 IdempotencyKey = Annotated[
     str | None,
@@ -85,7 +92,7 @@ def idempotent_write(
             check_idempotency_key(key)
         except ValidationError as exc:
             raise from_error(exc, "header.Idempotency-Key") from exc
-        stored = ctx.http_store.stored_response(principal.name, key)
+        stored = ctx.idempotency.stored_response(principal.name, key)
         if stored is not None:
             return _replay(stored, key, fp)
     captured: dict[str, dict[str, object]] = {}
@@ -93,7 +100,7 @@ def idempotent_write(
     def in_txn(uow: UnitOfWork, messages: list[AnyMessage]) -> None:
         captured["body"] = render(messages)
         if key is not None:
-            ctx.http_store.record_in(
+            ctx.idempotency.record_in(
                 uow, principal=principal.name, key=key, fingerprint=fp, status=status,
                 body=captured["body"], ttl_seconds=ctx.settings.http_idempotency_ttl_seconds,
             )
@@ -109,6 +116,16 @@ def idempotent_write(
             raise
         ctx.hub.poke()
         body = {**captured["body"], "delivery": f"pending: {' '.join(str(exc).split())}"}
+        if key is not None:
+            _restate(ctx, principal, key, body)
         return JSONResponse(body, status_code=202, headers=headers)
     ctx.hub.poke()
     return JSONResponse(captured["body"], status_code=status, headers=headers)
+
+
+def _restate(ctx: HttpContext, principal: Principal, key: str, body: dict[str, object]) -> None:
+    """A retry of a 202 is answered 202 with ``delivery``, not the 201 stored in the write."""
+    try:
+        ctx.idempotency.restate(principal.name, key, 202, body)
+    except PartitionNotifyError as exc:  # the write stands; only the replay's status is off
+        log.warning("could not record the 202 of Idempotency-Key %r: %s", key, exc)

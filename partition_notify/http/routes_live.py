@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
@@ -11,6 +11,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.concurrency import run_in_threadpool
 
 from partition_notify.contract import SetDoneMessage, spec
+from partition_notify.core.limits import MAX_INT64
 from partition_notify.http.auth import Principal, require_role
 from partition_notify.http.common import table_info, wanted_spec
 from partition_notify.http.context import HttpContext, context
@@ -86,6 +87,19 @@ async def wait(
         ctx.waits.dec()
 
 
+def _event_id(raw: str, field: str) -> int:
+    """An event id from outside: ASCII digits (not '²'), at most a signed 64-bit integer."""
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > len(str(MAX_INT64)) \
+            or int(raw) > MAX_INT64:
+        raise ApiProblem(
+            422, "invalid-input", "Invalid input",
+            f"{field}: expected an event id (a non-negative integer up to {MAX_INT64}), "
+            f"got {raw[:40]!r}",
+            field=field,
+        )
+    return int(raw)
+
+
 def _json(body: str) -> Response:
     # The stored body is the message's JSON already: no parse and re-encode per waiter.
     return Response(body, media_type="application/json")
@@ -108,30 +122,24 @@ def _resolve(ctx: HttpContext, table: str, raw: str) -> tuple[TableInfo, spec.Sp
 )
 async def stream(
     table: str,
-    _: Reader,
+    request: Request,
+    who: Reader,
     ctx: Ctx,
     last_event_id_header: Annotated[
         str | None, Header(alias="Last-Event-ID", description="resume after this event id")
     ] = None,
-    last_event_id: Annotated[int | None, Query(ge=0)] = None,
+    last_event_id: Annotated[int | None, Query(ge=0, le=MAX_INT64)] = None,
 ) -> EventSourceResponse:
     cursor = last_event_id
     field = "query.last_event_id"
     if last_event_id_header is not None and last_event_id_header.strip():
         field = "header.Last-Event-ID"
-        raw = last_event_id_header.strip()
-        if not raw.isdigit():
-            raise ApiProblem(
-                422, "invalid-input", "Invalid input",
-                f"header.Last-Event-ID: expected an event id (a non-negative integer), "
-                f"got {raw[:40]!r}",
-                field="header.Last-Event-ID",
-            )
-        cursor = int(raw)
+        cursor = _event_id(last_event_id_header.strip(), field)
     info = await run_in_threadpool(table_info, ctx, table)
     if cursor is not None:
         await run_in_threadpool(_still_in_log, ctx, cursor, field, info.qualified)
-    return EventSourceResponse(_events(ctx, info, cursor), ping=PING_SECONDS)
+    still_allowed = None if who.anonymous else _token_check(ctx, request)
+    return EventSourceResponse(_events(ctx, info, cursor, still_allowed), ping=PING_SECONDS)
 
 
 def _still_in_log(ctx: HttpContext, cursor: int, field: str, table: str) -> None:
@@ -148,9 +156,22 @@ def _still_in_log(ctx: HttpContext, cursor: int, field: str, table: str) -> None
         )
 
 
-async def _events(ctx: HttpContext, info: TableInfo, cursor: int | None
+def _token_check(ctx: HttpContext, request: Request) -> Callable[[], bool]:
+    """Whether the stream's token is still live (not revoked) — asked again while it runs."""
+    token = request.headers.get("authorization", "").strip().partition(" ")[2].strip()
+    return lambda: ctx.http_store.authenticate(token) is not None
+
+
+async def _events(ctx: HttpContext, info: TableInfo, cursor: int | None,
+                  still_allowed: Callable[[], bool] | None = None,
                   ) -> AsyncIterator[ServerSentEvent]:
-    """Listen first, then replay from the log after ``cursor``, then live; dedupe by id."""
+    """Listen first, then replay from the log after ``cursor``, then live; dedupe by id.
+
+    A stream is one request, but revocation must reach it too: every
+    PN_HTTP_STREAM_AUTH_RECHECK_SECONDS the token is checked again and the
+    stream ends once it is revoked.
+    """
+    recheck = ctx.settings.http_stream_auth_recheck_seconds
     queue: asyncio.Queue[HubEvent | None] = asyncio.Queue(STREAM_BUFFER)
 
     def on_event(event: HubEvent | None) -> None:
@@ -174,8 +195,17 @@ async def _events(ctx: HttpContext, info: TableInfo, cursor: int | None
                 yield ServerSentEvent(data=body, id=str(event_id), event=event_type)
                 last = event_id
             replay = len(page) == REPLAY_PAGE
+        loop = asyncio.get_running_loop()
+        checked = loop.time()
         while True:
-            event = await queue.get()
+            if loop.time() - checked >= recheck:  # busy or idle, the token is asked again
+                if still_allowed is not None and not await run_in_threadpool(still_allowed):
+                    return
+                checked = loop.time()
+            try:
+                event = await asyncio.wait_for(queue.get(), checked + recheck - loop.time())
+            except TimeoutError:
+                continue
             if event is None:
                 return
             if event.event_id <= last:

@@ -18,11 +18,13 @@ from pydantic import (
 )
 
 from partition_notify.contract import AddPartitionMessage, AnyMessage, SetDoneMessage
+from partition_notify.core.errors import ConflictError
 from partition_notify.http.auth import Principal, require_role
 from partition_notify.http.common import message_json, table_info, table_json, table_ref
 from partition_notify.http.context import HttpContext, context
 from partition_notify.http.idempotency import IdempotencyKey, fingerprint, idempotent_write
 from partition_notify.http.problems import about
+from partition_notify.store import TableInfo
 from partition_notify.store.provider import InTxn
 
 router = APIRouter(prefix="/v1", tags=["write"])
@@ -88,14 +90,33 @@ class SetDoneBody(_Body):
 
 @router.post("/tables", status_code=201, summary="Register a table (admin)")
 def register(body: RegisterBody, _: Admin, ctx: Ctx) -> JSONResponse:
-    db, name = table_ref(body.table)
+    db, name = table_ref(body.table, "body.table")
     with about("body"):
         existed = _exists(ctx, db, name)
+        if existed:
+            _same_as_stored(ctx.app.publisher.table(db, name), body)
         info = ctx.app.publisher.register_table(
             db, name, body.partitionKeys, retention_seconds=body.retentionSeconds,
             topic=body.topic, location=body.location,
         )
     return JSONResponse(table_json(info), status_code=200 if existed else 201)
+
+
+def _same_as_stored(info: TableInfo, body: RegisterBody) -> None:
+    """Registering again is idempotent: what differs from the stored table is a 409."""
+    differ = [
+        f"{what} {stored!r} (asked {asked!r})"
+        for what, stored, asked in (
+            ("retentionSeconds", info.retention_seconds, body.retentionSeconds),
+            ("location", info.location, body.location),
+        )
+        if asked is not None and asked != stored
+    ]
+    if differ:
+        raise ConflictError(
+            f"table {info.qualified} is registered with " + ", ".join(differ)
+            + "; registering does not change a table"
+        )
 
 
 def _exists(ctx: HttpContext, db: str, name: str) -> bool:

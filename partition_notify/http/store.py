@@ -1,17 +1,17 @@
-"""Bearer tokens and idempotency keys of the HTTP API, over the SQL store.
+"""Bearer tokens of the HTTP API and its stream replay, over the SQL store.
 
 Tokens are 256-bit random strings shown once; the store keeps their SHA-256
 (a fast hash is enough for a high-entropy secret: there is nothing to guess).
+Idempotency keys are in :mod:`partition_notify.store.idempotency` (the
+publisher's in-process keys share them); ``HttpContext.idempotency`` reaches them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import re
 import secrets
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -19,10 +19,8 @@ from sqlalchemy import select
 
 from partition_notify.core.api_roles import ROLES
 from partition_notify.core.errors import ConflictError, NotFoundError, ValidationError
-from partition_notify.http.repositories import ApiTokenRepository, IdempotencyRepository
-from partition_notify.http.schema import MAX_IDEMPOTENCY_KEY_CHARS, ApiTokenRow, IdempotencyRow
-from partition_notify.settings import Settings
-from partition_notify.store.housekeeping import in_batches
+from partition_notify.http.repositories import ApiTokenRepository
+from partition_notify.http.schema import ApiTokenRow
 from partition_notify.store.schema import EventRow
 from partition_notify.store.uow import UnitOfWork
 
@@ -30,10 +28,7 @@ if TYPE_CHECKING:
     from partition_notify.store.provider import Store
 
 TOKEN_PREFIX = "pn_"
-#: Rows per transaction of :meth:`HttpStore.purge_idempotency`: PN_PURGE_BATCH_SIZE's default.
-PURGE_BATCH_SIZE: int = Settings.model_fields["purge_batch_size"].default
 _NAME = re.compile(r"[A-Za-z0-9._@-]{1,128}")
-_KEY = re.compile(rf"[\x21-\x7e]{{1,{MAX_IDEMPOTENCY_KEY_CHARS}}}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,22 +44,6 @@ class TokenInfo:
     @classmethod
     def of(cls, row: ApiTokenRow) -> TokenInfo:
         return cls(row.name, row.role, row.created_at, row.revoked_at)
-
-
-@dataclass(frozen=True, slots=True)
-class StoredResponse:
-    fingerprint: str
-    status: int
-    #: The JSON response body.
-    body: dict[str, object]
-
-
-class IdempotentReplay(Exception):
-    """Raised inside a write's transaction: the key was used already; roll back."""
-
-    def __init__(self, stored: StoredResponse) -> None:
-        super().__init__("idempotency key already used")
-        self.stored = stored
 
 
 def digest(token: str) -> str:
@@ -85,17 +64,8 @@ def check_token_name(name: object) -> str:
     return name
 
 
-def check_idempotency_key(key: str) -> str:
-    if not _KEY.fullmatch(key):
-        raise ValidationError(
-            f"Idempotency-Key {key[:40]!r}: expected 1 to {MAX_IDEMPOTENCY_KEY_CHARS} "
-            "printable ASCII characters without spaces"
-        )
-    return key
-
-
 class HttpStore:
-    """Tokens and idempotency keys; each method is one unit of work."""
+    """Tokens and the stream replay; each method is one unit of work."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -152,51 +122,6 @@ class HttpStore:
             return [r.token_sha256.encode("ascii") for r in rows
                     if r.revoked_at is None and TokenInfo.of(r).allows(role)]
 
-    # -- idempotency ----------------------------------------------------------
-    def stored_response(self, principal: str, key: str) -> StoredResponse | None:
-        with self._uow() as uow:
-            row = IdempotencyRepository(uow.session).get(principal, key)
-            if row is None or row.expires_at <= self.store.clock():
-                return None
-            return StoredResponse(row.fingerprint, row.status, json.loads(row.response))
-
-    def record_in(
-        self,
-        uow: UnitOfWork,
-        *,
-        principal: str,
-        key: str,
-        fingerprint: str,
-        status: int,
-        body: dict[str, object],
-        ttl_seconds: float,
-    ) -> None:
-        """Store a response inside a write's own transaction (see ``Store.log.append``).
-
-        Every write holds the event counter's lock by now, so the check
-        cannot race another writer with the same key.
-        """
-        repo = IdempotencyRepository(uow.session)
-        now = self.store.clock()
-        row = repo.get(principal, key)
-        if row is not None:
-            if row.expires_at > now:
-                raise IdempotentReplay(
-                    StoredResponse(row.fingerprint, row.status, json.loads(row.response))
-                )
-            repo.remove(row)
-        repo.add(
-            IdempotencyRow(
-                principal=principal,
-                key=key,
-                fingerprint=fingerprint,
-                status=status,
-                response=json.dumps(body, separators=(",", ":")),
-                created_at=now,
-                expires_at=now + ttl_seconds,
-            )
-        )
-
     # -- stream replay --------------------------------------------------------
     def events_of_table_after(
         self, table_id: int, after: int, limit: int
@@ -210,12 +135,3 @@ class HttpStore:
         )
         with self._uow() as uow:
             return [(int(r[0]), str(r[1]), str(r[2])) for r in uow.session.execute(stmt)]
-
-    def purge_idempotency(self, *, batch_size: int = PURGE_BATCH_SIZE,
-                          between_batches: Callable[[], None] | None = None) -> int:
-        """Delete expired keys, oldest first, one transaction per batch."""
-        now = self.store.clock()
-        return in_batches(
-            lambda: self._uow(write=True),
-            lambda uow, n: IdempotencyRepository(uow.session).purge_batch(now, n),
-            batch_size=batch_size, between_batches=between_batches)

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 from partition_notify.core.errors import PartitionNotifyError
 from partition_notify.deadlines.schema import ExpectationCheckRow
 from partition_notify.deadlines.store import DeadlineStore
-from partition_notify.http.schema import IdempotencyRow
-from partition_notify.http.store import HttpStore
+from partition_notify.store.idempotency import IdempotencyKeys
+from partition_notify.store.idempotency_schema import IdempotencyRow
 from partition_notify.writers.commit_manifest import purge_spark_commits
 from partition_notify.writers.commit_schema import SparkCommitRow
 
@@ -74,7 +74,7 @@ def purge_all(app: App, size: int, pause: Pause) -> Purged:
         now - max(s.expectation_check_retention_seconds, s.deadline_lookback_seconds),
         now - s.deadline_lookback_seconds, batch_size=size, between_batches=pause)
     # Whether or not this process serves the HTTP API: another one may have written them.
-    out.idempotency = HttpStore(store).purge_idempotency(batch_size=size, between_batches=pause)
+    out.idempotency = IdempotencyKeys(store).purge(batch_size=size, between_batches=pause)
     return out
 
 

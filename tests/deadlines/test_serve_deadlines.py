@@ -59,6 +59,10 @@ def test_two_serve_processes_publish_one_late_and_one_recovery(url: str) -> None
         app.publisher.register_table("ops", "ticks", ["ts"])
         app.deadlines.add("ops", "ticks", name="minutely", spec_template="ts={{ ts_nodash }}",
                           cron="* * * * *", deadline="+0s")
+        # A new expectation judges only deadlines after its creation; created "long ago",
+        # the lookback's two past minutes are due at once (not in 60 to 120 s).
+        with app.store.engine.begin() as conn:
+            conn.execute(text("UPDATE pn_expectations SET created_at = 0"))
         token = HttpStore(app.store).create_token("w", "write")[1]
         env = {"PN_DEADLINE_CHECK_INTERVAL_SECONDS": "0.5",
                "PN_DEADLINE_LOOKBACK_SECONDS": "150"}

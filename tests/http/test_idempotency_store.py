@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from partition_notify.store import Store
+from partition_notify.store.idempotency import IdempotencyKeys, IdempotentReplay
 
 from partition_notify.app import build_app
-from partition_notify.http.store import HttpStore, IdempotentReplay
 
 
 class Clock:
@@ -20,7 +20,7 @@ def test_keys_expire_and_are_purged(store_url: str) -> None:
     app = build_app(store_url=store_url, transport_url="embedded://")
     store = Store.open(store_url, clock=clock)
     try:
-        http = HttpStore(store)
+        http = IdempotencyKeys(store)
         app.publisher.register_table("db", "t", ["ds"])
 
         def write(key: str, body: dict[str, int]) -> None:
@@ -41,7 +41,7 @@ def test_keys_expire_and_are_purged(store_url: str) -> None:
         assert http.stored_response("p", "k").body == {"n": 3}  # type: ignore[union-attr]
         write("other", {"n": 4})
         clock.t += 61
-        assert http.purge_idempotency() == 2
+        assert http.purge() == 2
         assert http.stored_response("p", "other") is None
     finally:
         store.close()

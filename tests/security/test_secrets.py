@@ -18,6 +18,7 @@ from sqlalchemy import create_engine, text
 
 from partition_notify import cli
 from partition_notify.app import build_app
+from partition_notify.cli.entry import EXIT_PENDING
 from partition_notify.core.errors import ConnectError, PartitionNotifyError, PublishError
 from partition_notify.settings import load_settings
 from tests.support.accounts import SERVICE_USER
@@ -130,8 +131,9 @@ def test_cli_error_line_has_no_password(sqlite_url: str, capsys: pytest.CaptureF
     url = f"stomp://pn_service:{SECRET}@127.0.0.1:{free_port()}"
     base = ["--store-url", sqlite_url, "--transport-url", url]
     assert cli.main([*base, "register", "sec.t", "--keys", "ds"]) == 0
-    assert cli.main([*base, "announce", "sec.t", "ds=1"]) == 1
+    # Saved, the broker unreachable: exit 5 (delivery pending), one line naming the failure.
+    assert cli.main([*base, "announce", "sec.t", "ds=1"]) == EXIT_PENDING
     out, err = capsys.readouterr()
-    assert "error:" in err
+    assert "delivery pending:" in err
     assert SECRET not in out + err
     assert all(SECRET not in r.getMessage() for r in debug_logs.records)

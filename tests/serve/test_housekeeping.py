@@ -13,12 +13,12 @@ from pathlib import Path
 
 import httpx
 from partition_notify.store.cursors import Cursors
+from partition_notify.store.idempotency import IdempotencyKeys
 from partition_notify.writers.commit_manifest import purge_spark_commits
 from sqlalchemy import text
 
 from partition_notify.app import App, build_app
 from partition_notify.deadlines.store import DeadlineStore
-from partition_notify.http.store import HttpStore
 from partition_notify.serve.jobs import JOBS
 from partition_notify.serve.service import Service
 from tests.support.clock import FakeClock
@@ -198,7 +198,7 @@ def test_feature_purges_go_in_batches_and_keep_the_young(store_url: str) -> None
         assert purge_spark_commits(app.store, T0 - 30 * DAY, batch_size=2,
                                    between_batches=pause) == 5
         assert len(pauses) == 2  # batches of 2, 2, 1
-        assert HttpStore(app.store).purge_idempotency(batch_size=2) == 5
+        assert IdempotencyKeys(app.store).purge(batch_size=2) == 5
         assert DeadlineStore(app.store).purge_checks(
             T0 - 90 * DAY, T0 - 2 * DAY, batch_size=2) == 1
         with app.store.engine.connect() as conn:

@@ -20,7 +20,7 @@ from partition_notify.store.dead_letters import DeadLetters
 from partition_notify.store.schema import EventRow
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from partition_notify.app import App, build_app
 from partition_notify.http.store import HttpStore
@@ -120,6 +120,11 @@ def test_a_late_expectation_shows_late_then_recovered(server: Server, browser: A
     server.app.publisher.register_table(db, "ticks", ["ts"])
     server.app.deadlines.add(db, "ticks", name="minutely", spec_template="ts={{ ts_nodash }}",
                              cron="* * * * *", deadline="+0s")
+    # A new expectation judges only later deadlines; backdated, the past minutes are due now.
+    with server.app.store.engine.begin() as conn:
+        conn.execute(text("UPDATE pn_expectations SET created_at = 0 WHERE table_id = "
+                          "(SELECT id FROM pn_tables WHERE db = :db AND name = 'ticks')"),
+                     {"db": db})
     lates = server.app.deadlines.open_late
     deadline = time.monotonic() + 120
     while not lates(db, "ticks"):

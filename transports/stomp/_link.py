@@ -202,8 +202,8 @@ class StompLink:
     def on_error(self, gen: int, receipt_id: str | None, reason: str) -> None:
         permanent = PERMANENT_REFUSAL.search(reason) is not None
         if receipt_id and self.receipts.fail(receipt_id, f"the broker refused it: {reason}",
-                                             permanent=permanent):
-            log.warning("broker %s refused a frame: %s", self.endpoint.where, reason)
+                                             permanent=permanent):  # in the caller's error
+            log.debug("broker %s refused a frame: %s", self.endpoint.where, reason)
             return
         # STOMP: the server closes the connection after an ERROR frame.
         self.lost(gen, f"ERROR frame from the broker: {reason}")

@@ -1,0 +1,94 @@
+"""Checks a publisher runs before anything is logged (writers run them before writing data)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping, Sequence
+
+from partition_notify.store import EventDraft, TableInfo
+from partition_notify.store.schema import MAX_SPEC_CHARS
+
+from partition_notify.contract import spec
+from partition_notify.contract.messages import encode_body
+from partition_notify.core import limits
+from partition_notify.core.errors import InvalidSpecError, ValidationError
+
+SpecLike = str | Mapping[str, object]
+#: Stand-in for event ids and topicSeq when sizing a message before it is
+#: logged: no real id is longer, so the real body is never larger.
+_WIDEST_ID = 2**63 - 1
+
+
+def partitions(info: TableInfo, partitions: Iterable[SpecLike]) -> list[spec.Spec]:
+    if isinstance(partitions, str | bytes | Mapping):
+        # A str would be iterated per character, a mapping per key.
+        raise InvalidSpecError(
+            f"partitions must be a list of specs, got {type(partitions).__name__} "
+            f"{partitions!r:.80}; wrap a single spec in a list"
+        )
+    out: list[spec.Spec] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(partitions):
+        try:
+            s = spec.coerce(raw)
+            spec.check_against(s, info.partition_keys, full=True, table=info.qualified)
+        except InvalidSpecError as exc:
+            raise InvalidSpecError(f"partition #{i}: {exc}") from exc
+        canon = _bounded(spec.canonical(s))
+        if canon in seen:
+            raise InvalidSpecError(f"partition #{i} {canon!r} is listed twice")
+        seen.add(canon)
+        out.append(s)
+    return out
+
+def set_done(info: TableInfo, partial_spec: SpecLike) -> spec.Spec:
+    s = spec.coerce(partial_spec)
+    spec.check_against(s, info.partition_keys, full=False, table=info.qualified)
+    _bounded(spec.canonical(s))
+    return s
+
+
+def message_size(draft: EventDraft, limit: int, what: str, location_field: str | None) -> None:
+    """Refuse, before anything is logged, a message larger than the size limit.
+
+    The body is built with the widest ids it could get, so the body the
+    store logs (with its real ids) is never larger than the one measured.
+    """
+    size = len(encode_body(draft.build(_WIDEST_ID, _WIDEST_ID, time.time())))
+    if size <= limit:
+        return
+    if location_field is not None and draft.location is not None:
+        culprit = f"{location_field} is {len(json.dumps(draft.location))} bytes"
+    else:
+        culprit = f"its partition values are {len(json.dumps(draft.partition_values))} bytes"
+    raise ValidationError(
+        f"{draft.table.qualified} {what}: the message would be {size} bytes, over the "
+        f"limit of {limit} bytes (PN_MAX_MESSAGE_BYTES); {culprit}. Nothing was stored."
+    )
+
+
+def locations(
+    locations: Sequence[str | None] | None, count: int, table: str
+) -> list[str | None]:
+    if locations is None:
+        return [None] * count
+    if isinstance(locations, str | bytes) or not isinstance(locations, Sequence):
+        raise ValidationError(
+            f"locations for {table} must be a list (one per partition), got "
+            f"{type(locations).__name__} {locations!r:.80}"
+        )
+    if len(locations) != count:
+        raise ValidationError(f"{count} partitions but {len(locations)} locations for {table}")
+    return [
+        None if loc is None else limits.text(loc, field=f"location #{i} of {table}")
+        for i, loc in enumerate(locations)
+    ]
+
+
+def _bounded(canon: str) -> str:
+    if len(canon) > MAX_SPEC_CHARS:
+        raise InvalidSpecError(
+            f"partition spec is {len(canon)} characters once escaped; at most {MAX_SPEC_CHARS}"
+        )
+    return canon
