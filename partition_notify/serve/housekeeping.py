@@ -2,8 +2,9 @@
 
 Each feature purges its own table (the store layer imports none of them):
 the shared log (``store.housekeeping``: events, idle cursors), Spark commit
-records (``writers``), deadline verdicts (``deadlines``) and idempotency keys
-(``http``). This module wires them into the two jobs of
+records (``writers``), deadline verdicts (``deadlines``), idempotency keys
+(``http``) and completeness-rule inputs and firings (``rules``). This module
+wires them into the two jobs of
 :data:`~partition_notify.serve.jobs.JOBS` (``housekeeping``, ``spool-sweep``);
 the policy is in docs/reliability.md#retention-nothing-grows-forever.
 """
@@ -21,6 +22,7 @@ from partition_notify.deadlines.schema import ExpectationCheckRow
 from partition_notify.deadlines.store import DeadlineStore
 from partition_notify.http.schema import IdempotencyRow
 from partition_notify.http.store import HttpStore
+from partition_notify.rules.store import RuleStore
 from partition_notify.writers.commit_manifest import purge_spark_commits
 from partition_notify.writers.commit_schema import SparkCommitRow
 
@@ -46,6 +48,7 @@ class Purged:
     expectation_checks: int = 0
     cursors: int = 0
     idempotency: int = 0
+    rule_state: int = 0
 
     def total(self) -> int:
         return sum(astuple(self))
@@ -75,6 +78,7 @@ def purge_all(app: App, size: int, pause: Pause) -> Purged:
         now - s.deadline_lookback_seconds, batch_size=size, between_batches=pause)
     # Whether or not this process serves the HTTP API: another one may have written them.
     out.idempotency = HttpStore(store).purge_idempotency(batch_size=size, between_batches=pause)
+    out.rule_state = RuleStore(store).purge(now, batch_size=size, between_batches=pause)
     return out
 
 
