@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from partition_notify.cli import commands, deadletters, deadlines, http, revisions, spark
+from partition_notify.cli import commands, deadletters, deadlines, http, revisions, rules, spark
 from partition_notify.cli.common import undecodable
 from partition_notify.core.errors import PartitionNotifyError, WaitTimeout
 
@@ -23,7 +23,7 @@ EXIT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 1, 2, 3
 DRIVER_LOGGERS = ("stomp.py", "kafka")
 #: The command groups, in ``--help`` order. Each module has
 #: ``add_parsers(sub, parser_class)``; adding a group is one entry here.
-GROUPS = (commands, revisions, deadletters, http, deadlines, spark)
+GROUPS = (commands, revisions, deadletters, http, deadlines, rules, spark)
 
 
 class Parser(argparse.ArgumentParser):
