@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from partition_notify.contract import (
@@ -62,6 +61,16 @@ class RunReport:
     lost_races: int = 0
 
 
+@dataclass
+class _Plan:
+    """A batch's writes: specs completed (with their inputs), those a set-done already
+    covered, and the labels to store for specs still open."""
+
+    complete: dict[str, Origins] = field(default_factory=dict)
+    covered: set[str] = field(default_factory=set)
+    open_inputs: list[RuleInputRow] = field(default_factory=list)
+
+
 class _Stale(Exception):
     """Raised inside the batch's transaction: another evaluator moved the cursor first."""
 
@@ -97,12 +106,10 @@ def contributions(kind: Kind, events: list[LoggedEvent]) -> dict[str, Origins]:
 
 
 class Evaluator:
-    def __init__(self, store: Store, publisher: Publisher,
-                 on_derived: Callable[[SetDoneMessage], None] | None = None) -> None:
+    def __init__(self, store: Store, publisher: Publisher) -> None:
         self.log_store = store
         self.publisher = publisher
         self.store = RuleStore(store)
-        self.on_derived = on_derived
         self._busy = threading.Lock()
 
     def run_once(self) -> RunReport:
@@ -148,37 +155,21 @@ class Evaluator:
                 if not RuleRepository(uow.session).move_cursor(rule.id, cursor, last):
                     raise _Stale
             return
-        fired, counted = self.store.state(rule.id, list(seen))
-        late = [s for s in seen if s in fired]
-        report.late_inputs += sum(len(seen[s]) for s in late)
-        complete: dict[str, Origins] = {}
-        for s, labels in seen.items():
-            if s not in fired:
-                have = {**labels, **counted.get(s, {})}
-                need = kind.required(s)
-                if need <= have.keys():
-                    complete[s] = {k: v for k, v in have.items() if k in need}
-        covered = {s for s in complete if self.log_store.retention.set_done_covering(
-            target, spec.covering_specs(spec.parse(s)))}
-        drafts = [self._draft(target, rule, kind, s, o) for s, o in complete.items()
-                  if s not in covered]
-        open_inputs = [
-            RuleInputRow(rule_id=rule.id, spec=s, label=label, input_table=t, event_id=e,
-                         created_at=self.log_store.clock())
-            for s, labels in seen.items() if s not in fired and s not in complete
-            for label, (t, e) in labels.items() if label not in counted.get(s, {})]
+        plan = self._plan(rule, kind, target, seen, report)
+        drafts = [self._draft(target, rule, kind, s, o) for s, o in plan.complete.items()
+                  if s not in plan.covered]
 
         def in_txn(uow: UnitOfWork, messages: list[AnyMessage]) -> None:
             repo, state = RuleRepository(uow.session), RuleStateRepository(uow.session)
-            if repo.cursor(rule.id) != cursor or state.fired(rule.id, list(complete)):
+            if repo.cursor(rule.id) != cursor or state.fired(rule.id, list(plan.complete)):
                 raise _Stale
             now = self.log_store.clock()
             by_spec = {m.spec: m.event_id for m in messages if isinstance(m, SetDoneMessage)}
-            for s in complete:
+            for s in plan.complete:
                 state.add_firing(RuleFiringRow(rule_id=rule.id, spec=s,
                                                event_id=by_spec.get(s), fired_at=now))
-            state.drop_inputs(rule.id, list(complete))
-            state.add_inputs(open_inputs)
+            state.drop_inputs(rule.id, list(plan.complete))
+            state.add_inputs(plan.open_inputs)
             repo.move_cursor(rule.id, cursor, last)
 
         try:
@@ -186,14 +177,35 @@ class Evaluator:
         except PublishError as exc:  # committed; the relay delivers them
             log.warning("derived set-done of rule %s logged; delivery pending: %s", rule.name, exc)
             logged = []
-        report.already_done += len(covered)
+        report.already_done += len(plan.covered)
         for msg in logged:
             if isinstance(msg, SetDoneMessage):
                 report.derived.append(msg)
-                if self.on_derived is not None:
-                    self.on_derived(msg)
                 log.info("derived set-done %s %s (rule %s)", target.qualified, msg.spec,
                          rule.name, extra={"pn_event": "rule.derived"})
+
+    def _plan(self, rule: RuleInfo, kind: Kind, target: TableInfo, seen: dict[str, Origins],
+              report: RunReport) -> _Plan:
+        """What a batch does, from what it saw and what is stored (read outside the lock;
+        the transaction re-checks the cursor, so a stale plan writes nothing)."""
+        fired, counted = self.store.state(rule.id, list(seen))
+        report.late_inputs += sum(len(labels) for s, labels in seen.items() if s in fired)
+        plan = _Plan()
+        for s, labels in seen.items():
+            if s in fired:
+                continue
+            have = {**labels, **counted.get(s, {})}  # the stored (earlier) origin wins
+            need = kind.required(s)
+            if need <= have.keys():
+                plan.complete[s] = {k: v for k, v in have.items() if k in need}
+                continue
+            plan.open_inputs.extend(
+                RuleInputRow(rule_id=rule.id, spec=s, label=label, input_table=t, event_id=e,
+                             created_at=self.log_store.clock())
+                for label, (t, e) in labels.items() if label not in counted.get(s, {}))
+        plan.covered = {s for s in plan.complete if self.log_store.retention.set_done_covering(
+            target, spec.covering_specs(spec.parse(s)))}
+        return plan
 
     def _draft(self, target: TableInfo, rule: RuleInfo, kind: Kind, derived: str,
                origins: Origins) -> EventDraft:

@@ -22,6 +22,7 @@ from partition_notify.deadlines.schema import ExpectationCheckRow
 from partition_notify.deadlines.store import DeadlineStore
 from partition_notify.http.schema import IdempotencyRow
 from partition_notify.http.store import HttpStore
+from partition_notify.rules.schema import RuleFiringRow, RuleInputRow
 from partition_notify.rules.store import RuleStore
 from partition_notify.writers.commit_manifest import purge_spark_commits
 from partition_notify.writers.commit_schema import SparkCommitRow
@@ -35,6 +36,7 @@ log = logging.getLogger(__name__)
 COUNTED_TABLES = (
     "pn_events", "pn_set_done", "pn_partitions", SparkCommitRow.__tablename__,
     ExpectationCheckRow.__tablename__, "pn_consumer_cursors", IdempotencyRow.__tablename__,
+    RuleInputRow.__tablename__, RuleFiringRow.__tablename__,
 )
 Pause = Callable[[], None] | None
 

@@ -205,3 +205,49 @@ def test_dry_run_shows_what_would_be_derived_without_writing(app: App) -> None:
         "key": "region", "values": ["us"], "by": ["datestamp"]})
     assert len(other["wouldDerive"]) == 3  # type: ignore[arg-type]
     assert [r.name for r in app.rules.rules("sales.orders")] == ["regions"]
+
+
+def test_open_inputs_and_firings_are_purged_after_their_retention(app: App) -> None:
+    from sqlalchemy import text
+
+    from partition_notify.rules.store import (
+        FIRING_RETENTION_SECONDS,
+        INPUT_RETENTION_SECONDS,
+        RuleStore,
+    )
+
+    def rows() -> tuple[int, int]:
+        with app.store.engine.connect() as conn:
+            return (int(conn.execute(text("SELECT count(*) FROM pn_rule_inputs")).scalar_one()),
+                    int(conn.execute(text("SELECT count(*) FROM pn_rule_firings")).scalar_one()))
+
+    regions(app)
+    for ds, values in (("20260101", ("us", "eu", "apac")), ("20260102", ("us",))):
+        for r in values:
+            app.publisher.announce_partitions("sales", "orders", [{"datestamp": ds,
+                                                                   "region": r}])
+    assert len(run(app)) == 1
+    assert rows() == (1, 1)  # the fired spec's inputs went with its firing
+    store, now = RuleStore(app.store), app.store.clock()
+    assert store.purge(now + INPUT_RETENTION_SECONDS - 60, batch_size=10) == 0
+    assert store.purge(now + INPUT_RETENTION_SECONDS + 60, batch_size=10) == 1
+    assert rows() == (0, 1)
+    assert store.purge(now + FIRING_RETENTION_SECONDS + 60, batch_size=10) == 1
+    assert rows() == (0, 0)
+
+
+def test_an_expectation_counts_a_derived_set_done(app: App) -> None:
+    from datetime import UTC
+
+    regions(app)
+    app.deadlines.add("sales", "orders", name="daily", spec_template="datestamp={{ ds_nodash }}",
+                      cron="0 0 * * *", deadline="+6h")
+    today = datetime.now(UTC).date()
+    ds = today.strftime("%Y%m%d")
+    for r in ("us", "eu", "apac"):
+        app.publisher.announce_partitions("sales", "orders", [{"datestamp": ds, "region": r}])
+    assert len(run(app)) == 1
+    deadline = datetime(today.year, today.month, today.day, 6, tzinfo=UTC) + timedelta(days=1)
+    report = app.deadlines.checker(clock=lambda: deadline.timestamp() + 60,
+                                   lookback_seconds=3600).check()
+    assert report.on_time == 1 and report.late == []
