@@ -12,7 +12,8 @@ if TYPE_CHECKING:
     from partition_notify.cli.common import Handler, SubParsers
 
 #: The kinds, here as well as in partition_notify.rules.kinds: the CLI parses its
-#: arguments before importing any feature (tests/cli checks the two agree).
+#: arguments before importing any feature (tests/rules/test_cli_and_restart.py checks
+#: the two agree).
 KINDS = ("all-of", "calendar", "cross-table")
 KEY_FORMATS = ("YYYYMMDDHH", "YYYY-MM-DDTHH", "YYYYMMDD", "YYYY-MM-DD")
 INTO_FORMATS = ("YYYYMMDD", "YYYY-MM-DD", "YYYYMM", "YYYY-MM")

@@ -170,7 +170,8 @@ class Evaluator:
                                                event_id=by_spec.get(s), fired_at=now))
             state.drop_inputs(rule.id, list(plan.complete))
             state.add_inputs(plan.open_inputs)
-            repo.move_cursor(rule.id, cursor, last)
+            if not repo.move_cursor(rule.id, cursor, last):  # checked above; never expected
+                raise _Stale
 
         try:
             logged = self.publisher.append_and_deliver(drafts, in_txn=in_txn)

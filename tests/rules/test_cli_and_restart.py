@@ -92,3 +92,14 @@ def test_a_serve_restarted_between_inputs_derives_once(app: App, store_url: str)
     [msg] = derived(app)
     assert msg.derived_from is not None
     assert sorted(i.value for i in msg.derived_from.inputs) == ["apac", "eu", "us"]
+
+
+def test_the_cli_choices_are_the_rule_kinds_and_formats() -> None:
+    from partition_notify.cli import rules as cli_rules
+    from partition_notify.rules import kinds
+
+    assert cli_rules.KINDS == kinds.KINDS
+    units = {f: u for f, (u, _, _) in kinds.FORMATS.items()}
+    assert {units[f] for f in cli_rules.KEY_FORMATS} == {"hour", "day"}
+    assert {units[f] for f in cli_rules.INTO_FORMATS} == {"day", "month"}
+    assert set(cli_rules.KEY_FORMATS) | set(cli_rules.INTO_FORMATS) == set(kinds.FORMATS)
