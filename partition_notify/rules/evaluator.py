@@ -190,7 +190,11 @@ class Evaluator:
         """What a batch does, from what it saw and what is stored (read outside the lock;
         the transaction re-checks the cursor, so a stale plan writes nothing)."""
         fired, counted = self.store.state(rule.id, list(seen))
-        report.late_inputs += sum(len(labels) for s, labels in seen.items() if s in fired)
+        late = sum(len(labels) for s, labels in seen.items() if s in fired)
+        if late:  # decided: no second derived set-done (README, Completeness rules)
+            log.info("rule %s of %s: %d input(s) after it fired, not counted", rule.name,
+                     target.qualified, late, extra={"pn_event": "rule.late_input"})
+        report.late_inputs += late
         plan = _Plan()
         for s, labels in seen.items():
             if s in fired:
