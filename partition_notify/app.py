@@ -20,6 +20,7 @@ from partition_notify.transports import Transport, create_transport
 
 if TYPE_CHECKING:
     from partition_notify.deadlines.api import Deadlines
+    from partition_notify.rules.api import Rules
 
 
 @dataclass
@@ -70,6 +71,13 @@ class App:
 
         return Deadlines(self.store, self.publisher, self.subscriber,
                          lookback_seconds=self.settings.deadline_lookback_seconds)
+
+    @cached_property
+    def rules(self) -> Rules:
+        """Completeness rules (partition_notify.rules), built on first use."""
+        from partition_notify.rules.api import Rules
+
+        return Rules(self.store, self.publisher)
 
     def close(self) -> None:
         # Pending marks first: they need the store, which closes last.

@@ -202,6 +202,9 @@ class Settings(BaseSettings):
     deadline_lookback_seconds: int = Field(
         86400, gt=0, description="deadlines older than this are not checked (first start)"
     )
+    rules_interval_seconds: float = Field(
+        5.0, gt=0, description="serve: how often completeness rules read the new events"
+    )
 
 
 def load_settings(**overrides: object) -> Settings:

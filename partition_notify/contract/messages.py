@@ -10,7 +10,8 @@ Headers (JMS string properties on ActiveMQ, record headers on Kafka):
 ``HCAT_EVENT`` (``ADD_PARTITION`` or ``PARTITION_DONE``; ours: ``PARTITION_LATE``
 and ``PARTITION_LATE_RECOVERED``, see :mod:`partition_notify.deadlines`),
 ``HCAT_MESSAGE_VERSION``, ``HCAT_MESSAGE_FORMAT=json``, and ours,
-``PN_EVENT_ID``, ``PN_MESSAGE_ID`` and ``PN_TABLE`` (the routing key);
+``PN_EVENT_ID``, ``PN_MESSAGE_ID``, ``PN_TABLE`` (the routing key) and, on a
+set-done a completeness rule derived, ``PN_DERIVED_RULE`` (the rule's name);
 JMS property names must be Java identifiers, hence no dashes.
 """
 
@@ -31,6 +32,8 @@ HCAT_MESSAGE_FORMAT = "HCAT_MESSAGE_FORMAT"
 PN_EVENT_ID = "PN_EVENT_ID"
 PN_MESSAGE_ID = "PN_MESSAGE_ID"
 PN_TABLE = "PN_TABLE"
+#: Only on a derived set-done: the name of the completeness rule that derived it.
+PN_DERIVED_RULE = "PN_DERIVED_RULE"
 MESSAGE_VERSION = "0.1"
 ADD_PARTITION: Literal["ADD_PARTITION"] = "ADD_PARTITION"
 PARTITION_DONE: Literal["PARTITION_DONE"] = "PARTITION_DONE"
@@ -84,8 +87,36 @@ class AddPartitionMessage(_Message):
     )
 
 
+class DerivedInput(BaseModel):
+    """One input a completeness rule counted: which table, which value, which event."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
+
+    table: str = Field(description="db.table the input was announced on.")
+    value: str = Field(
+        description="What the rule counted: a value of its key, an hour or day, or a table."
+    )
+    event_id: int = Field(alias="eventId", ge=1, description="Event that brought the input.")
+
+
+class DerivedFrom(BaseModel):
+    """Why a set-done was derived: the completeness rule and the inputs it counted."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
+
+    table: str = Field(description="db.table the rule belongs to (the derived set-done's table).")
+    rule: str = Field(description="Name of the rule (unique per table).")
+    kind: str = Field(description="all-of, calendar or cross-table.")
+    inputs: list[DerivedInput] = Field(description="The inputs that satisfied the rule.")
+
+
 class SetDoneMessage(_Message):
-    """A writer marked every partition matching ``partitionSpec`` done (``PARTITION_DONE``)."""
+    """A writer marked every partition matching ``partitionSpec`` done (``PARTITION_DONE``).
+
+    ``derivedFrom`` is present only when ``serve`` derived the set-done from a
+    completeness rule (partition_notify/rules/); consumers that ignore it see
+    an ordinary set-done.
+    """
 
     event_type: Literal["PARTITION_DONE"] = Field(PARTITION_DONE, alias="eventType")
     partition_spec: dict[str, str] = Field(
@@ -97,6 +128,10 @@ class SetDoneMessage(_Message):
     )
     expires_at: int | None = Field(
         None, alias="expiresAt", description="Epoch seconds after which history drops it."
+    )
+    derived_from: DerivedFrom | None = Field(
+        None, alias="derivedFrom",
+        description="Set only on a set-done a completeness rule derived: the rule and inputs.",
     )
 
 
@@ -154,7 +189,7 @@ class Envelope:
 
 
 def headers_for(message: AnyWire) -> dict[str, str]:
-    return {
+    headers = {
         HCAT_EVENT: message.event_type,
         HCAT_MESSAGE_VERSION: MESSAGE_VERSION,
         HCAT_MESSAGE_FORMAT: "json",
@@ -162,6 +197,10 @@ def headers_for(message: AnyWire) -> dict[str, str]:
         PN_MESSAGE_ID: message.message_id,
         PN_TABLE: f"{message.db}.{message.table}",
     }
+    if isinstance(message, SetDoneMessage) and message.derived_from is not None:
+        # A broker-side selector can route derived set-dones without parsing bodies.
+        headers[PN_DERIVED_RULE] = message.derived_from.rule
+    return headers
 
 
 def encode_body(message: AnyWire) -> bytes:

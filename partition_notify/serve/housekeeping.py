@@ -2,8 +2,9 @@
 
 Each feature purges its own table (the store layer imports none of them):
 the shared log (``store.housekeeping``: events, idle cursors), Spark commit
-records (``writers``), deadline verdicts (``deadlines``) and idempotency keys
-(``http``). This module wires them into the two jobs of
+records (``writers``), deadline verdicts (``deadlines``), idempotency keys
+(``http``) and completeness-rule inputs and firings (``rules``). This module
+wires them into the two jobs of
 :data:`~partition_notify.serve.jobs.JOBS` (``housekeeping``, ``spool-sweep``);
 the policy is in docs/reliability.md#retention-nothing-grows-forever.
 """
@@ -19,6 +20,8 @@ from typing import TYPE_CHECKING
 from partition_notify.core.errors import PartitionNotifyError
 from partition_notify.deadlines.schema import ExpectationCheckRow
 from partition_notify.deadlines.store import DeadlineStore
+from partition_notify.rules.schema import RuleFiringRow, RuleInputRow
+from partition_notify.rules.store import RuleStore
 from partition_notify.store.idempotency import IdempotencyKeys
 from partition_notify.store.idempotency_schema import IdempotencyRow
 from partition_notify.writers.commit_manifest import purge_spark_commits
@@ -33,6 +36,7 @@ log = logging.getLogger(__name__)
 COUNTED_TABLES = (
     "pn_events", "pn_set_done", "pn_partitions", SparkCommitRow.__tablename__,
     ExpectationCheckRow.__tablename__, "pn_consumer_cursors", IdempotencyRow.__tablename__,
+    RuleInputRow.__tablename__, RuleFiringRow.__tablename__,
 )
 Pause = Callable[[], None] | None
 
@@ -46,6 +50,7 @@ class Purged:
     expectation_checks: int = 0
     cursors: int = 0
     idempotency: int = 0
+    rule_state: int = 0
 
     def total(self) -> int:
         return sum(astuple(self))
@@ -75,6 +80,7 @@ def purge_all(app: App, size: int, pause: Pause) -> Purged:
         now - s.deadline_lookback_seconds, batch_size=size, between_batches=pause)
     # Whether or not this process serves the HTTP API: another one may have written them.
     out.idempotency = IdempotencyKeys(store).purge(batch_size=size, between_batches=pause)
+    out.rule_state = RuleStore(store).purge(now, batch_size=size, between_batches=pause)
     return out
 
 

@@ -20,6 +20,7 @@ from partition_notify.core.errors import PartitionNotifyError
 
 if TYPE_CHECKING:
     from apscheduler.schedulers.base import BaseScheduler
+    from prometheus_client import Counter
 
     from partition_notify.app import App
     from partition_notify.metrics import Metrics
@@ -212,6 +213,29 @@ def deadlines(rt: Runtime) -> tuple[JobFn, float]:
     return job, rt.app.settings.deadline_check_interval_seconds
 
 
+def rules(rt: Runtime) -> tuple[JobFn, float]:
+    """Completeness rules: follow the event log, publish each derived set-done once."""
+    evaluator = rt.app.rules.evaluator()
+    derived = _rules_counter(rt)
+
+    def job() -> None:
+        try:
+            report = evaluator.run_once()
+        except PartitionNotifyError as exc:
+            log.warning("rule evaluation failed: %s", exc, extra={"pn_event": "rule.failed"})
+            return
+        derived.inc(len(report.derived))
+
+    return job, rt.app.settings.rules_interval_seconds
+
+
+def _rules_counter(rt: Runtime) -> Counter:
+    from prometheus_client import Counter
+
+    return Counter("pn_rules_derived", "Set-dones derived by completeness rules",
+                   registry=rt.metrics.registry)
+
+
 def _follow(rt: Runtime, fmt: str, interval: float) -> tuple[JobFn, float]:
     from partition_notify.writers.lakehouse.follower import Follower
 
@@ -271,7 +295,7 @@ def push_letters_purge(rt: Runtime) -> tuple[JobFn, float]:
 
 #: Every job of ``serve``, in the order ``serve --once`` runs them: the health
 #: check first, Spark, Iceberg and Delta commits picked up before the relay sends
-#: their events.
+#: their events; rules before deadlines, so a derived set-done counts at a deadline.
 JOBS: tuple[Job, ...] = (
     Job("health", health, first="inline"),
     Job("spark-commits", spark_commits),
@@ -282,6 +306,7 @@ JOBS: tuple[Job, ...] = (
     Job("housekeeping", housekeeping),
     Job("spool-sweep", spool_sweep),
     Job("dataset-expiry", dataset_expiry),
+    Job("rules", rules),
     Job("deadlines", deadlines),
     Job("airflow-push", airflow_push),
     Job("airflow-push-letters-purge", push_letters_purge, first="later"),

@@ -12,7 +12,7 @@ from partition_notify.serve.service import Service
 def test_the_list_has_every_job_of_serve() -> None:
     assert [j.id for j in JOBS] == [
         "health", "spark-commits", "iceberg-follow", "delta-follow", "relay", "purge",
-        "housekeeping", "spool-sweep", "dataset-expiry", "deadlines", "airflow-push",
+        "housekeeping", "spool-sweep", "dataset-expiry", "rules", "deadlines", "airflow-push",
         "airflow-push-letters-purge"]
 
 

@@ -1,0 +1,105 @@
+"""``partition-notify rule ...`` and ``serve --once`` as real processes, on SQLite and PostgreSQL.
+
+Bad input is one line and exit 1 (the API's checks) or 2 (argparse); a
+``serve`` restarted between a rule's inputs derives the set-done once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from partition_notify.app import App, build_app
+from tests.rules.test_evaluator import derived
+from tests.support.accounts import ROOT
+
+
+@pytest.fixture
+def app(store_url: str) -> Iterator[App]:
+    application = build_app(store_url=store_url, transport_url="embedded://")
+    yield application
+    application.close()
+
+
+def cli(store_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PN_TRANSPORT_URL": "embedded://"}
+    return subprocess.run(
+        [sys.executable, "-m", "partition_notify.cli", "--store-url", store_url, *args],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
+
+
+def one_line_error(done: subprocess.CompletedProcess[str], code: int, *fragments: str) -> None:
+    assert done.returncode == code, (done.stdout, done.stderr)
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    for f in fragments:
+        assert f in done.stderr, done.stderr
+
+
+def test_add_list_dry_run_remove(app: App, store_url: str) -> None:
+    app.publisher.register_table("sales", "orders", ["datestamp", "region"])
+    for r in ("us", "eu"):
+        app.publisher.announce_partitions("sales", "orders", [{"datestamp": "20260101",
+                                                               "region": r}])
+    added = cli(store_url, "rule", "add", "sales.orders", "--name", "regions", "--kind",
+                "all-of", "--key", "region", "--values", "us,eu", "--by", "datestamp")
+    assert added.returncode == 0, added.stderr
+    assert json.loads(added.stdout)["params"] == {
+        "inputs": ["sales.orders"], "key": "region", "values": ["us", "eu"], "by": ["datestamp"]}
+    listed = cli(store_url, "rule", "list")
+    assert [json.loads(line)["name"] for line in listed.stdout.splitlines()] == ["regions"]
+    dry = json.loads(cli(store_url, "rule", "dry-run", "sales.orders", "regions").stdout)
+    assert [d["spec"] for d in dry["wouldDerive"]] == ["datestamp=20260101"]
+    assert derived(app) == []  # a dry run writes nothing
+    removed = cli(store_url, "rule", "remove", "sales.orders", "regions")
+    assert removed.returncode == 0 and "removed" in removed.stdout
+    assert app.rules.rules() == []
+
+
+def test_bad_input_is_one_line(app: App, store_url: str) -> None:
+    app.publisher.register_table("web", "hits", ["datestamp", "hour"])
+    base = ["rule", "add", "web.hits", "--name", "daily", "--kind", "calendar", "--key", "hour",
+            "--key-format", "YYYYMMDDHH", "--into", "datestamp"]
+    one_line_error(cli(store_url, *base, "--into-format", "YYYY-MM"), 1,
+                   "rule intoFormat 'YYYY-MM'", "expected a day format for hour keys")
+    one_line_error(cli(store_url, *base, "--into-format", "YYYYMMDD", "--timezone", "Mars/Base"),
+                   1, "rule timezone 'Mars/Base'", "expected an IANA time zone")
+    one_line_error(cli(store_url, "rule", "add", "web.hits", "--name", "x", "--kind", "all-of",
+                       "--key", "region", "--values", "us", "--by", "datestamp"), 1,
+                   "rule key", "partition keys of web.hits", "region is not one")
+    one_line_error(cli(store_url, "rule", "add", "web.hits", "--name", "x", "--kind", "some"),
+                   2, "invalid choice: 'some'")
+    one_line_error(cli(store_url, "rule", "remove", "web.hits", "nope"), 1,
+                   "no rule named 'nope'")
+    assert app.rules.rules() == []
+
+
+def test_a_serve_restarted_between_inputs_derives_once(app: App, store_url: str) -> None:
+    app.publisher.register_table("sales", "orders", ["datestamp", "region"])
+    app.rules.add("sales.orders", name="regions", kind="all-of",
+                  params={"key": "region", "values": ["us", "eu", "apac"], "by": ["datestamp"]})
+    for region, expected in (("us", 0), ("eu", 0), ("apac", 1), ("eu", 1)):
+        app.publisher.announce_partitions("sales", "orders", [{"datestamp": "20260101",
+                                                               "region": region}],
+                                          replace=True)
+        once = cli(store_url, "serve", "--once")  # a fresh process each time: a restart
+        assert once.returncode == 0, once.stderr[-2000:]
+        assert len(derived(app)) == expected, region
+    [msg] = derived(app)
+    assert msg.derived_from is not None
+    assert sorted(i.value for i in msg.derived_from.inputs) == ["apac", "eu", "us"]
+
+
+def test_the_cli_choices_are_the_rule_kinds_and_formats() -> None:
+    from partition_notify.cli import rules as cli_rules
+    from partition_notify.rules import kinds
+
+    assert cli_rules.KINDS == kinds.KINDS
+    units = {f: u for f, (u, _, _) in kinds.FORMATS.items()}
+    assert {units[f] for f in cli_rules.KEY_FORMATS} == {"hour", "day"}
+    assert {units[f] for f in cli_rules.INTO_FORMATS} == {"day", "month"}
+    assert set(cli_rules.KEY_FORMATS) | set(cli_rules.INTO_FORMATS) == set(kinds.FORMATS)

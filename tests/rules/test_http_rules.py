@@ -1,0 +1,77 @@
+"""Rules over real HTTP, evaluated by the real ``serve`` behind it (SQLite, PostgreSQL).
+
+An admin adds a cross-table rule; a writer's set-dones on both inputs make
+that ``serve`` derive the target's set-done, which a subscriber waits for
+(no sleep: the wait returns when it is published). Bad input is a 422
+problem naming the field; a writer may not add rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.http.support import Server, start_server, unique_db
+from tests.http.test_writes import assert_problem
+from tests.support.markers import uses
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+@uses("postgres", when=lambda param: param == "postgresql")
+def server(request: pytest.FixtureRequest) -> Iterator[Server]:
+    yield from start_server(request, PN_RULES_INTERVAL_SECONDS="0.2")
+
+
+def tables(server: Server) -> tuple[str, str, str]:
+    db = unique_db()
+    for t in ("orders", "returns"):
+        server.app.publisher.register_table(db, t, ["datestamp", "region"])
+    server.app.publisher.register_table(db, "daily", ["datestamp"])
+    return f"{db}.orders", f"{db}.returns", f"{db}.daily"
+
+
+def test_an_admin_adds_a_rule_and_serve_derives_the_set_done(server: Server) -> None:
+    orders, returns, daily = tables(server)
+    body = {"name": "inputs", "kind": "cross-table",
+            "params": {"inputs": [orders, returns], "by": ["datestamp"]}}
+    with server.client("write") as c:
+        assert c.post(f"/v1/tables/{daily}/rules", json=body).status_code == 403
+    with server.client("admin") as c:
+        r = c.post(f"/v1/tables/{daily}/rules", json=body)
+        assert r.status_code == 201, r.text
+        assert r.json()["params"] == {"inputs": [orders, returns], "by": ["datestamp"]}
+    with server.client("write") as c:
+        for t in (orders, returns):
+            r = c.post(f"/v1/tables/{t}/set-done", json={"spec": "datestamp=20260101"})
+            assert r.status_code == 201, r.text
+    db, name = daily.split(".")
+    with server.app.subscriber() as sub:
+        msg = sub.wait_for_set_done(db, name, "datestamp=20260101", timeout=60)
+    assert msg.derived_from is not None and msg.derived_from.rule == "inputs"
+    with server.client("read") as c:
+        listed = c.get(f"/v1/tables/{daily}/rules").json()["rules"]
+        assert [r["name"] for r in listed] == ["inputs"]
+        dry = c.get(f"/v1/tables/{daily}/rules/inputs/dry-run").json()
+        assert [d["spec"] for d in dry["wouldDerive"]] == ["datestamp=20260101"]
+        assert dry["wouldDerive"][0]["coveredNow"] is True
+    with server.client("admin") as c:
+        assert c.delete(f"/v1/tables/{daily}/rules/inputs").status_code == 200
+        assert_problem(c.delete(f"/v1/tables/{daily}/rules/inputs"), 404, "path.name",
+                       "no rule named 'inputs'")
+
+
+def test_bad_rules_are_422_problems_naming_the_field(server: Server) -> None:
+    orders, _, daily = tables(server)
+    with server.client("admin") as c:
+        url = f"/v1/tables/{daily}/rules"
+        assert_problem(c.post(url, json={"name": "x", "kind": "any-of"}), 422, "body.kind",
+                       "rule kind 'any-of'", "expected all-of or calendar or cross-table")
+        assert_problem(c.post(url, json={"name": "x", "kind": "cross-table", "params": {
+            "inputs": [orders], "by": ["hour"]}}), 422, "body.params.by", "rule by ['hour']",
+                       "partition keys of")
+        assert_problem(c.post(url, json={"name": "x", "kind": "cross-table", "params": {
+            "inputs": ["nodb.none"], "by": ["datestamp"]}}), 404, "body.params.inputs")
+        assert_problem(c.post(url, json={"name": "Bad Name", "kind": "cross-table"}), 422,
+                       "body.name", "rule name 'Bad Name'")
+        assert c.get(url).json()["rules"] == []
