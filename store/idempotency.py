@@ -142,9 +142,11 @@ class IdempotencyKeys:
                 row.status = status
                 row.response = json.dumps(body, separators=(",", ":"))
 
-    def purge(self, *, batch_size: int,
+    def purge(self, *, batch_size: int = 1000,
               between_batches: Callable[[], None] | None = None) -> int:
-        """Delete expired keys, oldest first, one transaction per batch; how many."""
+        """Delete expired keys, oldest first, one transaction per batch; how many.
+
+        ``serve`` passes ``PN_PURGE_BATCH_SIZE`` (and SQLite's smaller cap)."""
         now = self.store.clock()
         return in_batches(
             lambda: self._uow(write=True),

@@ -35,7 +35,11 @@ class Service:
         self.app = app
         self.metrics = metrics or Metrics()
         self.relay = relay or app.relay
-        self.scheduler = BackgroundScheduler(job_defaults={"coalesce": True, "max_instances": 1})
+        # misfire_grace_time None: a run late because the machine was busy still runs
+        # (coalesced into one) instead of being skipped with a WARNING: an hourly job
+        # skipped waits another hour, and a quiet serve must stay quiet under load.
+        self.scheduler = BackgroundScheduler(job_defaults={
+            "coalesce": True, "max_instances": 1, "misfire_grace_time": None})
         self.healthy = threading.Event()
         self.stopping = threading.Event()
         self.metrics.healthy = self.healthy.is_set
