@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from partition_notify.publisher.drops import SpecLike, drop_drafts
 from partition_notify.publisher.marks import (
     DEFAULT_FLUSH_INTERVAL_SECONDS,
     DEFAULT_MAX_BATCH,
@@ -41,7 +42,6 @@ from partition_notify.core.errors import (
 
 log = logging.getLogger(__name__)
 
-SpecLike = str | Mapping[str, object]
 #: Stand-in for event ids and topicSeq when sizing a message before it is
 #: logged: no real id is longer, so the real body is never larger.
 _WIDEST_ID = 2**63 - 1
@@ -151,13 +151,11 @@ class Publisher:
         replace: bool = False,
         in_txn: InTxn | None = None,
     ) -> list[AddPartitionMessage]:
-        """Announce new partitions, one add-partition message each.
+        """Announce new partitions, one add-partition message each; returns those sent.
 
-        Partitions already announced are skipped, unless ``replace`` (an
-        overwrite: announced again with the new revision). Returns the
-        messages sent. ``in_txn`` runs inside the logging transaction (the
-        HTTP API stores its idempotency key there).
-        """
+        Partitions already announced are skipped, unless ``replace`` (an overwrite:
+        announced again, flagged ``replace``, with the new revision). ``in_txn`` runs
+        inside the logging transaction (the HTTP API stores its idempotency key there)."""
         info = self.table(db, table)
         drafts = self._partition_drafts(info, partitions, locations, limits.revision(revision))
         logged = self.append_and_deliver(drafts, replace=replace, in_txn=in_txn)
@@ -194,14 +192,17 @@ class Publisher:
         set_done: SpecLike | None = None,
         revision: int | None = None,
         in_txn: InTxn | None = None,
+        dropped: Sequence[tuple[SpecLike, str | None]] = (),
     ) -> list[AnyMessage]:
-        """A committed write in one transaction: its add-partitions, then its set-done;
-        returns the messages logged. ``in_txn`` runs inside that transaction (the
-        Spark commit protocol records the job there, so a job is announced once)."""
+        """A committed write in one transaction: the partitions it deleted and did not
+        write again (``dropped``: spec, last location), its add-partitions, its set-done.
+        ``in_txn`` runs inside it (the Spark commit protocol records the job there)."""
         info = self.table(db, table)
         revision = limits.revision(revision)
         # The same checks as announce_partitions and send_mark_set_done: one path.
-        drafts = self._partition_drafts(info, partitions, locations, revision)
+        drafts = drop_drafts(self, info, [s for s, _ in dropped], revision=revision,
+                             locations=[loc for _, loc in dropped], reason="overwrite")
+        drafts += self._partition_drafts(info, partitions, locations, revision)
         if set_done is not None:
             done = self.validate_set_done(info, set_done)
             draft = self._set_done_draft(info, done, revision)

@@ -148,6 +148,10 @@ class PartitionRepository:
         )
         self.session.execute(stmt)
 
+    def remove(self, table_id: int, spec: str) -> None:
+        self.session.execute(delete(PartitionRow).where(PartitionRow.table_id == table_id,
+                                                        PartitionRow.spec == spec))
+
     def get(self, table_id: int, spec: str) -> PartitionRow | None:
         stmt = select(PartitionRow).where(
             PartitionRow.table_id == table_id, PartitionRow.spec == spec

@@ -3,10 +3,12 @@
 from partition_notify.contract import names, spec
 from partition_notify.contract.messages import (
     ADD_PARTITION,
+    DROP_PARTITION,
     PARTITION_DONE,
     PARTITION_LATE,
     PARTITION_LATE_RECOVERED,
     AddPartitionMessage,
+    DropPartitionMessage,
     Envelope,
     PartitionLateMessage,
     PartitionLateRecoveredMessage,
@@ -18,16 +20,19 @@ from partition_notify.contract.messages import (
 from partition_notify.contract.topics import TopicPolicy, topic_for, validate_topic
 
 AnyMessage = (
-    AddPartitionMessage | SetDoneMessage | PartitionLateMessage | PartitionLateRecoveredMessage
+    AddPartitionMessage | DropPartitionMessage | SetDoneMessage | PartitionLateMessage
+    | PartitionLateRecoveredMessage
 )
 
 __all__ = [
     "ADD_PARTITION",
+    "DROP_PARTITION",
     "PARTITION_DONE",
     "PARTITION_LATE",
     "PARTITION_LATE_RECOVERED",
     "AddPartitionMessage",
     "AnyMessage",
+    "DropPartitionMessage",
     "Envelope",
     "PartitionLateMessage",
     "PartitionLateRecoveredMessage",
