@@ -264,3 +264,31 @@ def test_sql_whole_table_insert_overwrite_drops(pspark: Any, app: Any, serve: An
     assert col.adds() == ["ds=1/region=eu", "ds=1/region=us", "ds=2/region=us"]
     assert not app.subscriber().is_partition_present("default", "wt", {"ds": "1", "region": "us"})
     sub.close()
+
+
+def test_hdfs_locations_match_with_and_without_the_default_port(
+    pspark: Any, app: Any, serve: Any, tmp_path: Path
+) -> None:
+    """Spark reports the path as given (``hdfs://nn/x`` or ``hdfs://nn:8020/x``); the
+    registered location may spell it the other way. ``hdfs://`` is a local-disk test
+    filesystem here (tests/spark_protocol/jvm/LocalHdfs.java)."""
+    hconf = pspark.sparkContext._jsc.hadoopConfiguration()
+    hconf.set("fs.hdfs.impl", "io.partitionnotify.test.LocalHdfs")
+    ported, bare = tmp_path / "ported", tmp_path / "bare"
+    app.publisher.register_table("lake", "ported", KEYS, location=f"hdfs://localhost:8020{ported}")
+    app.publisher.register_table("lake", "bare", KEYS, location=f"hdfs://LocalHost{bare}")
+    cols = {t: Collector() for t in ("ported", "bare")}
+    subs = [app.subscriber().subscribe(("lake", t), c) for t, c in cols.items()]
+    try:
+        _rows(pspark, [(1, "1", "us")]).write.partitionBy(*KEYS).parquet(
+            f"hdfs://localhost{ported}")
+        _rows(pspark, [(2, "2", "eu")]).write.partitionBy(*KEYS).parquet(
+            f"hdfs://localhost:8020{bare}")
+        _expect(app, cols["ported"], "lake", "ported", ["ds=1/region=us"])
+        _expect(app, cols["bare"], "lake", "bare", ["ds=2/region=eu"])
+        assert cols["bare"].messages[0].locations[0].startswith("hdfs://localhost:8020/")
+        assert list(ported.glob("ds=1/region=us/*.parquet"))   # the test filesystem is local
+    finally:
+        hconf.unset("fs.hdfs.impl")
+        for s in subs:
+            s.close()
