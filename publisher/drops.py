@@ -12,7 +12,7 @@ and leaves retained set-dones alone: see docs/writers.md, "Dropped partitions".
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from partition_notify.store import EventDraft, TableInfo
 
@@ -21,6 +21,14 @@ from partition_notify.core import limits
 from partition_notify.core.errors import ValidationError
 
 SpecLike = str | Mapping[str, object]
+
+
+class Dropped(NamedTuple):
+    """One partition to drop: its full spec, last location and why."""
+
+    partition: SpecLike
+    location: str | None
+    reason: str
 
 
 class Publisher(Protocol):
@@ -41,21 +49,20 @@ class Publisher(Protocol):
 MAX_REASON_CHARS = 64
 
 
-def drop_drafts(
-    publisher: Publisher, info: TableInfo, partitions: Sequence[SpecLike], *,
-    locations: Sequence[str | None] | None = None, revision: int | None = None,
-    reason: str | None = None,
-) -> list[EventDraft]:
-    """Validated drop drafts of ``partitions`` (full specs of ``info``)."""
-    specs = publisher.validate_partitions(info, partitions)
-    locs = list(locations) if locations is not None else [None] * len(specs)
-    if len(locs) != len(specs):
-        raise ValidationError(
-            f"{len(specs)} dropped partitions but {len(locs)} locations for {info.qualified}")
-    if reason is not None:
-        reason = limits.text(reason, field=f"drop reason of {info.qualified}")[:MAX_REASON_CHARS]
-    return [_draft(publisher, info, s, loc, revision, reason) for s, loc in zip(specs, locs,
-                                                                                 strict=True)]
+def drop_drafts(publisher: Publisher, info: TableInfo, dropped: Sequence[Dropped], *,
+                revision: int | None = None) -> list[EventDraft]:
+    """Validated drop drafts (full specs of ``info``)."""
+    specs = publisher.validate_partitions(info, [d.partition for d in dropped])
+    drafts = []
+    for s, d in zip(specs, dropped, strict=True):
+        loc = None if d.location is None else limits.text(
+            d.location, field=f"location of a dropped partition of {info.qualified}")
+        reason = limits.text(d.reason, field=f"drop reason of {info.qualified}")
+        if not 0 < len(reason) <= MAX_REASON_CHARS:
+            raise ValidationError(f"drop reason of {info.qualified} must be 1 to "
+                                  f"{MAX_REASON_CHARS} characters, got {reason!r:.80}")
+        drafts.append(_draft(publisher, info, s, loc, revision, reason))
+    return drafts
 
 
 def _draft(publisher: Publisher, info: TableInfo, s: spec.Spec, location: str | None,
@@ -79,7 +86,7 @@ def drop_partitions(
 ) -> list[DropPartitionMessage]:
     """Announce that ``partitions`` are gone; returns the drops logged (present ones)."""
     info = publisher.table(db, table)
-    drafts = drop_drafts(publisher, info, partitions, revision=limits.revision(revision),
-                         reason=reason)
+    drafts = drop_drafts(publisher, info, [Dropped(p, None, reason) for p in partitions],
+                         revision=limits.revision(revision))
     logged = publisher.append_and_deliver(drafts)
     return [m for m in logged if isinstance(m, DropPartitionMessage)]

@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from partition_notify.publisher.drops import SpecLike, drop_drafts
+from partition_notify.publisher.drops import Dropped, SpecLike, drop_drafts
 from partition_notify.publisher.marks import (
     DEFAULT_FLUSH_INTERVAL_SECONDS,
     DEFAULT_MAX_BATCH,
@@ -192,16 +192,15 @@ class Publisher:
         set_done: SpecLike | None = None,
         revision: int | None = None,
         in_txn: InTxn | None = None,
-        dropped: Sequence[tuple[SpecLike, str | None]] = (),
+        dropped: Sequence[Dropped] = (),
     ) -> list[AnyMessage]:
-        """A committed write in one transaction: the partitions it deleted and did not
-        write again (``dropped``: spec, last location), its add-partitions, its set-done.
+        """A committed write in one transaction: the partitions it removed (``dropped``:
+        spec, last location, reason), its add-partitions, its set-done.
         ``in_txn`` runs inside it (the Spark commit protocol records the job there)."""
         info = self.table(db, table)
         revision = limits.revision(revision)
         # The same checks as announce_partitions and send_mark_set_done: one path.
-        drafts = drop_drafts(self, info, [s for s, _ in dropped], revision=revision,
-                             locations=[loc for _, loc in dropped], reason="overwrite")
+        drafts = drop_drafts(self, info, dropped, revision=revision)
         drafts += self._partition_drafts(info, partitions, locations, revision)
         if set_done is not None:
             done = self.validate_set_done(info, set_done)

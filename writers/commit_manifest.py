@@ -23,7 +23,9 @@ then its last directories are taken as the partition, as before). An empty
 of the table announces that partition (a write without ``partitionBy``).
 ``deleted``: what Spark deleted before writing (static-mode overwrite); each
 announced partition there that the job did not write again is dropped
-(``DROP_PARTITION``). Messages carry ``committedAtMs`` as their revision.
+(``DROP_PARTITION``, reason ``overwrite``). ``dropped``: the (partial) specs of
+an ``ALTER TABLE ... DROP PARTITION`` (no partitions; reason ``drop``).
+Messages carry ``committedAtMs`` as their revision.
 """
 
 from __future__ import annotations
@@ -95,6 +97,8 @@ class CommitManifest(BaseModel):
     partitions: list[ManifestPartition]
     deleted: list[Annotated[str, Field(min_length=1, max_length=4096)]] = Field(
         default_factory=list, max_length=MAX_DELETED)
+    #: ALTER TABLE ... DROP PARTITION: the (possibly partial) specs it dropped.
+    dropped: list[dict[str, str]] = Field(default_factory=list, max_length=MAX_DELETED)
     mark_set_done: str | None = Field(None, alias="markSetDone", max_length=4096)
     committed_at_ms: int | None = Field(None, alias="committedAtMs")
     spark_app_id: str | None = Field(None, alias="sparkAppId", max_length=256)
@@ -271,7 +275,7 @@ def announce(
     info = target.info
     specs = partition_specs(info, manifest, target.prefix, default_fs)
     locations = written_locations(manifest, specs)
-    dropped = dropped_partitions(publisher.store, info, manifest.deleted, specs, default_fs)
+    dropped = dropped_partitions(publisher.store, info, manifest, specs, default_fs)
     clock = publisher.store.clock
     # A re-announce must not look like a duplicate: the job's commit time tells writes apart.
     revision = manifest.committed_at_ms or int(clock() * 1000)
@@ -285,7 +289,7 @@ def announce(
         logged = publisher.announce_commit(
             info.db, info.name, specs, locations=locations, replace=manifest.overwrite,
             set_done=manifest.mark_set_done, in_txn=record, revision=revision,
-            dropped=[(values, loc) for values, loc in dropped],
+            dropped=dropped,
         )
     except ValidationError as exc:
         # One validation path: what announce_partitions refuses, a manifest cannot carry.

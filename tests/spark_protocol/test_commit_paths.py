@@ -273,3 +273,22 @@ def test_static_overwrite_drops_what_it_deleted_and_flags_replaces(
     assert [p.spec for p in papp.store.catalog.partitions(info)] == ["ds=3/region=us"]
     assert [e["eventType"] for e in _events(papp)[6:]] == ["DROP_PARTITION"] * 3 + [
         "ADD_PARTITION"]
+
+
+def test_dropped_specs_drop_what_is_present(papp: Any, tmp_path: Path) -> None:
+    """ALTER TABLE ... DROP PARTITION's manifest: no partitions, the dropped specs."""
+    from partition_notify.writers.commit_manifest import apply_manifest, manifest_from_obj
+
+    loc = f"file:{tmp_path}/events"
+    papp.publisher.register_table("lake", "events", KEYS, location=loc)
+    apply_manifest(papp.publisher, manifest_from_obj(
+        manifest(loc, ["ds=1/region=us", "ds=1/region=eu", "ds=2/region=us"])))
+    drop = manifest(loc, [], table="lake.events", dropped=[{"ds": "1"}])
+    assert apply_manifest(papp.publisher, manifest_from_obj(drop)).messages == 2
+    assert [(e["eventType"], e["reason"]) for e in _events(papp)[3:]] == [
+        ("DROP_PARTITION", "drop")] * 2
+    again = manifest(loc, [], table="lake.events", dropped=[{"ds": "1"}])   # nothing left
+    assert apply_manifest(papp.publisher, manifest_from_obj(again)).messages == 0
+    bad = manifest(loc, [], dropped=[{"nope": "1"}])
+    with pytest.raises(InvalidManifestError, match=r"dropped\[0\]"):
+        apply_manifest(papp.publisher, manifest_from_obj(bad))

@@ -263,6 +263,18 @@ def test_sql_whole_table_insert_overwrite_drops(pspark: Any, app: Any, serve: An
     assert col.drops() == ["ds=1/region=eu", "ds=1/region=us"]
     assert col.adds() == ["ds=1/region=eu", "ds=1/region=us", "ds=2/region=us"]
     assert not app.subscriber().is_partition_present("default", "wt", {"ds": "1", "region": "us"})
+    # ALTER TABLE ... DROP PARTITION: no write job, the listener tells it
+    pspark.sql("INSERT INTO wt SELECT 4, '2', 'eu'")
+    pspark.sql("ALTER TABLE wt DROP PARTITION (ds='2', region='us'), "
+               "PARTITION (ds='2', region='eu')")
+    col.wait_for(8)
+    assert col.drops() == ["ds=1/region=eu", "ds=1/region=us", "ds=2/region=eu", "ds=2/region=us"]
+    assert {m.reason for m in col.messages[-2:]} == {"drop"}
+    pspark.sql("INSERT INTO wt SELECT 5, '2', 'us'")             # written again: announced
+    col.wait_for(9)
+    assert col.messages[-1].event_type == "ADD_PARTITION"
+    assert app.subscriber().is_partition_present("default", "wt", "ds=2/region=us")
+    assert len(events_of(app, "default", "wt")) == 9
     sub.close()
 
 

@@ -30,6 +30,8 @@ final class Manifest {
   /** Directories Spark deleted before writing (a static-mode overwrite), absolute. */
   final Set<String> deleted;
   volatile String table;
+  /** Partition specs (possibly partial) an ALTER TABLE ... DROP PARTITION removed. */
+  volatile List<Map<String, String>> dropped = List.of();
   /** Partition values of the job's custom locations, by path (from the session catalog). */
   volatile Map<String, Map<String, String>> customValues = Map.of();
 
@@ -77,6 +79,9 @@ final class Manifest {
       gone.add(trimSlash(g));
     }
     doc.put("deleted", gone);
+    if (!dropped.isEmpty()) {
+      doc.put("dropped", dropped);
+    }
     doc.put("markSetDone", markSetDone);
     doc.put("committedAtMs", committedAtMs);
     doc.put("sparkAppId", appId);

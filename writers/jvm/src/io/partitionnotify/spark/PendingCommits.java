@@ -81,6 +81,7 @@ final class PendingCommits {
   static void succeeded(QueryExecution qe) {
     List<Pending> done = BY_ROOT.remove(qe.id());
     if (done == null) {
+      DroppedPartitions.announce(qe);
       return;
     }
     synchronized (done) {
