@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from partition_notify.store import Store
-from partition_notify.transports.embedded import commit_signal
+from partition_notify.transports.embedded import WAKEUP_FALLBACK_SECONDS, commit_signal
 
 from partition_notify.contract import SetDoneMessage, decode
 from partition_notify.contract.messages import HCAT_EVENT, PARTITION_DONE, PN_TABLE
@@ -49,7 +49,7 @@ class Watch:
 class LogFollower:
     """A daemon thread following ``store``'s event log on behalf of :class:`Watch`es."""
 
-    def __init__(self, store: Store, poll_interval_seconds: float) -> None:
+    def __init__(self, store: Store, poll_interval_seconds: float, wakeups: bool = True) -> None:
         self.store = store
         self.poll = poll_interval_seconds
         self.queries = 0
@@ -57,6 +57,9 @@ class LogFollower:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._signal = commit_signal(store.log)
+        self._wakeups = wakeups
+        if wakeups and self._signal.acquire_wakeups():  # other processes' commits wake us too
+            self.poll = max(self.poll, WAKEUP_FALLBACK_SECONDS)
         self._thread = threading.Thread(target=self._run, name="pn-log-follower", daemon=True)
         self._thread.start()
 
@@ -71,8 +74,12 @@ class LogFollower:
                 self._watches.remove(watch)
 
     def close(self, timeout: float = 5.0) -> None:
+        if self._stop.is_set():
+            return
         self._stop.set()
         self._nudge()
+        if self._wakeups:
+            self._signal.release_wakeups(timeout)
         self._thread.join(timeout)
 
     def _nudge(self) -> None:
@@ -91,8 +98,8 @@ class LogFollower:
                 backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
             if full:
                 continue
-            # In-process commits wake us at once; other processes' commits are
-            # seen at the next poll.
+            # Commits wake us at once: in-process ones through the log's
+            # listeners, other processes' through store/wakeups.py.
             self._signal.wait(generation, backoff, self._stop)
 
     def _once(self) -> bool:

@@ -66,7 +66,8 @@ def follower(settings: Settings) -> LogFollower:
     e = entry(settings)
     with e.lock:
         if e.follower is None:
-            e.follower = LogFollower(e.app.store, settings.poll_interval_seconds)
+            e.follower = LogFollower(e.app.store, settings.poll_interval_seconds,
+                                         settings.cross_process_wakeups)
         return e.follower
 
 

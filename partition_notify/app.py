@@ -90,6 +90,7 @@ def build_transport(settings: Settings, store: Store) -> Transport:
         settings.transport_url,
         store=store,
         poll_interval_seconds=settings.poll_interval_seconds,
+        cross_process_wakeups=settings.cross_process_wakeups,
         username=settings.broker_username,
         password=password,
         connect_timeout=settings.connect_timeout_seconds,

@@ -84,7 +84,14 @@ class Settings(BaseSettings):
     close_timeout_seconds: float = Field(5.0, gt=0)
     heartbeat_ms: int = Field(5000, ge=0, description="STOMP heart-beat interval")
     poll_interval_seconds: float = Field(
-        0.02, gt=0, description="embedded transport: how often consumers read the log"
+        0.02, gt=0,
+        description="embedded transport and log followers: how often they read the log "
+        "without cross-process wake-ups (with them: a fallback, at least 1 s)",
+    )
+    cross_process_wakeups: bool = Field(
+        True,
+        description="wake log readers on other processes' commits (PostgreSQL LISTEN/NOTIFY, "
+        "SQLite inotify); false behind a pooler that breaks LISTEN (PgBouncer transaction mode)",
     )
 
     purge_interval_seconds: float = Field(60.0, gt=0)

@@ -17,6 +17,8 @@ from partition_notify.store.repositories import (
     reserve,
 )
 from partition_notify.store.uow import Access, InTxn, UnitOfWork, map_db_error, map_driver_error
+from partition_notify.store.wakeups import NOTIFY_SQL
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from partition_notify.contract import AnyMessage
@@ -34,6 +36,11 @@ class EventLog:
         self._db = access
         self._listeners: list[CommitListener] = []
         self._driver_append = DriverAppend() if access.engine.dialect.name == "sqlite" else None
+
+    @property
+    def engine(self) -> Engine:
+        """The database the log lives in (store/wakeups.py listens to it)."""
+        return self._db.engine
 
     # -- after-commit listeners -----------------------------------------------
     def add_listener(self, listener: CommitListener) -> None:
@@ -166,6 +173,8 @@ class EventLog:
                 seqs = {topic: reserve(conn, f"topic:{topic}", 1)}
                 rows = Rows.of([draft], first, seqs, self._db.clock(), {}, published)
                 conn.execute(INSERT_EVENTS, rows.events)
+                if conn.dialect.name == "postgresql":  # wakes other processes at commit
+                    conn.exec_driver_sql(NOTIFY_SQL)
                 if rows.dones:
                     conn.execute(INSERT_SET_DONE, rows.dones)
         except SQLAlchemyError as exc:

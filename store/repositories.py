@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
 from partition_notify.store.schema import EventRow, PartitionRow, SequenceRow, SetDoneRow, TableRow
+from partition_notify.store.wakeups import NOTIFY_SQL
 from sqlalchemy import (
     Connection,
     Integer,
@@ -214,7 +215,10 @@ class EventRepository:
 
     def add_many(self, rows: list[dict[str, Any]]) -> None:
         if rows:
-            self.session.connection().execute(INSERT_EVENTS, rows)
+            conn = self.session.connection()
+            conn.execute(INSERT_EVENTS, rows)
+            if conn.dialect.name == "postgresql":  # wakes other processes' readers at commit
+                conn.exec_driver_sql(NOTIFY_SQL)
 
     def max_id(self) -> int:
         return int(self.session.scalar(select(func.coalesce(func.max(EventRow.event_id), 0))) or 0)

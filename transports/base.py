@@ -44,6 +44,7 @@ class TransportOptions(TypedDict, total=False):
 
     store: Store
     poll_interval_seconds: float
+    cross_process_wakeups: bool
     username: str | None
     password: str | None
     connect_timeout: float

@@ -2,7 +2,11 @@
 
 Publishing is already done when the log commits. Consumers follow the log
 by event id; in the same process they are woken at once on commit, across
-processes they poll every ``poll_interval_seconds``.
+processes by the database's own signal (store/wakeups.py: PostgreSQL
+LISTEN/NOTIFY, SQLite inotify) and, as the fallback that keeps a lost
+wake-up from delaying a message for long, they read the log every
+``max(poll_interval_seconds, WAKEUP_FALLBACK_SECONDS)``; every
+``poll_interval_seconds`` where no wake-up is available (in-memory SQLite).
 """
 
 from __future__ import annotations
@@ -15,13 +19,18 @@ from typing import Any, ClassVar
 
 from partition_notify.store import Store
 from partition_notify.store.event_log import EventLog
+from partition_notify.store.wakeups import Waker, cross_process_waker
 from partition_notify.transports.base import Consumer, OnMessage, RawMessage, Transport
+from sqlalchemy.engine import Engine
 
 from partition_notify.contract import Envelope
 from partition_notify.core.backoff import Backoff
 from partition_notify.core.errors import ConfigurationError, PartitionNotifyError, SubscribeError
 
 log = logging.getLogger(__name__)
+
+#: With cross-process wake-ups, readers still read the log at least this often.
+WAKEUP_FALLBACK_SECONDS = 1.0
 
 
 class CommitSignal:
@@ -33,9 +42,12 @@ class CommitSignal:
     :func:`commit_signal`), fed by the log's after-commit listener hook.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, engine: Engine | None = None) -> None:
         self._cond = threading.Condition()
         self._generation = 0
+        self._engine = engine
+        self._users = 0
+        self._waker: Waker | None = None
 
     def generation(self) -> int:
         with self._cond:
@@ -57,6 +69,28 @@ class CommitSignal:
         with self._cond:
             self._cond.notify_all()
 
+    def acquire_wakeups(self) -> bool:
+        """Share (start at first use) the wake-ups from other processes' commits.
+
+        One waker per log and process however many readers follow it: one
+        LISTEN connection, one inotify watch. True when one runs.
+        """
+        with self._cond:
+            self._users += 1
+            if self._waker is None and self._engine is not None:
+                self._waker = cross_process_waker(self._engine, self.committed)
+            return self._waker is not None
+
+    def release_wakeups(self, timeout: float) -> None:
+        """The last reader's release stops the waker."""
+        with self._cond:
+            self._users = max(0, self._users - 1)
+            waker = self._waker if self._users == 0 else None
+            if waker is not None:
+                self._waker = None
+        if waker is not None:  # outside the lock: the waker's thread takes it to notify
+            waker.close(timeout)
+
 
 _signals: weakref.WeakKeyDictionary[EventLog, CommitSignal] = weakref.WeakKeyDictionary()
 _signals_lock = threading.Lock()
@@ -67,7 +101,7 @@ def commit_signal(event_log: EventLog) -> CommitSignal:
     with _signals_lock:
         signal = _signals.get(event_log)
         if signal is None:
-            signal = _signals[event_log] = CommitSignal()
+            signal = _signals[event_log] = CommitSignal(event_log.engine)
             event_log.add_listener(signal.committed)
         return signal
 
@@ -76,31 +110,35 @@ class EmbeddedTransport(Transport):
     scheme: ClassVar[str] = "embedded"
     uses_store_log: ClassVar[bool] = True
 
-    def __init__(self, store: Store, *, poll_interval_seconds: float = 0.02) -> None:
+    def __init__(self, store: Store, *, poll_interval_seconds: float = 0.02,
+                 cross_process_wakeups: bool = True) -> None:
         self.store = store
         self.poll_interval = poll_interval_seconds
+        self.wakeups = cross_process_wakeups
 
     @classmethod
     def from_url(
         cls, url: str, *, store: Store | None = None, poll_interval_seconds: float = 0.02,
-        **_: Any,
+        cross_process_wakeups: bool = True, **_: Any,
     ) -> EmbeddedTransport:
         if store is None:
             raise ConfigurationError(
                 f"transport URL {url!r}: the embedded transport needs the store (store=...), "
                 "whose event log is its bus"
             )
-        return cls(store, poll_interval_seconds=poll_interval_seconds)
+        return cls(store, poll_interval_seconds=poll_interval_seconds,
+                   cross_process_wakeups=cross_process_wakeups)
 
     def publish(self, envelopes: Sequence[Envelope], *, timeout: float) -> None:
         """Nothing to send: the envelopes were committed to the log."""
 
     def consumer(self, on_message: OnMessage) -> Consumer:
-        return EmbeddedConsumer(self.store, on_message, self.poll_interval)
+        return EmbeddedConsumer(self.store, on_message, self.poll_interval, self.wakeups)
 
 
 class EmbeddedConsumer(Consumer):
-    def __init__(self, store: Store, on_message: OnMessage, poll_interval: float) -> None:
+    def __init__(self, store: Store, on_message: OnMessage, poll_interval: float,
+                 wakeups: bool = True) -> None:
         self._store = store
         self._on_message = on_message
         self._poll = poll_interval
@@ -110,6 +148,9 @@ class EmbeddedConsumer(Consumer):
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._signal = commit_signal(store.log)
+        self._fallback = poll_interval
+        self._wakeups = wakeups
+        self._acquired = False
 
     def subscribe(self, topics: Sequence[str], *, timeout: float) -> None:
         # Anything committed after this cursor is delivered; ids are assigned
@@ -124,6 +165,10 @@ class EmbeddedConsumer(Consumer):
             self._topics = self._topics | set(topics)
             # Two first subscribes at once must not start two readers.
             if self._thread is None:
+                if self._wakeups:
+                    self._acquired = True
+                    if self._signal.acquire_wakeups():
+                        self._fallback = max(self._poll, WAKEUP_FALLBACK_SECONDS)
                 self._thread = threading.Thread(
                     target=self._run, name="pn-embedded-consumer", daemon=True
                 )
@@ -161,10 +206,14 @@ class EmbeddedConsumer(Consumer):
                 with self._lock:
                     self._cursor = batch[-1].event_id
                 continue
-            self._signal.wait(generation, self._poll, self._stop)
+            self._signal.wait(generation, self._fallback, self._stop)
 
     def close(self, timeout: float) -> None:
         self._stop.set()
         self._signal.nudge()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        with self._lock:
+            thread, self._thread = self._thread, None  # a second close releases nothing
+        if thread is not None:
+            if self._acquired:
+                self._signal.release_wakeups(timeout)
+            thread.join(timeout)

@@ -128,7 +128,9 @@ def test_readme_settings_table_defaults_match_settings():
             value = getattr(real, "value", real)
             # "5 (`DEFAULT_MAX_ATTEMPTS`)": the figure, then the constant it comes from.
             documented = re.sub(r"\s*\(.*\)$", "", documented)
-            if isinstance(value, int | float) and not isinstance(value, bool):
+            if isinstance(value, bool):  # written as an environment value: true / false
+                assert documented == str(value).lower(), (env, documented, value)
+            elif isinstance(value, int | float):
                 assert _figure(documented) == float(value), (env, documented)
             else:
                 assert documented == str(value), (env, documented, value)

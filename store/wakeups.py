@@ -1,0 +1,226 @@
+"""Cross-process wake-ups for readers of the event log.
+
+In one process an append wakes the log's readers at once (the event log's
+after-commit listeners). A reader in *another* process learns of a commit
+here, from the database's own signal:
+
+- PostgreSQL: every append sends ``NOTIFY pn_events`` inside its transaction
+  (delivered at commit, never for a rollback); a listener thread holds one
+  connection with ``LISTEN pn_events``.
+- SQLite: a commit writes the WAL (or, outside WAL mode, the database file);
+  a thread waits on inotify for the database's directory (Linux). Where
+  inotify is missing it polls ``PRAGMA data_version`` every
+  :data:`DATA_VERSION_POLL_SECONDS` instead.
+
+A wake-up is a hint, never the truth: a lost notification (a dropped
+listener connection, an inotify queue overflow) costs latency only, because
+readers still read the log every fallback interval and reconnecting wakes
+them once (to catch what committed while nobody listened).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import logging
+import os
+import select
+import sqlite3
+import struct
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from sqlalchemy.engine import Engine
+
+from partition_notify.core.backoff import Backoff
+
+log = logging.getLogger(__name__)
+
+#: The PostgreSQL notification channel every append notifies.
+CHANNEL = "pn_events"
+NOTIFY_SQL = f"NOTIFY {CHANNEL}"
+#: How often a waker checks that it was asked to stop (also its longest close).
+STOP_CHECK_SECONDS = 0.25
+#: SQLite: how often ``PRAGMA data_version`` is read (always without inotify;
+#: with it only after a write to the WAL, for at most SETTLE_SECONDS).
+DATA_VERSION_POLL_SECONDS = 0.002
+SETTLE_SECONDS = 1.0
+#: After a WAL write the commit is usually visible within the fsync (about a
+#: millisecond): a finer poll for that short window.
+SETTLE_POLL_SECONDS = 0.0002
+
+_IN_MODIFY, _IN_CREATE, _IN_MOVED_TO, _IN_Q_OVERFLOW = 0x2, 0x100, 0x80, 0x4000
+_EVENT_HEADER = struct.Struct("iIII")  # wd, mask, cookie, len (struct inotify_event)
+
+OnCommit = Callable[[], None]
+
+
+class Waker:
+    """A daemon thread that calls ``on_commit`` when another process commits."""
+
+    def __init__(self, name: str, on_commit: OnCommit) -> None:
+        self.on_commit = on_commit
+        self.stop = threading.Event()
+        self.kind = name
+        self._thread = threading.Thread(target=self._guarded, name=f"pn-wake-{name}", daemon=True)
+
+    def start(self) -> Waker:
+        self._thread.start()
+        return self
+
+    def close(self, timeout: float) -> None:
+        self.stop.set()
+        self._thread.join(min(timeout, STOP_CHECK_SECONDS * 4))
+
+    def _guarded(self) -> None:
+        backoff = Backoff(initial=0.1, cap=5.0)
+        while not self.stop.is_set():
+            try:
+                self.run(backoff)
+            except Exception as exc:  # the fallback poll keeps delivering meanwhile
+                delay = backoff.failed()
+                log.warning("%s wake-ups failed, retrying in %.1f s (readers fall back to "
+                            "polling): %s", self.kind, delay, exc)
+                backoff.wait(self.stop, delay)
+
+    def run(self, backoff: Backoff) -> None:
+        raise NotImplementedError
+
+
+class PostgresWaker(Waker):
+    def __init__(self, conninfo: str, connect_timeout: float, on_commit: OnCommit) -> None:
+        super().__init__("postgresql", on_commit)
+        self._conninfo = conninfo
+        self._connect_timeout = connect_timeout
+
+    def run(self, backoff: Backoff) -> None:
+        import psycopg  # the [postgres] extra; the engine already needed it
+
+        with psycopg.connect(self._conninfo, autocommit=True,
+                             connect_timeout=max(1, int(self._connect_timeout))) as conn:
+            conn.execute(f"LISTEN {CHANNEL}")
+            backoff.reset()
+            self.on_commit()  # whatever committed while nobody listened
+            while not self.stop.is_set():
+                # Several commits in one burst need one read of the log, not one each.
+                woke = False
+                for _ in conn.notifies(timeout=STOP_CHECK_SECONDS, stop_after=1):
+                    woke = True
+                if woke:
+                    self.on_commit()
+
+
+class DataVersionWaker(Waker):
+    """Polls ``PRAGMA data_version``, which changes when another connection commits."""
+
+    def __init__(self, database: Path, on_commit: OnCommit,
+                 kind: str = "sqlite-data-version") -> None:
+        super().__init__(kind, on_commit)
+        self._database = database
+
+    def run(self, backoff: Backoff) -> None:
+        uri = f"{self._database.resolve().as_uri()}?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, timeout=STOP_CHECK_SECONDS,
+                               check_same_thread=False)
+        try:
+            last = _data_version(conn)
+            backoff.reset()
+            self.on_commit()  # whatever committed while nobody watched
+            self.follow(conn, last)
+        finally:
+            conn.close()
+
+    def follow(self, conn: sqlite3.Connection, last: int) -> None:
+        while not self.stop.wait(DATA_VERSION_POLL_SECONDS):
+            last = self._woken_if_changed(conn, last)
+
+    def _woken_if_changed(self, conn: sqlite3.Connection, last: int) -> int:
+        now = _data_version(conn)
+        if now != last:
+            self.on_commit()
+        return now
+
+
+class InotifyWaker(DataVersionWaker):
+    """Sleeps on inotify; a write to the WAL starts a short ``data_version`` watch.
+
+    The write alone is too early a signal: SQLite writes the WAL frames, fsyncs
+    them and only then publishes the commit in the shared-memory index, which
+    inotify does not see. A reader woken by the write could read before the
+    commit is visible and then sleep until the fallback poll; so after a write
+    we poll ``data_version`` until it moves (at most :data:`SETTLE_SECONDS`).
+    """
+
+    def __init__(self, database: Path, on_commit: OnCommit) -> None:
+        super().__init__(database, on_commit, "sqlite-inotify")
+        self._dir = database.parent
+        self._names = {database.name, f"{database.name}-wal", f"{database.name}-journal"}
+
+    def follow(self, conn: sqlite3.Connection, last: int) -> None:
+        libc = _libc()
+        fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        if fd < 0:
+            raise OSError(ctypes.get_errno(), "inotify_init1 failed")
+        try:
+            mask = _IN_MODIFY | _IN_CREATE | _IN_MOVED_TO
+            if libc.inotify_add_watch(fd, os.fsencode(self._dir), mask) < 0:
+                raise OSError(ctypes.get_errno(), f"inotify_add_watch {self._dir} failed")
+            last = self._woken_if_changed(conn, last)  # committed before the watch began
+            while not self.stop.is_set():
+                ready, _, _ = select.select([fd], [], [], STOP_CHECK_SECONDS)
+                if ready and self._relevant(os.read(fd, 64 * 1024)):
+                    last = self._settle(conn, last)
+        finally:
+            os.close(fd)
+
+    def _settle(self, conn: sqlite3.Connection, last: int) -> int:
+        until = time.monotonic() + SETTLE_SECONDS
+        while time.monotonic() < until and not self.stop.is_set():
+            now = self._woken_if_changed(conn, last)
+            if now != last:
+                return now
+            time.sleep(SETTLE_POLL_SECONDS)  # the commit's fsync is not an event
+        return last
+
+    def _relevant(self, data: bytes) -> bool:
+        offset = 0
+        while offset + _EVENT_HEADER.size <= len(data):
+            _, mask, _, length = _EVENT_HEADER.unpack_from(data, offset)
+            start = offset + _EVENT_HEADER.size
+            name = data[start:start + length].rstrip(b"\0").decode(errors="replace")
+            offset = start + length
+            if mask & _IN_Q_OVERFLOW or name in self._names:
+                return True
+        return False
+
+
+def _data_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA data_version").fetchone()[0])
+
+
+def _libc() -> ctypes.CDLL:
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    if not hasattr(libc, "inotify_init1"):
+        raise OSError("no inotify in this C library")
+    return libc
+
+
+def cross_process_waker(engine: Engine, on_commit: OnCommit, *,
+                        connect_timeout: float = 10.0, inotify: bool = True) -> Waker | None:
+    """A started waker for ``engine``'s database, or None (an in-memory SQLite)."""
+    url = engine.url
+    if engine.dialect.name == "postgresql":
+        conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        return PostgresWaker(conninfo, connect_timeout, on_commit).start()
+    if engine.dialect.name != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    database = Path(str(url.database))
+    if inotify:
+        try:
+            _libc()
+            return InotifyWaker(database, on_commit).start()
+        except OSError as exc:
+            log.info("no inotify (%s): SQLite wake-ups poll PRAGMA data_version", exc)
+    return DataVersionWaker(database, on_commit).start()
