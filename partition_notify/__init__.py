@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from partition_notify.app import App, build_app
     from partition_notify.contract import (
         AddPartitionMessage,
+        DropPartitionMessage,
         PartitionLateMessage,
         PartitionLateRecoveredMessage,
         SetDoneMessage,
@@ -71,6 +72,7 @@ _LAZY = {
     "load_settings": "partition_notify.settings",
     "AddPartitionMessage": "partition_notify.contract",
     "SetDoneMessage": "partition_notify.contract",
+    "DropPartitionMessage": "partition_notify.contract",
     "PartitionLateMessage": "partition_notify.contract",
     "PartitionLateRecoveredMessage": "partition_notify.contract",
     "Publisher": "partition_notify.publisher",
@@ -89,6 +91,7 @@ __all__ = [
     "ConfigurationError",
     "ConflictError",
     "ConnectError",
+    "DropPartitionMessage",
     "InvalidManifestError",
     "InvalidNameError",
     "InvalidSpecError",

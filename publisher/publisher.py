@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from partition_notify.publisher import idempotent, validate
+from partition_notify.publisher.drops import Dropped, SpecLike, drop_drafts
 from partition_notify.publisher.marks import (
     DEFAULT_EXIT_TIMEOUT_SECONDS,
     DEFAULT_FLUSH_INTERVAL_SECONDS,
@@ -38,7 +39,6 @@ from partition_notify.core.errors import (
 
 log = logging.getLogger(__name__)
 
-SpecLike = str | Mapping[str, object]
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,12 +152,12 @@ class Publisher:
         in_txn: InTxn | None = None,
         idempotency_key: str | None = None,
     ) -> list[AddPartitionMessage]:
-        """Announce new partitions, one add-partition message each.
+        """Announce new partitions, one add-partition message each; returns those sent.
 
         Partitions already announced are skipped, unless ``replace`` (an
-        overwrite: announced again with the new revision). Returns the
-        messages sent. ``in_txn`` runs inside the logging transaction (the
-        HTTP API stores its idempotency key there). With ``idempotency_key``
+        overwrite: announced again, flagged ``replace``, with the new revision).
+        Returns the messages sent. ``in_txn`` runs inside the logging transaction
+        (the HTTP API stores its idempotency key there). With ``idempotency_key``
         a retry returns the first call's messages and logs nothing
         (:mod:`partition_notify.publisher.idempotent`).
         """
@@ -206,14 +206,16 @@ class Publisher:
         set_done: SpecLike | None = None,
         revision: int | None = None,
         in_txn: InTxn | None = None,
+        dropped: Sequence[Dropped] = (),
     ) -> list[AnyMessage]:
-        """A committed write in one transaction: its add-partitions, then its set-done;
-        returns the messages logged. ``in_txn`` runs inside that transaction (the
-        Spark commit protocol records the job there, so a job is announced once)."""
+        """A committed write in one transaction: the partitions it removed (``dropped``:
+        spec, last location, reason), its add-partitions, its set-done.
+        ``in_txn`` runs inside it (the Spark commit protocol records the job there)."""
         info = self.table(db, table)
         revision = limits.revision(revision)
         # The same checks as announce_partitions and send_mark_set_done: one path.
-        drafts = self._partition_drafts(info, partitions, locations, revision)
+        drafts = drop_drafts(self, info, dropped, revision=revision)
+        drafts += self._partition_drafts(info, partitions, locations, revision)
         if set_done is not None:
             done = self.validate_set_done(info, set_done)
             draft = self._set_done_draft(info, done, revision)

@@ -12,7 +12,12 @@ from partition_notify.store.schema import EventRow, SequenceRow, SetDoneRow
 from sqlalchemy import Connection, Table
 from sqlalchemy.engine.interfaces import DBAPICursor
 
-from partition_notify.contract import AnyMessage, SetDoneMessage, to_envelope
+from partition_notify.contract import (
+    AddPartitionMessage,
+    AnyMessage,
+    SetDoneMessage,
+    to_envelope,
+)
 
 
 @dataclass(slots=True)
@@ -25,6 +30,8 @@ class Rows:
     #: (table id, spec, new values) of partitions announced again (an overwrite).
     replaced: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)
     dones: list[dict[str, Any]] = field(default_factory=list)
+    #: (table id, spec) of partitions dropped (DROP_PARTITION).
+    dropped: list[tuple[int, str]] = field(default_factory=list)
 
     @classmethod
     def of(
@@ -42,7 +49,12 @@ class Rows:
             event_id = first + offset
             seq = seqs[d.table.topic]
             seqs[d.table.topic] = seq + 1
-            rows.add(d, d.build(event_id, seq, now), (event_id, seq, now), existing, published)
+            msg = d.build(event_id, seq, now)
+            if (isinstance(msg, AddPartitionMessage)
+                    and d.partition_spec in existing.get(d.table.id, ())):
+                # Announced before: this one supersedes it (an overwrite), and says so.
+                msg = msg.model_copy(update={"replace": True})
+            rows.add(d, msg, (event_id, seq, now), existing, published)
         return rows
 
     def add(
@@ -73,7 +85,9 @@ class Rows:
                 "attempts": 0,
             }
         )
-        if d.partition_spec is not None:
+        if d.partition_spec is not None and d.drop:
+            self.dropped.append((d.table.id, d.partition_spec))
+        elif d.partition_spec is not None:
             values = {
                 "values": d.partition_values,
                 "location": d.location,

@@ -69,7 +69,9 @@ class EventLog:
         """Append events, their partitions and set-done rows in one transaction.
 
         Drafts for partitions that already exist are dropped unless
-        ``replace_partitions`` (an overwrite announces the partition again).
+        ``replace_partitions`` (an overwrite announces the partition again);
+        those are logged with ``replace``. Drop drafts (``drop``) of partitions
+        that are not present are dropped; the others remove their partition.
         Returns the messages actually logged, in event-id order. ``published``
         marks them delivered at once: when the log itself is the bus.
         ``in_txn`` runs last inside the transaction (even when nothing is logged).
@@ -112,6 +114,8 @@ class EventLog:
         rows = Rows.of(drafts, first, seqs, self._db.clock(), existing, published)
         for table_id, spec, values in rows.replaced:
             uow.partitions.replace(table_id, spec, values)
+        for table_id, spec in rows.dropped:
+            uow.partitions.remove(table_id, spec)
         uow.events.add_many(rows.events)
         uow.partitions.add_many(rows.parts)
         uow.set_done.add_many(rows.dones)
@@ -140,12 +144,14 @@ class EventLog:
         first = uow.sequences.lock("event")
         for table_id, specs in by_table.items():
             existing[table_id] = uow.partitions.existing(table_id, specs)
-        if not replace_partitions:
-            drafts = [
-                d
-                for d in drafts
-                if d.partition_spec is None or d.partition_spec not in existing[d.table.id]
-            ]
+        # Decided under the lock: what another writer added or dropped meanwhile counts.
+        drafts = [
+            d
+            for d in drafts
+            if d.partition_spec is None
+            or (d.partition_spec in existing[d.table.id]) == d.drop
+            or (replace_partitions and not d.drop)
+        ]
         if drafts:
             uow.sequences.advance("event", first + len(drafts))
         return first, existing, drafts

@@ -63,6 +63,8 @@ class EventDraft:
     partition_values: dict[str, str] = field(default_factory=dict)
     location: str | None = None
     revision: int | None = None
+    #: A DROP_PARTITION: removes the partition (logged only if it is present).
+    drop: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -142,12 +142,12 @@ class PartitionRepository:
             self.session.connection().execute(_INSERT_PARTITIONS, rows)
 
     def replace(self, table_id: int, spec: str, values: dict[str, Any]) -> None:
-        stmt = (
-            update(PartitionRow)
-            .where(PartitionRow.table_id == table_id, PartitionRow.spec == spec)
-            .values(**values)
-        )
-        self.session.execute(stmt)
+        self.session.execute(update(PartitionRow).where(
+            PartitionRow.table_id == table_id, PartitionRow.spec == spec).values(**values))
+
+    def remove(self, table_id: int, spec: str) -> None:
+        self.session.execute(delete(PartitionRow).where(PartitionRow.table_id == table_id,
+                                                        PartitionRow.spec == spec))
 
     def get(self, table_id: int, spec: str) -> PartitionRow | None:
         stmt = select(PartitionRow).where(

@@ -8,12 +8,24 @@ end in :func:`apply_manifest`, which is idempotent by job id::
     {"version": 1, "jobId": "…uuid…", "table": "db.t" | null,
      "outputPath": "file:/lake/sales/orders", "overwrite": false,
      "partitions": [{"path": "ds=20110228/region=us",
-                     "location": "file:/lake/sales/orders/ds=20110228/region=us"}],
+                     "location": "file:/lake/sales/orders/ds=20110228/region=us"},
+                    {"path": null, "location": "file:/archive/us-copy",
+                     "values": {"ds": "20110228", "region": "eu"}}],
+     "deleted": ["file:/lake/sales/orders"],
      "markSetDone": "ds=20110228" | null, "committedAtMs": 1298851200000,
      "sparkAppId": "local-…"}
 
 ``path`` is the partition directory relative to ``outputPath`` as Spark
-wrote it (Hive-escaped); it is null for a partition with a custom location.
+wrote it (Hive-escaped); it is null for a partition with a custom location,
+whose ``values`` the JVM read from the command's plan (older jars sent none:
+then its last directories are taken as the partition, as before). An empty
+``partitions`` list with an ``outputPath`` that is one partition directory
+of the table announces that partition (a write without ``partitionBy``).
+``deleted``: what Spark deleted before writing (static-mode overwrite); each
+announced partition there that the job did not write again is dropped
+(``DROP_PARTITION``, reason ``overwrite``). ``dropped``: the (partial) specs of
+an ``ALTER TABLE ... DROP PARTITION`` (no partitions; reason ``drop``).
+Messages carry ``committedAtMs`` as their revision.
 """
 
 from __future__ import annotations
@@ -23,12 +35,13 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 from partition_notify.publisher import Publisher
 from partition_notify.store import Store, TableInfo, UnitOfWork
 from partition_notify.store.housekeeping import in_batches
 from partition_notify.store.provider import InTxn
+from partition_notify.writers.commit_drops import dropped_partitions
 from partition_notify.writers.commit_locations import (
     SeenOnce,
     closest,
@@ -43,7 +56,7 @@ from partition_notify.writers.layout import parse_partition_path
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticError
 
-from partition_notify.contract import AnyMessage
+from partition_notify.contract import AnyMessage, spec
 from partition_notify.core.errors import (
     ConflictError,
     InvalidManifestError,
@@ -58,12 +71,17 @@ MANIFEST_VERSION = 1
 #: Largest manifest accepted (about 40,000 partitions of typical path length).
 MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 _JOB_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
+#: A partition spec has at most this many keys (the values of a custom location).
+MAX_PARTITION_KEYS = 64
+#: Directories a static overwrite deletes: its static prefix plus each custom location.
+MAX_DELETED = 100_000
 
 
 class ManifestPartition(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
     path: str | None = Field(None, max_length=4096)
     location: str = Field(min_length=1, max_length=4096)
+    values: dict[str, str] | None = Field(None, max_length=MAX_PARTITION_KEYS)
 
 
 class CommitManifest(BaseModel):
@@ -77,6 +95,10 @@ class CommitManifest(BaseModel):
     output_path: str = Field(alias="outputPath", min_length=1, max_length=4096)
     overwrite: bool = False
     partitions: list[ManifestPartition]
+    deleted: list[Annotated[str, Field(min_length=1, max_length=4096)]] = Field(
+        default_factory=list, max_length=MAX_DELETED)
+    #: ALTER TABLE ... DROP PARTITION: the (possibly partial) specs it dropped.
+    dropped: list[dict[str, str]] = Field(default_factory=list, max_length=MAX_DELETED)
     mark_set_done: str | None = Field(None, alias="markSetDone", max_length=4096)
     committed_at_ms: int | None = Field(None, alias="committedAtMs")
     spark_app_id: str | None = Field(None, alias="sparkAppId", max_length=256)
@@ -114,8 +136,13 @@ def partition_specs(
 ) -> list[dict[str, str]]:
     """Each partition's values, from its directory relative to the table location
     (``prefix``: the job's output path relative to it)."""
+    if not manifest.partitions:
+        return _written_directory(info, manifest, prefix)
     specs = []
     for i, p in enumerate(manifest.partitions):
+        if p.values is not None:  # the JVM knows them: no guess from the path
+            specs.append(_checked(info, manifest, i, p.values))
+            continue
         if p.path is not None:
             rel = f"{prefix}/{p.path}" if prefix else p.path
         else:  # custom location: its last directories name the partition
@@ -128,6 +155,38 @@ def partition_specs(
                 f"manifest partitions[{i}] of job {manifest.job_id} for {info.qualified}: {exc}"
             ) from None
     return specs
+
+
+def _checked(info: TableInfo, manifest: CommitManifest, i: int,
+             values: dict[str, str]) -> dict[str, str]:
+    try:
+        s = spec.coerce(values)
+        spec.check_against(s, info.partition_keys, full=True, table=info.qualified)
+    except InvalidSpecError as exc:
+        raise InvalidManifestError(
+            f"manifest partitions[{i}].values of job {manifest.job_id}: {exc}") from None
+    return dict(s)
+
+
+def _written_directory(info: TableInfo, manifest: CommitManifest,
+                       prefix: str) -> list[dict[str, str]]:
+    """A job without partition directories wrote into ``prefix``: one partition,
+    if that is a partition directory of the table (``df.write.parquet(".../ds=1")``)."""
+    if not prefix:
+        return []
+    try:
+        return [parse_partition_path(prefix, info.partition_keys)]
+    except InvalidSpecError:
+        log.info("spark job %s wrote into %s of %s, which is no partition directory; "
+                 "nothing to announce", manifest.job_id, prefix, info.qualified)
+        return []
+
+
+def written_locations(manifest: CommitManifest, specs: list[dict[str, str]]) -> list[str | None]:
+    """Each announced partition's location (the output path for a one-directory write)."""
+    if manifest.partitions:
+        return [p.location for p in manifest.partitions]
+    return [manifest.output_path] * len(specs)
 
 
 # -- announcing -------------------------------------------------------------------
@@ -215,8 +274,11 @@ def announce(
     """
     info = target.info
     specs = partition_specs(info, manifest, target.prefix, default_fs)
-    locations: list[str | None] = [p.location for p in manifest.partitions]
+    locations = written_locations(manifest, specs)
+    dropped = dropped_partitions(publisher.store, info, manifest, specs, default_fs)
     clock = publisher.store.clock
+    # A re-announce must not look like a duplicate: the job's commit time tells writes apart.
+    revision = manifest.committed_at_ms or int(clock() * 1000)
 
     def record(uow: UnitOfWork, messages: list[AnyMessage]) -> None:
         SparkCommitRepository(uow.session).add(manifest.job_id, info.id, len(specs), clock())
@@ -226,7 +288,8 @@ def announce(
     try:
         logged = publisher.announce_commit(
             info.db, info.name, specs, locations=locations, replace=manifest.overwrite,
-            set_done=manifest.mark_set_done, in_txn=record,
+            set_done=manifest.mark_set_done, in_txn=record, revision=revision,
+            dropped=dropped,
         )
     except ValidationError as exc:
         # One validation path: what announce_partitions refuses, a manifest cannot carry.

@@ -3,12 +3,14 @@
 from partition_notify.contract import names, spec
 from partition_notify.contract.messages import (
     ADD_PARTITION,
+    DROP_PARTITION,
     PARTITION_DONE,
     PARTITION_LATE,
     PARTITION_LATE_RECOVERED,
     AddPartitionMessage,
     DerivedFrom,
     DerivedInput,
+    DropPartitionMessage,
     Envelope,
     PartitionLateMessage,
     PartitionLateRecoveredMessage,
@@ -20,11 +22,13 @@ from partition_notify.contract.messages import (
 from partition_notify.contract.topics import TopicPolicy, topic_for, validate_topic
 
 AnyMessage = (
-    AddPartitionMessage | SetDoneMessage | PartitionLateMessage | PartitionLateRecoveredMessage
+    AddPartitionMessage | DropPartitionMessage | SetDoneMessage | PartitionLateMessage
+    | PartitionLateRecoveredMessage
 )
 
 __all__ = [
     "ADD_PARTITION",
+    "DROP_PARTITION",
     "PARTITION_DONE",
     "PARTITION_LATE",
     "PARTITION_LATE_RECOVERED",
@@ -32,6 +36,7 @@ __all__ = [
     "AnyMessage",
     "DerivedFrom",
     "DerivedInput",
+    "DropPartitionMessage",
     "Envelope",
     "PartitionLateMessage",
     "PartitionLateRecoveredMessage",

@@ -7,8 +7,8 @@ read them; the extra fields (``messageId``, ``eventId``, ``topicSeq`` ...)
 are ignored by those consumers and used by ours.
 
 Headers (JMS string properties on ActiveMQ, record headers on Kafka):
-``HCAT_EVENT`` (``ADD_PARTITION`` or ``PARTITION_DONE``; ours: ``PARTITION_LATE``
-and ``PARTITION_LATE_RECOVERED``, see :mod:`partition_notify.deadlines`),
+``HCAT_EVENT`` (``ADD_PARTITION``, ``DROP_PARTITION`` or ``PARTITION_DONE``; ours:
+``PARTITION_LATE`` and ``PARTITION_LATE_RECOVERED``, see :mod:`partition_notify.deadlines`),
 ``HCAT_MESSAGE_VERSION``, ``HCAT_MESSAGE_FORMAT=json``, and ours,
 ``PN_EVENT_ID``, ``PN_MESSAGE_ID``, ``PN_TABLE`` (the routing key) and, on a
 set-done a completeness rule derived, ``PN_DERIVED_RULE`` (the rule's name);
@@ -36,10 +36,13 @@ PN_TABLE = "PN_TABLE"
 PN_DERIVED_RULE = "PN_DERIVED_RULE"
 MESSAGE_VERSION = "0.1"
 ADD_PARTITION: Literal["ADD_PARTITION"] = "ADD_PARTITION"
+DROP_PARTITION: Literal["DROP_PARTITION"] = "DROP_PARTITION"
 PARTITION_DONE: Literal["PARTITION_DONE"] = "PARTITION_DONE"
 PARTITION_LATE: Literal["PARTITION_LATE"] = "PARTITION_LATE"
 PARTITION_LATE_RECOVERED: Literal["PARTITION_LATE_RECOVERED"] = "PARTITION_LATE_RECOVERED"
-EVENT_TYPES = (ADD_PARTITION, PARTITION_DONE, PARTITION_LATE, PARTITION_LATE_RECOVERED)
+EVENT_TYPES = (
+    ADD_PARTITION, DROP_PARTITION, PARTITION_DONE, PARTITION_LATE, PARTITION_LATE_RECOVERED
+)
 #: The publisher's default size limit (``PN_MAX_MESSAGE_BYTES``): the largest
 #: body it logs and sends. 1 MiB: ActiveMQ takes far more, Kafka's broker
 #: default (message.max.bytes 1,048,588) about this much.
@@ -84,6 +87,34 @@ class AddPartitionMessage(_Message):
     partition_keys: list[str] = Field(alias="partitionKeys")
     locations: list[str | None] = Field(
         default_factory=list, description="Storage location of each partition, same order."
+    )
+    replace: bool | None = Field(
+        None,
+        description="True when the partition was announced before and this announcement "
+        "supersedes it (an overwrite: reprocess it); absent on a first announcement. "
+        "`revision` tells the two writes apart.",
+    )
+
+
+class DropPartitionMessage(_Message):
+    """A partition that was announced no longer exists (HCatalog ``DROP_PARTITION``).
+
+    It is no longer present (``is_partition_present`` says False) and a later
+    write announces it again. ``reason`` says why; consumers must accept reasons
+    they do not know (the same event will also carry withdrawals)."""
+
+    event_type: Literal["DROP_PARTITION"] = Field(DROP_PARTITION, alias="eventType")
+    partitions: list[dict[str, str]] = Field(
+        description="Key->value maps, keys lower-case in the table's partition-key order."
+    )
+    partition_keys: list[str] = Field(alias="partitionKeys")
+    locations: list[str | None] = Field(
+        default_factory=list, description="Last announced location of each partition."
+    )
+    reason: str | None = Field(
+        None,
+        description="Why: 'overwrite' (a static overwrite deleted it and did not write it "
+        "again), 'drop' (ALTER TABLE ... DROP PARTITION), or another reason.",
     )
 
 
@@ -169,7 +200,8 @@ class PartitionLateRecoveredMessage(_LateBase):
 
 
 AnyWire = (
-    AddPartitionMessage | SetDoneMessage | PartitionLateMessage | PartitionLateRecoveredMessage
+    AddPartitionMessage | DropPartitionMessage | SetDoneMessage | PartitionLateMessage
+    | PartitionLateRecoveredMessage
 )
 Message = Annotated[AnyWire, Field(discriminator="event_type")]
 _ADAPTER: pydantic.TypeAdapter[AnyWire] = pydantic.TypeAdapter(Message)
@@ -282,6 +314,7 @@ def json_schemas() -> dict[str, dict[str, object]]:
     """JSON Schemas of every message, as published in docs/."""
     return {
         "add_partition": AddPartitionMessage.model_json_schema(by_alias=True),
+        "drop_partition": DropPartitionMessage.model_json_schema(by_alias=True),
         "mark_set_done": SetDoneMessage.model_json_schema(by_alias=True),
         "partition_late": PartitionLateMessage.model_json_schema(by_alias=True),
         "partition_late_recovered": PartitionLateRecoveredMessage.model_json_schema(by_alias=True),

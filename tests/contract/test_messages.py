@@ -112,7 +112,7 @@ def _body(**changes: object) -> bytes:
         (b"", None, "not JSON"),
         (b"[1, 2]", None, "must be a JSON object, got list"),
         (b"\xff\xfe{}", None, "not UTF-8"),
-        (b'{"eventType": "DROP_PARTITION"}', None, "unknown event type 'DROP_PARTITION'"),
+        (b'{"eventType": "ALTER_TABLE"}', None, "unknown event type 'ALTER_TABLE'"),
         (b'{"db": "x"}', None, "unknown event type None"),
         (_body(eventId="seven"), None, "eventId'"),
         (_body(eventId=0), None, "eventId'"),

@@ -34,9 +34,31 @@ def jar() -> Path:
     return JAR
 
 
+@pytest.fixture(scope="session")
+def test_jar() -> Path:
+    """tests/spark_protocol/jvm (a local-disk ``hdfs://`` filesystem), for matching tests.
+
+    A fixed path: the first session of the process puts it on the driver's class path."""
+    out = ROOT / "build" / "test-jars" / "partition-notify-spark-tests.jar"
+    src = sorted((ROOT / "tests" / "spark_protocol" / "jvm").rglob("*.java"))
+    if out.is_file() and all(s.stat().st_mtime < out.stat().st_mtime for s in src):
+        return out
+    import pyspark
+
+    jars = Path(pyspark.__file__).parent / "jars"
+    classes = out.parent / "classes"
+    built = subprocess.run(
+        ["javac", "--release", "17", "-nowarn", "-cp", f"{jars}/*", "-d", str(classes),
+         *map(str, src)], capture_output=True, text=True, timeout=300)
+    require(built.returncode == 0, f"test jar did not build: {built.stderr[-500:]}")
+    subprocess.run(["jar", "--create", "--file", str(out), "-C", str(classes), "."],
+                   check=True, timeout=120)
+    return out
+
+
 @pytest.fixture(scope="module")
 @uses("spark")
-def pspark(jar: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def pspark(jar: Path, test_jar: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     try:
         from pyspark.sql import SparkSession
     except ImportError as exc:
@@ -46,7 +68,7 @@ def pspark(jar: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]
     builder = (
         SparkSession.builder.master("local[2]")
         .appName("partition-notify-protocol-tests")
-        .config("spark.jars", str(jar))
+        .config("spark.jars", f"{jar},{test_jar}")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")

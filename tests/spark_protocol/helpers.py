@@ -45,6 +45,12 @@ class Collector(BaseCollector):
             for m in self.messages if m.event_type == "ADD_PARTITION"
         )
 
+    def drops(self) -> list[str]:
+        return sorted(
+            "/".join(f"{k}={v}" for k, v in m.partitions[0].items())
+            for m in self.messages if m.event_type == "DROP_PARTITION"
+        )
+
     def dones(self) -> list[str]:
         return [m.spec for m in self.messages
                 if m.event_type == "PARTITION_DONE"]

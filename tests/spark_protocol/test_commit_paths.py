@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from partition_notify.core.errors import InvalidManifestError
 from tests.spark_protocol.test_spool_trust import manifest, signed
 
 KEYS = ["ds", "region"]
@@ -200,3 +201,94 @@ def test_register_warns_when_spark_will_never_match(
     assert "will never match" in err and "PN_DEFAULT_FS" in err and err.count("\n") == 1
     assert main([*argv, "wh.b", "--keys", "ds", "--location", "hdfs://nn/warehouse/b"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def _events(app: Any) -> list[dict[str, Any]]:
+    return [json.loads(e.body) for e in app.store.log.events_after(0, 1000)]
+
+
+def test_custom_location_partition_carries_its_values(papp: Any, tmp_path: Path) -> None:
+    from partition_notify.writers.commit_manifest import apply_manifest, manifest_from_obj
+
+    loc = f"file:{tmp_path}/events"
+    papp.publisher.register_table("lake", "events", KEYS, location=loc)
+    doc = manifest(loc, ["ds=1/region=eu"], markSetDone="ds=1")
+    doc["partitions"].append({"path": None, "location": f"file:{tmp_path}/archive/us-copy",
+                              "values": {"ds": "1", "region": "us"}})
+    out = apply_manifest(papp.publisher, manifest_from_obj(doc))
+    assert (out.status, out.messages) == ("announced", 3)
+    info = papp.publisher.table("lake", "events")
+    assert papp.store.catalog.partition(info, "ds=1/region=us").location \
+        == f"file:{tmp_path}/archive/us-copy"
+    bad = manifest(loc, [], jobId="bad")
+    bad["partitions"] = [{"path": None, "location": "file:/x", "values": {"ds": "2"}}]
+    with pytest.raises(InvalidManifestError, match=r"partitions\[0\]\.values"):
+        apply_manifest(papp.publisher, manifest_from_obj(bad))
+
+
+def test_write_into_a_partition_directory_announces_it(papp: Any, tmp_path: Path) -> None:
+    from partition_notify.writers.commit_manifest import apply_manifest, manifest_from_obj
+
+    loc = f"file:{tmp_path}/events"
+    papp.publisher.register_table("lake", "events", KEYS, location=loc)
+    out = apply_manifest(papp.publisher, manifest_from_obj(manifest(f"{loc}/ds=1/region=us", [])))
+    assert (out.status, out.messages) == ("announced", 1)
+    assert _events(papp)[0]["partitions"] == [{"ds": "1", "region": "us"}]
+    assert _events(papp)[0]["locations"] == [f"{loc}/ds=1/region=us"]
+    # one level up is no partition: nothing to announce, and no error
+    assert apply_manifest(papp.publisher, manifest_from_obj(
+        manifest(f"{loc}/ds=2", []))).messages == 0
+
+
+def test_static_overwrite_drops_what_it_deleted_and_flags_replaces(
+    papp: Any, tmp_path: Path
+) -> None:
+    from partition_notify.writers.commit_manifest import apply_manifest, manifest_from_obj
+
+    loc = f"file:{tmp_path}/events"
+    papp.publisher.register_table("lake", "events", KEYS, location=loc)
+    first = manifest(loc, ["ds=1/region=us", "ds=1/region=eu", "ds=2/region=us"],
+                     committedAtMs=1000)
+    apply_manifest(papp.publisher, manifest_from_obj(first))
+    # INSERT OVERWRITE ... PARTITION (ds='1'): Spark deleted ds=1, wrote ds=1/region=us
+    over = manifest(loc, ["ds=1/region=us"], overwrite=True, committedAtMs=2000,
+                    deleted=[f"{loc}/ds=1"])
+    assert apply_manifest(papp.publisher, manifest_from_obj(over)).messages == 2
+    drop, add = _events(papp)[3:]
+    assert (drop["eventType"], drop["partitions"], drop["reason"], drop["revision"]) == \
+        ("DROP_PARTITION", [{"ds": "1", "region": "eu"}], "overwrite", 2000)
+    assert (add["replace"], add["revision"]) == (True, 2000)
+    assert "replace" not in _events(papp)[0] and _events(papp)[0]["revision"] == 1000
+    sub = papp.subscriber()
+    assert not sub.is_partition_present("lake", "events", "ds=1/region=eu")
+    assert sub.is_partition_present("lake", "events", "ds=2/region=us")
+    # written again later: announced again, as new
+    again = manifest(loc, ["ds=1/region=eu"], committedAtMs=3000)
+    assert apply_manifest(papp.publisher, manifest_from_obj(again)).messages == 1
+    assert "replace" not in _events(papp)[-1]
+    # the whole table overwritten: everything not written again goes
+    whole = manifest(loc, ["ds=3/region=us"], overwrite=True, deleted=[loc])
+    apply_manifest(papp.publisher, manifest_from_obj(whole))
+    info = papp.publisher.table("lake", "events")
+    assert [p.spec for p in papp.store.catalog.partitions(info)] == ["ds=3/region=us"]
+    assert [e["eventType"] for e in _events(papp)[6:]] == ["DROP_PARTITION"] * 3 + [
+        "ADD_PARTITION"]
+
+
+def test_dropped_specs_drop_what_is_present(papp: Any, tmp_path: Path) -> None:
+    """ALTER TABLE ... DROP PARTITION's manifest: no partitions, the dropped specs."""
+    from partition_notify.writers.commit_manifest import apply_manifest, manifest_from_obj
+
+    loc = f"file:{tmp_path}/events"
+    papp.publisher.register_table("lake", "events", KEYS, location=loc)
+    apply_manifest(papp.publisher, manifest_from_obj(
+        manifest(loc, ["ds=1/region=us", "ds=1/region=eu", "ds=2/region=us"])))
+    drop = manifest(loc, [], table="lake.events", dropped=[{"ds": "1"}])
+    assert apply_manifest(papp.publisher, manifest_from_obj(drop)).messages == 2
+    assert [(e["eventType"], e["reason"]) for e in _events(papp)[3:]] == [
+        ("DROP_PARTITION", "drop")] * 2
+    again = manifest(loc, [], table="lake.events", dropped=[{"ds": "1"}])   # nothing left
+    assert apply_manifest(papp.publisher, manifest_from_obj(again)).messages == 0
+    bad = manifest(loc, [], dropped=[{"nope": "1"}])
+    with pytest.raises(InvalidManifestError, match=r"dropped\[0\]"):
+        apply_manifest(papp.publisher, manifest_from_obj(bad))

@@ -183,14 +183,16 @@ def test_sub_directory_write_with_serve_down_is_spooled_where_serve_looks(
     try:
         pspark.createDataFrame([(1, "us"), (2, "eu")], "v INT, region STRING").write.partitionBy(
             "region").parquet(str(loc / "ds=1"))
-        wait_until(lambda: len(spool_files(loc)) == 1, what="the manifest in the table's spool")
+        # and one without partitionBy, straight into a partition directory
+        pspark.createDataFrame([(3,)], "v INT").write.parquet(str(loc / "ds=2" / "region=us"))
+        wait_until(lambda: len(spool_files(loc)) == 2, what="the manifests in the table's spool")
         assert not (loc / "ds=1" / "_partition_notify").exists()
         serve = start_serve(store_file, tmp_path / "serve.log")
         try:
-            col.wait_for(2)
-            assert col.adds() == ["ds=1/region=eu", "ds=1/region=us"]
-            wait_until(lambda: not spool_files(loc), what="the manifest to be removed")
-            assert len(events_of(app, "lake", "events")) == 2
+            col.wait_for(3)
+            assert col.adds() == ["ds=1/region=eu", "ds=1/region=us", "ds=2/region=us"]
+            wait_until(lambda: not spool_files(loc), what="the manifests to be removed")
+            assert len(events_of(app, "lake", "events")) == 3
         finally:
             serve.stop()
     finally:

@@ -27,7 +27,8 @@ Ctx = Annotated[HttpContext, Depends(context)]
 #: Tables per page of the overview; events per page of a table's events.
 PAGE_SIZE = 50
 EVENTS_PAGE = 100
-EVENT_TYPES = ("ADD_PARTITION", "PARTITION_DONE", "PARTITION_LATE", "PARTITION_LATE_RECOVERED")
+EVENT_TYPES = ("ADD_PARTITION", "DROP_PARTITION", "PARTITION_DONE", "PARTITION_LATE",
+               "PARTITION_LATE_RECOVERED")
 
 
 @router.get("")

@@ -27,14 +27,21 @@ final class Manifest {
   final String markSetDone;
   final long committedAtMs;
   final String appId;
+  /** Directories Spark deleted before writing (a static-mode overwrite), absolute. */
+  final Set<String> deleted;
   volatile String table;
+  /** Partition specs (possibly partial) an ALTER TABLE ... DROP PARTITION removed. */
+  volatile List<Map<String, String>> dropped = List.of();
+  /** Partition values of the job's custom locations, by path (from the session catalog). */
+  volatile Map<String, Map<String, String>> customValues = Map.of();
 
   Manifest(String jobId, String outputPath, boolean overwrite, Set<String> dirs,
-      String markSetDone, String appId) {
+      Set<String> deleted, String markSetDone, String appId) {
     this.jobId = jobId;
     this.outputPath = trimSlash(outputPath);
     this.overwrite = overwrite;
     this.dirs = dirs;
+    this.deleted = deleted;
     this.markSetDone = markSetDone == null || markSetDone.isBlank() ? null : markSetDone.trim();
     this.committedAtMs = System.currentTimeMillis();
     this.appId = appId;
@@ -47,13 +54,18 @@ final class Manifest {
     doc.put("table", table);
     doc.put("outputPath", outputPath);
     doc.put("overwrite", overwrite);
-    List<Map<String, String>> parts = new ArrayList<>();
+    List<Map<String, Object>> parts = new ArrayList<>();
     for (String d : dirs) {
-      Map<String, String> p = new LinkedHashMap<>();
+      Map<String, Object> p = new LinkedHashMap<>();
       if (d.startsWith(ABSOLUTE_PREFIX)) {
         String abs = trimSlash(d.substring(ABSOLUTE_PREFIX.length()));
         p.put("path", null);
         p.put("location", abs);
+        // The path of a custom location need not name the partition: its values do.
+        Map<String, String> values = customValues.get(TableIdentity.pathOf(abs));
+        if (values != null) {
+          p.put("values", values);
+        }
       } else {
         String rel = trimSlash(d);
         p.put("path", rel);
@@ -62,6 +74,14 @@ final class Manifest {
       parts.add(p);
     }
     doc.put("partitions", parts);
+    List<String> gone = new ArrayList<>();
+    for (String g : deleted) {
+      gone.add(trimSlash(g));
+    }
+    doc.put("deleted", gone);
+    if (!dropped.isEmpty()) {
+      doc.put("dropped", dropped);
+    }
     doc.put("markSetDone", markSetDone);
     doc.put("committedAtMs", committedAtMs);
     doc.put("sparkAppId", appId);

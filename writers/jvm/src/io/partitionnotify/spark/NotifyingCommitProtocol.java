@@ -42,8 +42,8 @@ public class NotifyingCommitProtocol extends HadoopMapReduceCommitProtocol {
   private final boolean dynamicOverwrite;
   /** False on an unsupported Spark: every call is the parent's, unchanged. */
   private final boolean active;
-  /** Driver only: Spark deleted existing data for this write (static-mode overwrite). */
-  private transient volatile boolean deletedBeforeWrite;
+  /** Driver only: what Spark deleted before this write (static-mode overwrite). */
+  private transient Set<String> deletedBeforeWrite;
   /** Task side: the partition directories this task attempt wrote to. */
   private transient Set<String> taskDirs;
 
@@ -115,8 +115,15 @@ public class NotifyingCommitProtocol extends HadoopMapReduceCommitProtocol {
 
   @Override
   public boolean deleteWithJob(FileSystem fs, Path p, boolean recursive) {
-    // Called on the driver before the job for an overwrite in static mode.
-    deletedBeforeWrite = true;
+    // Called on the driver before the job for an overwrite in static mode: the static
+    // prefix of the partitions replaced (the whole output path when there is none) and
+    // each matching custom location. What was there and is not written again is dropped.
+    synchronized (this) {
+      if (deletedBeforeWrite == null) {
+        deletedBeforeWrite = new TreeSet<>();
+      }
+      deletedBeforeWrite.add(fs.makeQualified(p).toString());
+    }
     return super.deleteWithJob(fs, p, recursive);
   }
 
@@ -153,9 +160,13 @@ public class NotifyingCommitProtocol extends HadoopMapReduceCommitProtocol {
       return;
     }
     // The data is committed. From here on nothing may fail the user's job.
+    Set<String> deleted;
+    synchronized (this) {
+      deleted = deletedBeforeWrite == null ? Set.of() : deletedBeforeWrite;
+    }
     try {
-      PendingCommits.committed(
-          jobId, path, dynamicOverwrite || deletedBeforeWrite, dirs, jobContext.getConfiguration());
+      PendingCommits.committed(jobId, path, dynamicOverwrite || !deleted.isEmpty(), dirs, deleted,
+          jobContext.getConfiguration());
     } catch (RuntimeException | LinkageError e) {
       LOG.error("partition-notify: could not record the commit of job {} at {}", jobId, path, e);
     }

@@ -49,12 +49,14 @@ final class PendingCommits {
   private PendingCommits() {}
 
   static void committed(
-      String jobId, String path, boolean overwrite, Set<String> dirs, Configuration conf) {
+      String jobId, String path, boolean overwrite, Set<String> dirs, Set<String> deleted,
+      Configuration conf) {
     Settings settings = Settings.from(conf);
     Option<SparkSession> active = SparkSession.getActiveSession();
     SparkContext sc = active.isDefined() ? active.get().sparkContext() : null;
     Manifest m = new Manifest(
-        jobId, path, overwrite, dirs, settings.markSetDone, sc == null ? null : sc.applicationId());
+        jobId, path, overwrite, dirs, deleted, settings.markSetDone,
+        sc == null ? null : sc.applicationId());
     Long execId = sc == null ? null : parse(sc.getLocalProperty(EXECUTION_ID));
     Long rootId = sc == null ? null : parse(sc.getLocalProperty(ROOT_ID));
     if (rootId == null) {
@@ -79,6 +81,7 @@ final class PendingCommits {
   static void succeeded(QueryExecution qe) {
     List<Pending> done = BY_ROOT.remove(qe.id());
     if (done == null) {
+      DroppedPartitions.announce(qe);
       return;
     }
     synchronized (done) {

@@ -2,10 +2,14 @@ package io.partitionnotify.spark;
 
 import java.lang.reflect.Method;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 
 import org.apache.spark.sql.catalyst.TableIdentifier;
 import org.apache.spark.sql.catalyst.catalog.CatalogTable;
+import org.apache.spark.sql.catalyst.catalog.CatalogTablePartition;
 import org.apache.spark.sql.catalyst.plans.logical.Command;
 import org.apache.spark.sql.catalyst.plans.logical.CommandResult;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
@@ -29,8 +33,10 @@ final class TableIdentity {
   static final class Candidate {
     final String name;
     final String location;
+    final TableIdentifier id;
 
-    Candidate(String name, String location) {
+    Candidate(TableIdentifier id, String name, String location) {
+      this.id = id;
       this.name = name;
       this.location = location;
     }
@@ -60,15 +66,19 @@ final class TableIdentity {
     } catch (RuntimeException | LinkageError e) {
       LOG.warn("partition-notify: could not read the plan of query {}: {}", root.id(), e.toString());
     }
+    Candidate table = null;
     String out = m.outputPath;
     for (Candidate c : all) {
-      if (c.location != null && Manifest.trimSlash(c.location).equals(out)) {
-        m.table = c.name;
-        return;
+      if (table == null && c.location != null && Manifest.trimSlash(c.location).equals(out)) {
+        table = c;
       }
     }
-    if (!all.isEmpty() && allSame(all)) {
-      m.table = all.get(0).name;
+    if (table == null && !all.isEmpty() && allSame(all)) {
+      table = all.get(0);
+    }
+    if (table != null) {
+      m.table = table.name;
+      customValues(m, table.id, root);
     }
   }
 
@@ -87,7 +97,8 @@ final class TableIdentity {
     } else if (plan instanceof InsertIntoHadoopFsRelationCommand) {
       InsertIntoHadoopFsRelationCommand c = (InsertIntoHadoopFsRelationCommand) plan;
       if (c.catalogTable().isDefined()) {
-        out.add(new Candidate(name(c.catalogTable().get()), c.outputPath().toString()));
+        CatalogTable t = c.catalogTable().get();
+        out.add(new Candidate(t.identifier(), name(t), c.outputPath().toString()));
       }
     } else {
       // CTAS-like and Hive commands differ between Spark versions
@@ -95,13 +106,69 @@ final class TableIdentity {
       // InsertIntoHiveTable.table, ...): any command naming a CatalogTable.
       CatalogTable t = catalogTableOf(plan);
       if (t != null) {
-        out.add(new Candidate(name(t), location(t)));
+        out.add(new Candidate(t.identifier(), name(t), location(t)));
       }
     }
     Iterator<?> it = children(plan);
     while (it.hasNext()) {
       walk((LogicalPlan) it.next(), out);
     }
+  }
+
+  /**
+   * The partition values of the job's custom-location partitions (the directories Spark
+   * handed to {@code newTaskTempFileAbsPath}), from the session catalog, matched by path:
+   * Spark qualified the catalog's location to get that directory. Reflection where the
+   * compiled signatures differ between Spark 3.5 and 4 (the session's class, Seq).
+   */
+  private static void customValues(Manifest m, TableIdentifier table, QueryExecution root) {
+    java.util.Set<String> wanted = new java.util.HashSet<>();
+    for (String d : m.dirs) {
+      if (d.startsWith(Manifest.ABSOLUTE_PREFIX)) {
+        wanted.add(pathOf(d.substring(Manifest.ABSOLUTE_PREFIX.length())));
+      }
+    }
+    if (wanted.isEmpty()) {
+      return;
+    }
+    Map<String, Map<String, String>> out = new HashMap<>();
+    try {
+      Object session = root.getClass().getMethod("sparkSession").invoke(root);
+      Object state = session.getClass().getMethod("sessionState").invoke(session);
+      Object catalog = state.getClass().getMethod("catalog").invoke(state);
+      Object parts = catalog.getClass()
+          .getMethod("listPartitions", TableIdentifier.class, scala.Option.class)
+          .invoke(catalog, table, scala.Option.apply(null));
+      Iterator<?> it = ((scala.collection.Iterable<?>) parts).iterator();
+      while (it.hasNext()) {
+        CatalogTablePartition p = (CatalogTablePartition) it.next();
+        if (p.storage().locationUri().isDefined()) {
+          String path = pathOf(p.storage().locationUri().get().toString());
+          if (wanted.contains(path)) {
+            out.put(path, values(p.spec()));
+          }
+        }
+      }
+    } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
+      LOG.warn("partition-notify: could not read the custom partition locations of {}: {}",
+          table, e.toString());
+    }
+    m.customValues = out;
+  }
+
+  /** The path part of a location: how the manifest and the catalog spell it may differ. */
+  static String pathOf(String location) {
+    return Manifest.trimSlash(new org.apache.hadoop.fs.Path(location).toUri().getPath());
+  }
+
+  private static Map<String, String> values(Object spec) {
+    Map<String, String> values = new LinkedHashMap<>();
+    Iterator<?> kv = ((scala.collection.Iterable<?>) spec).iterator();
+    while (kv.hasNext()) {
+      scala.Tuple2<?, ?> v = (scala.Tuple2<?, ?>) kv.next();
+      values.put(String.valueOf(v._1()), String.valueOf(v._2()));
+    }
+    return values;
   }
 
   /**
