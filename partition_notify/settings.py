@@ -177,6 +177,10 @@ class Settings(BaseSettings):
         5.0, gt=0, description="serve: how often it reads the _delta_log of Delta tables "
         "registered with --format delta"
     )
+    lakehouse_lease_seconds: float = Field(
+        60.0, gt=0, description="serve: how long a follower owns an Iceberg/Delta table without "
+        "renewing (every run renews); a serve that died is taken over after this"
+    )
     metrics_port: int | None = Field(None, description="serve: Prometheus endpoint port")
     # HTTP API and deadlines (docs/http-api.md)
     http_bind: str | None = Field(None, description="serve: host:port of the HTTP API (off unset)")

@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
@@ -51,6 +51,9 @@ class Runtime:
     scheduler: BaseScheduler
     #: set when ``serve`` stops: a long job (the manifest pick-up) ends after the item in hand
     stopping: threading.Event
+    #: Run once when ``serve`` stops (and after ``serve --once``), after the last job run
+    #: ended: what a job holds that others should get at once (the followers' leases).
+    on_stop: list[Callable[[], object]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -215,7 +218,12 @@ def deadlines(rt: Runtime) -> tuple[JobFn, float]:
 def _follow(rt: Runtime, fmt: str, interval: float) -> tuple[JobFn, float]:
     from partition_notify.writers.lakehouse.follower import Follower
 
-    follower = Follower(rt.app.publisher, fmt)
+    follower = Follower(rt.app.publisher, fmt,
+                        lease_seconds=rt.app.settings.lakehouse_lease_seconds,
+                        should_stop=rt.stopping.is_set)
+    # A stopped serve lets its tables go: another one takes over at its next run,
+    # not when the lease would have lapsed.
+    rt.on_stop.append(follower.release)
 
     def job() -> None:
         try:

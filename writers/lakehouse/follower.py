@@ -22,7 +22,7 @@ import logging
 import os
 import secrets
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -39,10 +39,12 @@ from partition_notify.core.errors import (
     PartitionNotifyError,
     PublishError,
 )
+from partition_notify.settings import Settings
 
 log = logging.getLogger(__name__)
 #: How long a follower owns a table without renewing; every run (and commit) renews it.
-LEASE_SECONDS = 60.0
+#: The default of ``PN_LAKEHOUSE_LEASE_SECONDS``, so the library and serve agree.
+LEASE_SECONDS: float = Settings.model_fields["lakehouse_lease_seconds"].default
 
 
 class Reader(Protocol):
@@ -66,7 +68,8 @@ class FollowStats:
 
 class Follower:
     def __init__(self, publisher: Publisher, fmt: str, *, owner: str | None = None,
-                 lease_seconds: float = LEASE_SECONDS, catalogs: Catalogs | None = None) -> None:
+                 lease_seconds: float = LEASE_SECONDS, catalogs: Catalogs | None = None,
+                 should_stop: Callable[[], bool] = lambda: False) -> None:
         if fmt not in FORMATS:
             raise ValueError(f"format {fmt!r} is not one of {FORMATS}")
         self.publisher = publisher
@@ -75,6 +78,8 @@ class Follower:
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self.lease_seconds = lease_seconds
         self.catalogs = catalogs or Catalogs()
+        #: ``serve`` is stopping: end the run after the commit in hand.
+        self.should_stop = should_stop
 
     def run_once(self) -> FollowStats:
         """Visit every table of this format once; errors are logged per table."""
@@ -84,6 +89,8 @@ class Follower:
             return stats
         infos = {t.id: t for t in self.publisher.store.catalog.tables()}
         for f in followed:
+            if self.should_stop():
+                break
             info = infos.get(f.table_id)
             if info is None:
                 continue
@@ -100,10 +107,14 @@ class Follower:
                             type(exc).__name__, exc, extra={"pn_event": "lakehouse.failed"})
         return stats
 
-    def release(self) -> None:
-        """Let the leases go (on shutdown), so another process takes over at once."""
-        for f in self.tables.of_format(self.format):
-            self.tables.release(f.table_id, self.owner)
+    def release(self) -> int:
+        """Let this follower's leases go (``serve`` stopping), so another process takes
+        the tables over at its next run; returns how many it held."""
+        n = self.tables.release_all(self.format, self.owner)
+        if n:
+            log.info("%s follower: released the lease of %d table(s)", self.format, n,
+                     extra={"pn_event": "lakehouse.released"})
+        return n
 
     def _follow(self, table_id: int, info: TableInfo, stats: FollowStats) -> None:
         if not self.tables.claim(table_id, self.owner, self.lease_seconds):
@@ -129,6 +140,8 @@ class Follower:
                 stats.messages += self._announce(info, commit, cursor)
                 cursor = commit.revision
                 stats.commits += 1
+                if self.should_stop():
+                    return  # the commits after it are the next owner's
         except Gap as gap:
             stats.gaps += 1
             log.warning("%s follower: GAP in %s: %s; the commits in between are not "
