@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from partition_notify.app import App, build_app
     from partition_notify.contract import (
         AddPartitionMessage,
+        CommitsMissedMessage,
         PartitionLateMessage,
         PartitionLateRecoveredMessage,
         SetDoneMessage,
@@ -73,6 +74,7 @@ _LAZY = {
     "SetDoneMessage": "partition_notify.contract",
     "PartitionLateMessage": "partition_notify.contract",
     "PartitionLateRecoveredMessage": "partition_notify.contract",
+    "CommitsMissedMessage": "partition_notify.contract",
     "Publisher": "partition_notify.publisher",
     "Subscriber": "partition_notify.subscriber",
     "Subscription": "partition_notify.subscriber",
@@ -86,6 +88,7 @@ __all__ = [
     "App",
     "AuthenticationError",
     "CommitIncompleteError",
+    "CommitsMissedMessage",
     "ConfigurationError",
     "ConflictError",
     "ConnectError",

@@ -3,10 +3,12 @@
 from partition_notify.contract import names, spec
 from partition_notify.contract.messages import (
     ADD_PARTITION,
+    COMMITS_MISSED,
     PARTITION_DONE,
     PARTITION_LATE,
     PARTITION_LATE_RECOVERED,
     AddPartitionMessage,
+    CommitsMissedMessage,
     Envelope,
     PartitionLateMessage,
     PartitionLateRecoveredMessage,
@@ -19,15 +21,18 @@ from partition_notify.contract.topics import TopicPolicy, topic_for, validate_to
 
 AnyMessage = (
     AddPartitionMessage | SetDoneMessage | PartitionLateMessage | PartitionLateRecoveredMessage
+    | CommitsMissedMessage
 )
 
 __all__ = [
     "ADD_PARTITION",
+    "COMMITS_MISSED",
     "PARTITION_DONE",
     "PARTITION_LATE",
     "PARTITION_LATE_RECOVERED",
     "AddPartitionMessage",
     "AnyMessage",
+    "CommitsMissedMessage",
     "Envelope",
     "PartitionLateMessage",
     "PartitionLateRecoveredMessage",

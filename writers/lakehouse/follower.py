@@ -12,8 +12,11 @@ the commits after it are announced, the partitions it holds count as
 existing; a table with no commit yet (or not created yet) is followed from
 its first commit. A row registered without a start is started the same way
 when a follower first sees it. Commits that can no longer be read (an expired snapshot, a
-cleaned log version) are a gap: logged as a WARNING, counted, and the
-follower resumes at the table's current commit.
+cleaned log version) are a gap: a ``COMMITS_MISSED`` message on the table's
+topic, logged with the cursor's move past the gap (subscribers see it in order,
+once), a WARNING and a count; the follower resumes at the table's current commit.
+``serve`` stopping ends a run after the commit in hand and releases the leases
+(:meth:`Follower.release`), so another process takes over at its next run.
 """
 
 from __future__ import annotations
@@ -27,13 +30,14 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from partition_notify.publisher import Publisher
-from partition_notify.store import TableInfo
+from partition_notify.store import EventDraft, TableInfo
 from partition_notify.store.uow import UnitOfWork
 from partition_notify.writers.lakehouse.commits import Commit, Gap, plan
 from partition_notify.writers.lakehouse.iceberg import Catalogs
 from partition_notify.writers.lakehouse.schema import BEFORE_FIRST, FORMATS
 from partition_notify.writers.lakehouse.store import LakehouseTables
 
+from partition_notify.contract.messages import MAX_REASON_CHARS, CommitsMissedMessage
 from partition_notify.core.errors import (
     InvalidSpecError,
     PartitionNotifyError,
@@ -148,8 +152,30 @@ class Follower:
                         "announced, following on after commit %d", self.format,
                         info.qualified, gap, gap.resume_at,
                         extra={"pn_event": "lakehouse.gap"})
-            self.tables.move(table_id, self.owner, cursor, gap.resume_at, self.lease_seconds,
-                             gap=True)
+            stats.messages += self._missed(info, cursor, gap)
+
+    def _missed(self, info: TableInfo, before: int, gap: Gap) -> int:
+        """Log a ``COMMITS_MISSED`` on the table's topic and move the cursor past the gap,
+        in one transaction: subscribers learn of the gap where the commits would have been,
+        in order, once."""
+
+        def build(event_id: int, seq: int, now: float) -> CommitsMissedMessage:
+            return CommitsMissedMessage.model_validate({
+                **self.publisher.common_fields(info, event_id, seq, now, gap.resume_at),
+                "format": self.format,
+                "afterRevision": None if before == BEFORE_FIRST else before,
+                "reason": str(gap)[:MAX_REASON_CHARS]})
+
+        def record(uow: UnitOfWork, messages: object) -> None:
+            del messages
+            self.tables.move_in(uow, info.id, self.owner, before, gap.resume_at,
+                                self.lease_seconds, gap=True)
+
+        try:
+            self.publisher.append_and_deliver([EventDraft(info, build)], in_txn=record)
+        except PublishError as exc:  # logged with the cursor; the relay delivers it
+            log.warning("%s follower: %s: %s", self.format, info.qualified, exc)
+        return 1
 
     def _announce(self, info: TableInfo, commit: Commit, before: int) -> int:
         """Log ``commit``'s messages and move the cursor past it, in one transaction."""
