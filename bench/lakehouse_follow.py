@@ -71,12 +71,13 @@ class Lake:
                                          warehouse=(self.root / "wh").as_uri())
         return self._catalog
 
-    def create(self, name: str) -> None:
+    def create(self, name: str) -> int:
+        """The table with one commit (day -1); that commit's revision."""
         if self.format == "iceberg":
             from tests.lakehouse.helpers import iceberg_table
 
             self._tables[name] = iceberg_table(self._cat(), f"bench.{name}")
-        self.commit(name, -1)
+        return self.commit(name, -1)
 
     def commit(self, name: str, n: int) -> int:
         """Append one row into a new partition (day ``n``; ``create`` writes day -1);
@@ -103,8 +104,8 @@ class Lake:
         where: dict[str, str] = ({"catalog": "lake", "identifier": f"bench.{name}"}
                                  if self.format == "iceberg"
                                  else {"location": str(self.root / name)})
-        LakehouseTables(app.store).register(info, self.format, start=head or BEFORE_FIRST,
-                                            **where)
+        LakehouseTables(app.store).register(
+            info, self.format, start=BEFORE_FIRST if head is None else head, **where)
 
 
 def start_serve(store_url: str, lake: Lake, interval: float, log: Path) -> subprocess.Popen[bytes]:
@@ -136,8 +137,7 @@ def latency(fmt: str, interval: float, n: int) -> list[float]:
         root = Path(tmp)
         lake, url = Lake(fmt, root), f"sqlite:///{root}/store.db"
         with build_app(store_url=url, transport_url="embedded://") as app:
-            lake.create("t0")
-            lake.register(app, "t0", None)
+            lake.register(app, "t0", lake.create("t0"))
             proc = start_serve(url, lake, interval, root / "serve.log")
             try:
                 out = []
@@ -187,9 +187,8 @@ def load(fmt: str, idle: int, busy: int, every: float, seconds: float) -> dict[s
         names = [f"t{i}" for i in range(idle + busy)]
         started = time.monotonic()
         with build_app(store_url=url, transport_url="embedded://") as app:
-            for name in names:
-                lake.create(name)
-                lake.register(app, name, None)
+            for name in names:  # followed after the commit that created them
+                lake.register(app, name, lake.create(name))
             print(f"  {len(names)} {fmt} tables created in {time.monotonic() - started:.0f} s")
             proc = start_serve(url, lake, interval, root / "serve.log")
             ctx = multiprocessing.get_context("spawn")
@@ -230,14 +229,17 @@ def main() -> None:
     ap.add_argument("--busy", type=int, default=100)
     ap.add_argument("--commit-every", type=float, default=1.0)
     ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument("--part", choices=["latency", "load", "both"], default="both")
     args = ap.parse_args()
     print(machine_note())
     for fmt in ["iceberg", "delta"] if args.format == "both" else [args.format]:
         default = Settings.model_fields[f"{fmt}_poll_interval_seconds"].default
-        for interval in (default, args.short_interval):
+        for interval in (default, args.short_interval) if args.part != "load" else ():
             lat = latency(fmt, interval, args.latency_commits)
             print(f"{fmt} commit -> add-partition, poll {interval:g} s, "
                   f"{len(lat)} commits: {summary_ms(lat)}")
+        if args.part == "latency":
+            continue
         r = load(fmt, args.idle, args.busy, args.commit_every, args.seconds)
         print(f"{fmt} load: {args.idle} idle + {args.busy} busy tables, poll "
               f"{r['interval']:g} s: serve CPU {100 * r['cpu']:.0f}% of a core (median), "

@@ -181,6 +181,10 @@ class Settings(BaseSettings):
         60.0, gt=0, description="serve: how long a follower owns an Iceberg/Delta table without "
         "renewing (every run renews); a serve that died is taken over after this"
     )
+    lakehouse_read_timeout_seconds: float = Field(
+        60.0, gt=0, description="serve: longest one read of an Iceberg/Delta table's commits "
+        "(pyiceberg, delta-rs) may take; past it the table is skipped until the read returns"
+    )
     metrics_port: int | None = Field(None, description="serve: Prometheus endpoint port")
     # HTTP API and deadlines (docs/http-api.md)
     http_bind: str | None = Field(None, description="serve: host:port of the HTTP API (off unset)")

@@ -220,7 +220,8 @@ def _follow(rt: Runtime, fmt: str, interval: float) -> tuple[JobFn, float]:
 
     follower = Follower(rt.app.publisher, fmt,
                         lease_seconds=rt.app.settings.lakehouse_lease_seconds,
-                        should_stop=rt.stopping.is_set)
+                        should_stop=rt.stopping.is_set,
+                        read_timeout=rt.app.settings.lakehouse_read_timeout_seconds)
     # A stopped serve lets its tables go: another one takes over at its next run,
     # not when the lease would have lapsed.
     rt.on_stop.append(follower.release)
@@ -234,6 +235,7 @@ def _follow(rt: Runtime, fmt: str, interval: float) -> tuple[JobFn, float]:
         rt.metrics.lakehouse_commits.labels(fmt).inc(stats.commits)
         rt.metrics.lakehouse_gaps.labels(fmt).inc(stats.gaps)
         rt.metrics.lakehouse_errors.labels(fmt).inc(stats.errors)
+        rt.metrics.lakehouse_read_timeouts.labels(fmt).inc(stats.timeouts)
 
     return job, interval
 

@@ -21,17 +21,19 @@ once), a WARNING and a count; the follower resumes at the table's current commit
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import secrets
 import socket
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from partition_notify.publisher import Publisher
 from partition_notify.store import EventDraft, TableInfo
 from partition_notify.store.uow import UnitOfWork
+from partition_notify.writers.lakehouse.bounded import BoundedReads
 from partition_notify.writers.lakehouse.commits import Commit, Gap, plan
 from partition_notify.writers.lakehouse.iceberg import Catalogs
 from partition_notify.writers.lakehouse.schema import BEFORE_FIRST, FORMATS
@@ -42,6 +44,7 @@ from partition_notify.core.errors import (
     InvalidSpecError,
     PartitionNotifyError,
     PublishError,
+    TableReadTimeout,
 )
 from partition_notify.settings import Settings
 
@@ -49,6 +52,11 @@ log = logging.getLogger(__name__)
 #: How long a follower owns a table without renewing; every run (and commit) renews it.
 #: The default of ``PN_LAKEHOUSE_LEASE_SECONDS``, so the library and serve agree.
 LEASE_SECONDS: float = Settings.model_fields["lakehouse_lease_seconds"].default
+#: The longest one read of a table (pyiceberg, delta-rs) may take: the default of
+#: ``PN_LAKEHOUSE_READ_TIMEOUT_SECONDS``.
+READ_TIMEOUT_SECONDS: float = Settings.model_fields["lakehouse_read_timeout_seconds"].default
+#: Commits one read hands over (a catch-up reads again until done).
+MAX_COMMITS_PER_READ = 100
 
 
 class Reader(Protocol):
@@ -68,12 +76,17 @@ class FollowStats:
     errors: int = 0
     #: Tables another process holds the lease of.
     leased_elsewhere: int = 0
+    #: Tables whose read ran past its deadline this run (not counted in ``errors``).
+    timeouts: int = 0
+    #: Tables skipped because a read of theirs that timed out has not returned yet.
+    stuck: int = 0
 
 
 class Follower:
     def __init__(self, publisher: Publisher, fmt: str, *, owner: str | None = None,
                  lease_seconds: float = LEASE_SECONDS, catalogs: Catalogs | None = None,
-                 should_stop: Callable[[], bool] = lambda: False) -> None:
+                 should_stop: Callable[[], bool] = lambda: False,
+                 read_timeout: float = READ_TIMEOUT_SECONDS) -> None:
         if fmt not in FORMATS:
             raise ValueError(f"format {fmt!r} is not one of {FORMATS}")
         self.publisher = publisher
@@ -84,6 +97,8 @@ class Follower:
         self.catalogs = catalogs or Catalogs()
         #: ``serve`` is stopping: end the run after the commit in hand.
         self.should_stop = should_stop
+        #: Every pyiceberg / delta-rs call runs here, under ``read_timeout``.
+        self.reads = BoundedReads(read_timeout, name=f"pn-{fmt}-read")
 
     def run_once(self) -> FollowStats:
         """Visit every table of this format once; errors are logged per table."""
@@ -101,6 +116,10 @@ class Follower:
             stats.tables += 1
             try:
                 self._follow(f.table_id, info, stats)
+            except TableReadTimeout as exc:  # the others go on; this one waits for its read
+                stats.timeouts += 1
+                log.warning("%s follower: %s: %s", self.format, info.qualified, exc,
+                            extra={"pn_event": "lakehouse.read_timeout"})
             except PartitionNotifyError as exc:
                 stats.errors += 1
                 log.warning("%s follower: %s: %s", self.format, info.qualified, exc,
@@ -121,38 +140,50 @@ class Follower:
         return n
 
     def _follow(self, table_id: int, info: TableInfo, stats: FollowStats) -> None:
+        if self.reads.stuck(table_id):
+            stats.stuck += 1  # no second thread for it; its lease lapses meanwhile
+            return
         if not self.tables.claim(table_id, self.owner, self.lease_seconds):
             stats.leased_elsewhere += 1
             return
         f = self.tables.get(table_id)  # read after the claim: the cursor is ours now
         assert f is not None
-        reader = _reader(f.format, f.catalog, f.identifier, f.location,
-                         list(info.partition_keys), self.catalogs)
+        keys = list(info.partition_keys)
+        what = f"{self.format} table {info.qualified}"
+
+        def reader() -> Reader:
+            return _reader(f.format, f.catalog, f.identifier, f.location, keys, self.catalogs)
+
         cursor = f.cursor
         if cursor is None:
-            head = reader.head()
+            head = self.reads.run(table_id, lambda: reader().head(), what)
             start = BEFORE_FIRST if head is None else head
             self.tables.move(table_id, self.owner, None, start, self.lease_seconds)
             log.info("%s follower: following %s from %s", self.format, info.qualified,
                      "its first commit" if head is None else f"after commit {head}",
                      extra={"pn_event": "lakehouse.started"})
-            if head is not None:
-                return
-            cursor = start
-        try:
-            for commit in reader.commits_after(cursor):
+            return  # the commits after it: next run
+        while not self.should_stop():
+            read = self.reads.run(table_id, functools.partial(_read_after, reader, cursor),
+                                  what)
+            for commit in read.commits:
                 stats.messages += self._announce(info, commit, cursor)
                 cursor = commit.revision
                 stats.commits += 1
                 if self.should_stop():
                     return  # the commits after it are the next owner's
-        except Gap as gap:
-            stats.gaps += 1
-            log.warning("%s follower: GAP in %s: %s; the commits in between are not "
-                        "announced, following on after commit %d", self.format,
-                        info.qualified, gap, gap.resume_at,
-                        extra={"pn_event": "lakehouse.gap"})
-            stats.messages += self._missed(info, cursor, gap)
+            if read.error is not None:
+                raise read.error
+            if read.gap is not None:
+                stats.gaps += 1
+                log.warning("%s follower: GAP in %s: %s; the commits in between are not "
+                            "announced, following on after commit %d", self.format,
+                            info.qualified, read.gap, read.gap.resume_at,
+                            extra={"pn_event": "lakehouse.gap"})
+                stats.messages += self._missed(info, cursor, read.gap)
+                return
+            if not read.more:
+                return
 
     def _missed(self, info: TableInfo, before: int, gap: Gap) -> int:
         """Log a ``COMMITS_MISSED`` on the table's topic and move the cursor past the gap,
@@ -218,10 +249,48 @@ class Follower:
         return raw
 
 
+@dataclass
+class _Read:
+    """What one bounded read found after a cursor: at most MAX_COMMITS_PER_READ commits."""
+
+    commits: list[Commit] = field(default_factory=list)
+    #: Set when the commits after ``commits`` can no longer be read.
+    gap: Gap | None = None
+    #: There may be more commits after ``commits``: read again.
+    more: bool = False
+    #: The commit after ``commits`` could not be read: raised once they are announced.
+    error: Exception | None = None
+
+
+def _read_after(reader: Callable[[], Reader], cursor: int) -> _Read:
+    """The commits after ``cursor`` (on a reader thread): bounded in count so a catch-up
+    after downtime holds few commits in memory and each read fits its deadline."""
+    out = _Read()
+    try:
+        for commit in reader().commits_after(cursor):
+            if len(out.commits) == MAX_COMMITS_PER_READ:
+                out.more = True
+                break
+            out.commits.append(commit)
+    except Gap as gap:
+        out.gap = gap
+    except Exception as exc:  # the driver's, or ours (a commit the keys do not fit)
+        if not out.commits:
+            raise
+        out.error = exc  # the commits before it are announced first, as they come
+    return out
+
+
 def head_of(fmt: str, *, catalog: str | None, identifier: str | None, location: str | None,
-            keys: list[str], catalogs: Catalogs | None = None) -> int:
-    """The table's current commit; BEFORE_FIRST while it has none or does not exist."""
-    head = _reader(fmt, catalog, identifier, location, keys, catalogs or Catalogs()).head()
+            keys: list[str], catalogs: Catalogs | None = None,
+            timeout: float = READ_TIMEOUT_SECONDS) -> int:
+    """The table's current commit; BEFORE_FIRST while it has none or does not exist.
+
+    Raises TableReadTimeout when the catalog or log does not answer in ``timeout`` s."""
+    where = identifier or location or "?"
+    head = BoundedReads(timeout).run(
+        where, lambda: _reader(fmt, catalog, identifier, location, keys,
+                               catalogs or Catalogs()).head(), f"{fmt} table {where}")
     return BEFORE_FIRST if head is None else head
 
 
