@@ -97,6 +97,10 @@ class Metrics:
             "pn_lakehouse_gaps",
             "Commits expired or cleaned before the follower read them (not announced)",
             ["format"], registry=r)
+        self.lakehouse_read_timeouts = Counter(
+            "pn_lakehouse_read_timeouts",
+            "Reads of a followed table (pyiceberg, delta-rs) past PN_LAKEHOUSE_READ_TIMEOUT_"
+            "SECONDS; the table is skipped until the read returns", ["format"], registry=r)
         self.lakehouse_errors = Counter(
             "pn_lakehouse_errors", "Followed tables whose run failed (retried next run)",
             ["format"], registry=r)

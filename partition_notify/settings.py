@@ -184,6 +184,14 @@ class Settings(BaseSettings):
         5.0, gt=0, description="serve: how often it reads the _delta_log of Delta tables "
         "registered with --format delta"
     )
+    lakehouse_lease_seconds: float = Field(
+        60.0, gt=0, description="serve: how long a follower owns an Iceberg/Delta table without "
+        "renewing (every run renews); a serve that died is taken over after this"
+    )
+    lakehouse_read_timeout_seconds: float = Field(
+        60.0, gt=0, description="serve: longest one read of an Iceberg/Delta table's commits "
+        "(pyiceberg, delta-rs) may take; past it the table is skipped until the read returns"
+    )
     metrics_port: int | None = Field(None, ge=1, le=65535,
                                      description="serve: Prometheus endpoint port")
     # HTTP API and deadlines (docs/http-api.md)

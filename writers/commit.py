@@ -215,7 +215,7 @@ def _logged_since(publisher: Publisher, info: TableInfo, mark: int,
                 continue
             if isinstance(msg, AddPartitionMessage):
                 parts.update(spec.canonical(p) for p in msg.partitions)
-            elif isinstance(msg, SetDoneMessage):
+            elif isinstance(msg, SetDoneMessage):  # not a PARTITION_LATE of the same spec
                 dones.add(msg.spec)
 
 

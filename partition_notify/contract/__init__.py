@@ -3,11 +3,13 @@
 from partition_notify.contract import names, spec
 from partition_notify.contract.messages import (
     ADD_PARTITION,
+    COMMITS_MISSED,
     DROP_PARTITION,
     PARTITION_DONE,
     PARTITION_LATE,
     PARTITION_LATE_RECOVERED,
     AddPartitionMessage,
+    CommitsMissedMessage,
     DerivedFrom,
     DerivedInput,
     DropPartitionMessage,
@@ -23,17 +25,19 @@ from partition_notify.contract.topics import TopicPolicy, topic_for, validate_to
 
 AnyMessage = (
     AddPartitionMessage | DropPartitionMessage | SetDoneMessage | PartitionLateMessage
-    | PartitionLateRecoveredMessage
+    | PartitionLateRecoveredMessage | CommitsMissedMessage
 )
 
 __all__ = [
     "ADD_PARTITION",
+    "COMMITS_MISSED",
     "DROP_PARTITION",
     "PARTITION_DONE",
     "PARTITION_LATE",
     "PARTITION_LATE_RECOVERED",
     "AddPartitionMessage",
     "AnyMessage",
+    "CommitsMissedMessage",
     "DerivedFrom",
     "DerivedInput",
     "DropPartitionMessage",

@@ -8,7 +8,8 @@ are ignored by those consumers and used by ours.
 
 Headers (JMS string properties on ActiveMQ, record headers on Kafka):
 ``HCAT_EVENT`` (``ADD_PARTITION``, ``DROP_PARTITION`` or ``PARTITION_DONE``; ours:
-``PARTITION_LATE`` and ``PARTITION_LATE_RECOVERED``, see :mod:`partition_notify.deadlines`),
+``PARTITION_LATE`` and ``PARTITION_LATE_RECOVERED``, see :mod:`partition_notify.deadlines`,
+and ``COMMITS_MISSED``, see :mod:`partition_notify.writers.lakehouse`),
 ``HCAT_MESSAGE_VERSION``, ``HCAT_MESSAGE_FORMAT=json``, and ours,
 ``PN_EVENT_ID``, ``PN_MESSAGE_ID``, ``PN_TABLE`` (the routing key) and, on a
 set-done a completeness rule derived, ``PN_DERIVED_RULE`` (the rule's name);
@@ -40,9 +41,11 @@ DROP_PARTITION: Literal["DROP_PARTITION"] = "DROP_PARTITION"
 PARTITION_DONE: Literal["PARTITION_DONE"] = "PARTITION_DONE"
 PARTITION_LATE: Literal["PARTITION_LATE"] = "PARTITION_LATE"
 PARTITION_LATE_RECOVERED: Literal["PARTITION_LATE_RECOVERED"] = "PARTITION_LATE_RECOVERED"
-EVENT_TYPES = (
-    ADD_PARTITION, DROP_PARTITION, PARTITION_DONE, PARTITION_LATE, PARTITION_LATE_RECOVERED
-)
+COMMITS_MISSED: Literal["COMMITS_MISSED"] = "COMMITS_MISSED"
+EVENT_TYPES = (ADD_PARTITION, DROP_PARTITION, PARTITION_DONE, PARTITION_LATE,
+               PARTITION_LATE_RECOVERED, COMMITS_MISSED)
+#: The longest ``reason`` of a ``COMMITS_MISSED`` message (a longer one is cut).
+MAX_REASON_CHARS = 1000
 #: The publisher's default size limit (``PN_MAX_MESSAGE_BYTES``): the largest
 #: body it logs and sends. 1 MiB: ActiveMQ takes far more, Kafka's broker
 #: default (message.max.bytes 1,048,588) about this much.
@@ -199,9 +202,24 @@ class PartitionLateRecoveredMessage(_LateBase):
     )
 
 
+class CommitsMissedMessage(_Message):
+    """Commits of an Iceberg/Delta table that were gone before ``serve`` read them (an
+    expired snapshot, a cleaned log version, a rollback): their partitions and set-dones
+    were never announced (``COMMITS_MISSED``). ``revision`` is the commit announcing
+    continues after."""
+
+    event_type: Literal["COMMITS_MISSED"] = Field(COMMITS_MISSED, alias="eventType")
+    table_format: Literal["iceberg", "delta"] = Field(alias="format")
+    after_revision: int | None = Field(
+        alias="afterRevision",
+        description="The last commit handled before the gap; null: none (followed from the "
+        "table's first commit).")
+    reason: str = Field(max_length=MAX_REASON_CHARS, description="What was found missing.")
+
+
 AnyWire = (
     AddPartitionMessage | DropPartitionMessage | SetDoneMessage | PartitionLateMessage
-    | PartitionLateRecoveredMessage
+    | PartitionLateRecoveredMessage | CommitsMissedMessage
 )
 Message = Annotated[AnyWire, Field(discriminator="event_type")]
 _ADAPTER: pydantic.TypeAdapter[AnyWire] = pydantic.TypeAdapter(Message)
@@ -318,4 +336,5 @@ def json_schemas() -> dict[str, dict[str, object]]:
         "mark_set_done": SetDoneMessage.model_json_schema(by_alias=True),
         "partition_late": PartitionLateMessage.model_json_schema(by_alias=True),
         "partition_late_recovered": PartitionLateRecoveredMessage.model_json_schema(by_alias=True),
+        "commits_missed": CommitsMissedMessage.model_json_schema(by_alias=True),
     }

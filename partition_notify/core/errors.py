@@ -27,6 +27,7 @@ boundary with ``raise ... from exc`` so callers never need to import a driver::
     ├── PartitionLateError          a wait with fail-on-late saw PARTITION_LATE
     ├── CommitIncompleteError       Spark committed a write, the notification step
     │                               failed part-way (NotifyingWriter.recover finishes it)
+    ├── TableReadTimeout            an Iceberg catalog or Delta log did not answer in time
     └── PushError                   Airflow refused or did not answer a pushed event
         └── PushRefused             refused for good (400, 403, 404, 409, 413, 422):
                                     the event is dead-lettered, not retried
@@ -139,6 +140,11 @@ class PartitionLateError(PartitionNotifyError):
     def __init__(self, message: str, late: object = None) -> None:
         super().__init__(message)
         self.late = late
+
+
+class TableReadTimeout(PartitionNotifyError, TimeoutError):
+    """Reading an Iceberg or Delta table's commits (pyiceberg, delta-rs) ran past its
+    deadline (``PN_LAKEHOUSE_READ_TIMEOUT_SECONDS``)."""
 
 
 class CommitIncompleteError(PartitionNotifyError):

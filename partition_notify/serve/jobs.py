@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
@@ -52,6 +52,9 @@ class Runtime:
     scheduler: BaseScheduler
     #: set when ``serve`` stops: a long job (the manifest pick-up) ends after the item in hand
     stopping: threading.Event
+    #: Run once when ``serve`` stops (and after ``serve --once``), after the last job run
+    #: ended: what a job holds that others should get at once (the followers' leases).
+    on_stop: list[Callable[[], object]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -239,7 +242,13 @@ def _rules_counter(rt: Runtime) -> Counter:
 def _follow(rt: Runtime, fmt: str, interval: float) -> tuple[JobFn, float]:
     from partition_notify.writers.lakehouse.follower import Follower
 
-    follower = Follower(rt.app.publisher, fmt)
+    follower = Follower(rt.app.publisher, fmt,
+                        lease_seconds=rt.app.settings.lakehouse_lease_seconds,
+                        should_stop=rt.stopping.is_set,
+                        read_timeout=rt.app.settings.lakehouse_read_timeout_seconds)
+    # A stopped serve lets its tables go: another one takes over at its next run,
+    # not when the lease would have lapsed.
+    rt.on_stop.append(follower.release)
 
     def job() -> None:
         try:
@@ -250,6 +259,7 @@ def _follow(rt: Runtime, fmt: str, interval: float) -> tuple[JobFn, float]:
         rt.metrics.lakehouse_commits.labels(fmt).inc(stats.commits)
         rt.metrics.lakehouse_gaps.labels(fmt).inc(stats.gaps)
         rt.metrics.lakehouse_errors.labels(fmt).inc(stats.errors)
+        rt.metrics.lakehouse_read_timeouts.labels(fmt).inc(stats.timeouts)
 
     return job, interval
 

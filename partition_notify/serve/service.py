@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from partition_notify.app import App
+from partition_notify.core.errors import PartitionNotifyError
 from partition_notify.metrics import Metrics
 from partition_notify.serve.jobs import JOBS, Job, JobFn, Runtime
 
@@ -51,9 +52,10 @@ class Service:
         return [(job, *built) for job in self.jobs if (built := job.build(self.runtime))]
 
     def run_once(self) -> None:
-        """``serve --once``: every configured job once, in list order."""
+        """``serve --once``: every configured job once, in list order, then the stop hooks."""
         for _job, fn, _seconds in self._built():
             fn()
+        self._run_stop_hooks()
 
     def start(self) -> None:
         for job, fn, seconds in self._built():
@@ -71,7 +73,17 @@ class Service:
         self.relay.stopping.set()
         self.stopping.set()   # a manifest pick-up stops after the file in hand
         self.scheduler.shutdown(wait=True)
+        self._run_stop_hooks()
         self.metrics.close()
+
+    def _run_stop_hooks(self) -> None:
+        """After the last job run: each hook once; one failing does not skip the others."""
+        hooks, self.runtime.on_stop[:] = list(self.runtime.on_stop), []
+        for hook in hooks:
+            try:
+                hook()
+            except PartitionNotifyError as exc:  # the store is down: the leases lapse instead
+                log.warning("stop hook %s failed: %s", getattr(hook, "__qualname__", hook), exc)
 
 
 def _start_http(app: App, service: Service) -> HttpServer | None:

@@ -7,7 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from partition_notify.contract import AddPartitionMessage, SetDoneMessage, decode
+from partition_notify.contract import (
+    AddPartitionMessage,
+    CommitsMissedMessage,
+    SetDoneMessage,
+    decode,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -21,7 +26,8 @@ if TYPE_CHECKING:
 class Logged:
     """One logged message, reduced to what the assertions compare."""
 
-    kind: str  # "add" or "done"
+    kind: str  # "add", "done" or "missed"
+    #: A partition, a set-done's spec, or the afterRevision of a COMMITS_MISSED.
     spec: str
     revision: int | None
 
@@ -37,6 +43,8 @@ def logged(app: App, table: str, after: int = 0) -> list[Logged]:
             (part,) = msg.partitions
             out.append(Logged("add", "/".join(f"{k}={v}" for k, v in part.items()),
                               msg.revision))
+        elif isinstance(msg, CommitsMissedMessage):
+            out.append(Logged("missed", str(msg.after_revision), msg.revision))
         else:
             assert isinstance(msg, SetDoneMessage)
             out.append(Logged("done", msg.spec, msg.revision))

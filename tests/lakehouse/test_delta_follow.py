@@ -104,10 +104,10 @@ def test_a_cleaned_log_version_is_a_gap(
 
     assert (stats.gaps, stats.commits) == (1, 0)
     assert any("GAP" in r.getMessage() and "1..1" in r.getMessage() for r in caplog.records)
-    assert logged(app, TABLE) == []
+    assert logged(app, TABLE) == [Logged("missed", "0", 2)]  # after version 0, on after 2
     write(location, ("20260104", "us", 4))
     follower.run_once()
-    assert [m.spec for m in logged(app, TABLE)] == ["datestamp=20260104/region=us"]
+    assert [m.spec for m in logged(app, TABLE)] == ["0", "datestamp=20260104/region=us"]
 
 
 def test_a_second_serve_does_not_follow_a_leased_table(
@@ -118,3 +118,33 @@ def test_a_second_serve_does_not_follow_a_leased_table(
     assert other.run_once().leased_elsewhere == 1
     assert follower.run_once().commits == 1
     assert len(logged(app, TABLE)) == 1
+
+
+def test_a_subscriber_gets_the_gap_in_order_between_the_commits(
+        app: App, location: str, follower: Follower) -> None:
+    from partition_notify.contract import CommitsMissedMessage
+    from tests.store.helpers import Collector
+
+    got = Collector()
+    with app.subscriber() as sub:
+        sub.subscribe(("sales", "orders"), got, history=False)
+        write(location, ("20260101", "us", 1))
+        follower.run_once()  # starts after version 0
+        write(location, ("20260102", "us", 2))
+        follower.run_once()  # version 1 announced
+        write(location, ("20260103", "us", 3))
+        write(location, ("20260104", "us", 4))
+        DeltaTable(location).create_checkpoint()
+        (Path(location) / "_delta_log" / f"{2:020d}.json").unlink()  # cleaned unread
+        follower.run_once()
+        write(location, ("20260105", "us", 5))
+        follower.run_once()
+        assert got.wait_for(lambda ms: len(ms) == 3, 10), got.messages
+    added, missed, after = got.messages
+    assert added.partitions == [{"datestamp": "20260102", "region": "us"}]
+    assert isinstance(missed, CommitsMissedMessage)
+    assert (missed.table_format, missed.after_revision, missed.revision) == ("delta", 1, 3)
+    assert "2..2" in missed.reason and location in missed.reason
+    assert after.partitions == [{"datestamp": "20260105", "region": "us"}]
+    assert [m.topic_seq for m in got.messages] == [1, 2, 3]  # no seq gap: nothing lost
+    assert sub.stats.gaps == 0

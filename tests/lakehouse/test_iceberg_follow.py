@@ -125,10 +125,13 @@ def test_an_expired_snapshot_is_a_gap_never_skipped_silently(
                for r in caplog.records), caplog.text
     info = app.publisher.table("sales", "orders")
     assert LakehouseTables(app.store).gaps(info.id) == 1
-    assert logged(app, TABLE) == []
+    head = table.current_snapshot().snapshot_id
+    # Subscribers learn of it in the table's topic: what was handled last, where it goes on.
+    assert logged(app, TABLE) == [Logged("missed", str(cursor), head)]
     table.append(rows(table, ("2026-01-05", "us", 5)))
     follower.run_once()
-    assert [m.spec for m in logged(app, TABLE)] == ["datestamp_day=2026-01-05/region=us"]
+    assert [m.spec for m in logged(app, TABLE)] == [
+        str(cursor), "datestamp_day=2026-01-05/region=us"]
 
 
 def test_a_second_serve_waits_for_the_lease_and_a_restart_resumes_without_duplicates(

@@ -12,37 +12,51 @@ the commits after it are announced, the partitions it holds count as
 existing; a table with no commit yet (or not created yet) is followed from
 its first commit. A row registered without a start is started the same way
 when a follower first sees it. Commits that can no longer be read (an expired snapshot, a
-cleaned log version) are a gap: logged as a WARNING, counted, and the
-follower resumes at the table's current commit.
+cleaned log version) are a gap: a ``COMMITS_MISSED`` message on the table's
+topic, logged with the cursor's move past the gap (subscribers see it in order,
+once), a WARNING and a count; the follower resumes at the table's current commit.
+``serve`` stopping ends a run after the commit in hand and releases the leases
+(:meth:`Follower.release`), so another process takes over at its next run.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import secrets
 import socket
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from partition_notify.publisher import Publisher
-from partition_notify.store import TableInfo
+from partition_notify.store import EventDraft, TableInfo
 from partition_notify.store.uow import UnitOfWork
+from partition_notify.writers.lakehouse.bounded import BoundedReads
 from partition_notify.writers.lakehouse.commits import Commit, Gap, plan
 from partition_notify.writers.lakehouse.iceberg import Catalogs
 from partition_notify.writers.lakehouse.schema import BEFORE_FIRST, FORMATS
 from partition_notify.writers.lakehouse.store import LakehouseTables
 
+from partition_notify.contract.messages import MAX_REASON_CHARS, CommitsMissedMessage
 from partition_notify.core.errors import (
     InvalidSpecError,
     PartitionNotifyError,
     PublishError,
+    TableReadTimeout,
 )
+from partition_notify.settings import Settings
 
 log = logging.getLogger(__name__)
 #: How long a follower owns a table without renewing; every run (and commit) renews it.
-LEASE_SECONDS = 60.0
+#: The default of ``PN_LAKEHOUSE_LEASE_SECONDS``, so the library and serve agree.
+LEASE_SECONDS: float = Settings.model_fields["lakehouse_lease_seconds"].default
+#: The longest one read of a table (pyiceberg, delta-rs) may take: the default of
+#: ``PN_LAKEHOUSE_READ_TIMEOUT_SECONDS``.
+READ_TIMEOUT_SECONDS: float = Settings.model_fields["lakehouse_read_timeout_seconds"].default
+#: Commits one read hands over (a catch-up reads again until done).
+MAX_COMMITS_PER_READ = 100
 
 
 class Reader(Protocol):
@@ -62,11 +76,17 @@ class FollowStats:
     errors: int = 0
     #: Tables another process holds the lease of.
     leased_elsewhere: int = 0
+    #: Tables whose read ran past its deadline this run (not counted in ``errors``).
+    timeouts: int = 0
+    #: Tables skipped because a read of theirs that timed out has not returned yet.
+    stuck: int = 0
 
 
 class Follower:
     def __init__(self, publisher: Publisher, fmt: str, *, owner: str | None = None,
-                 lease_seconds: float = LEASE_SECONDS, catalogs: Catalogs | None = None) -> None:
+                 lease_seconds: float = LEASE_SECONDS, catalogs: Catalogs | None = None,
+                 should_stop: Callable[[], bool] = lambda: False,
+                 read_timeout: float = READ_TIMEOUT_SECONDS) -> None:
         if fmt not in FORMATS:
             raise ValueError(f"format {fmt!r} is not one of {FORMATS}")
         self.publisher = publisher
@@ -75,6 +95,10 @@ class Follower:
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self.lease_seconds = lease_seconds
         self.catalogs = catalogs or Catalogs()
+        #: ``serve`` is stopping: end the run after the commit in hand.
+        self.should_stop = should_stop
+        #: Every pyiceberg / delta-rs call runs here, under ``read_timeout``.
+        self.reads = BoundedReads(read_timeout, name=f"pn-{fmt}-read")
 
     def run_once(self) -> FollowStats:
         """Visit every table of this format once; errors are logged per table."""
@@ -84,12 +108,18 @@ class Follower:
             return stats
         infos = {t.id: t for t in self.publisher.store.catalog.tables()}
         for f in followed:
+            if self.should_stop():
+                break
             info = infos.get(f.table_id)
             if info is None:
                 continue
             stats.tables += 1
             try:
                 self._follow(f.table_id, info, stats)
+            except TableReadTimeout as exc:  # the others go on; this one waits for its read
+                stats.timeouts += 1
+                log.warning("%s follower: %s: %s", self.format, info.qualified, exc,
+                            extra={"pn_event": "lakehouse.read_timeout"})
             except PartitionNotifyError as exc:
                 stats.errors += 1
                 log.warning("%s follower: %s: %s", self.format, info.qualified, exc,
@@ -100,43 +130,83 @@ class Follower:
                             type(exc).__name__, exc, extra={"pn_event": "lakehouse.failed"})
         return stats
 
-    def release(self) -> None:
-        """Let the leases go (on shutdown), so another process takes over at once."""
-        for f in self.tables.of_format(self.format):
-            self.tables.release(f.table_id, self.owner)
+    def release(self) -> int:
+        """Let this follower's leases go (``serve`` stopping), so another process takes
+        the tables over at its next run; returns how many it held."""
+        n = self.tables.release_all(self.format, self.owner)
+        if n:
+            log.info("%s follower: released the lease of %d table(s)", self.format, n,
+                     extra={"pn_event": "lakehouse.released"})
+        return n
 
     def _follow(self, table_id: int, info: TableInfo, stats: FollowStats) -> None:
+        if self.reads.stuck(table_id):
+            stats.stuck += 1  # no second thread for it; its lease lapses meanwhile
+            return
         if not self.tables.claim(table_id, self.owner, self.lease_seconds):
             stats.leased_elsewhere += 1
             return
         f = self.tables.get(table_id)  # read after the claim: the cursor is ours now
         assert f is not None
-        reader = _reader(f.format, f.catalog, f.identifier, f.location,
-                         list(info.partition_keys), self.catalogs)
+        keys = list(info.partition_keys)
+        what = f"{self.format} table {info.qualified}"
+
+        def reader() -> Reader:
+            return _reader(f.format, f.catalog, f.identifier, f.location, keys, self.catalogs)
+
         cursor = f.cursor
         if cursor is None:
-            head = reader.head()
+            head = self.reads.run(table_id, lambda: reader().head(), what)
             start = BEFORE_FIRST if head is None else head
             self.tables.move(table_id, self.owner, None, start, self.lease_seconds)
             log.info("%s follower: following %s from %s", self.format, info.qualified,
                      "its first commit" if head is None else f"after commit {head}",
                      extra={"pn_event": "lakehouse.started"})
-            if head is not None:
-                return
-            cursor = start
-        try:
-            for commit in reader.commits_after(cursor):
+            return  # the commits after it: next run
+        while not self.should_stop():
+            read = self.reads.run(table_id, functools.partial(_read_after, reader, cursor),
+                                  what)
+            for commit in read.commits:
                 stats.messages += self._announce(info, commit, cursor)
                 cursor = commit.revision
                 stats.commits += 1
-        except Gap as gap:
-            stats.gaps += 1
-            log.warning("%s follower: GAP in %s: %s; the commits in between are not "
-                        "announced, following on after commit %d", self.format,
-                        info.qualified, gap, gap.resume_at,
-                        extra={"pn_event": "lakehouse.gap"})
-            self.tables.move(table_id, self.owner, cursor, gap.resume_at, self.lease_seconds,
-                             gap=True)
+                if self.should_stop():
+                    return  # the commits after it are the next owner's
+            if read.error is not None:
+                raise read.error
+            if read.gap is not None:
+                stats.gaps += 1
+                log.warning("%s follower: GAP in %s: %s; the commits in between are not "
+                            "announced, following on after commit %d", self.format,
+                            info.qualified, read.gap, read.gap.resume_at,
+                            extra={"pn_event": "lakehouse.gap"})
+                stats.messages += self._missed(info, cursor, read.gap)
+                return
+            if not read.more:
+                return
+
+    def _missed(self, info: TableInfo, before: int, gap: Gap) -> int:
+        """Log a ``COMMITS_MISSED`` on the table's topic and move the cursor past the gap,
+        in one transaction: subscribers learn of the gap where the commits would have been,
+        in order, once."""
+
+        def build(event_id: int, seq: int, now: float) -> CommitsMissedMessage:
+            return CommitsMissedMessage.model_validate({
+                **self.publisher.common_fields(info, event_id, seq, now, gap.resume_at),
+                "format": self.format,
+                "afterRevision": None if before == BEFORE_FIRST else before,
+                "reason": str(gap)[:MAX_REASON_CHARS]})
+
+        def record(uow: UnitOfWork, messages: object) -> None:
+            del messages
+            self.tables.move_in(uow, info.id, self.owner, before, gap.resume_at,
+                                self.lease_seconds, gap=True)
+
+        try:
+            self.publisher.append_and_deliver([EventDraft(info, build)], in_txn=record)
+        except PublishError as exc:  # logged with the cursor; the relay delivers it
+            log.warning("%s follower: %s: %s", self.format, info.qualified, exc)
+        return 1
 
     def _announce(self, info: TableInfo, commit: Commit, before: int) -> int:
         """Log ``commit``'s messages and move the cursor past it, in one transaction."""
@@ -179,10 +249,48 @@ class Follower:
         return raw
 
 
+@dataclass
+class _Read:
+    """What one bounded read found after a cursor: at most MAX_COMMITS_PER_READ commits."""
+
+    commits: list[Commit] = field(default_factory=list)
+    #: Set when the commits after ``commits`` can no longer be read.
+    gap: Gap | None = None
+    #: There may be more commits after ``commits``: read again.
+    more: bool = False
+    #: The commit after ``commits`` could not be read: raised once they are announced.
+    error: Exception | None = None
+
+
+def _read_after(reader: Callable[[], Reader], cursor: int) -> _Read:
+    """The commits after ``cursor`` (on a reader thread): bounded in count so a catch-up
+    after downtime holds few commits in memory and each read fits its deadline."""
+    out = _Read()
+    try:
+        for commit in reader().commits_after(cursor):
+            if len(out.commits) == MAX_COMMITS_PER_READ:
+                out.more = True
+                break
+            out.commits.append(commit)
+    except Gap as gap:
+        out.gap = gap
+    except Exception as exc:  # the driver's, or ours (a commit the keys do not fit)
+        if not out.commits:
+            raise
+        out.error = exc  # the commits before it are announced first, as they come
+    return out
+
+
 def head_of(fmt: str, *, catalog: str | None, identifier: str | None, location: str | None,
-            keys: list[str], catalogs: Catalogs | None = None) -> int:
-    """The table's current commit; BEFORE_FIRST while it has none or does not exist."""
-    head = _reader(fmt, catalog, identifier, location, keys, catalogs or Catalogs()).head()
+            keys: list[str], catalogs: Catalogs | None = None,
+            timeout: float = READ_TIMEOUT_SECONDS) -> int:
+    """The table's current commit; BEFORE_FIRST while it has none or does not exist.
+
+    Raises TableReadTimeout when the catalog or log does not answer in ``timeout`` s."""
+    where = identifier or location or "?"
+    head = BoundedReads(timeout).run(
+        where, lambda: _reader(fmt, catalog, identifier, location, keys,
+                               catalogs or Catalogs()).head(), f"{fmt} table {where}")
     return BEFORE_FIRST if head is None else head
 
 

@@ -57,9 +57,14 @@ class Catalogs:
         self._environ = environ
         self._cache: dict[str, Catalog] = {}
         self._lock = threading.Lock()
+        self._loading: dict[str, threading.Lock] = {}
 
     def get(self, name: str) -> Catalog:
+        # One lock per name, not one for all: a catalog that hangs while it loads (a
+        # REST catalog's config call) holds up its own tables only.
         with self._lock:
+            lock = self._loading.setdefault(name, threading.Lock())
+        with lock:
             if name not in self._cache:
                 self._cache[name] = _load_catalog(name, catalog_properties(name, self._environ))
             return self._cache[name]

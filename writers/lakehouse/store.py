@@ -125,13 +125,13 @@ class LakehouseTables:
         with UnitOfWork(self.store.engine, write=True) as uow:
             return LakehouseRepository(uow.session).claim(table_id, owner, now, now + seconds)
 
-    def release(self, table_id: int, owner: str) -> None:
+    def release_all(self, fmt: str, owner: str) -> int:
+        """Let go of every ``fmt`` table ``owner`` holds, in one statement; how many."""
+        row = LakehouseTableRow
         with UnitOfWork(self.store.engine, write=True) as uow:
-            uow.session.execute(
-                update(LakehouseTableRow)
-                .where(LakehouseTableRow.table_id == table_id,
-                       LakehouseTableRow.lease_owner == owner)
-                .values(lease_owner=None, lease_until=None))
+            return affected_rows(uow.session.execute(
+                update(row).where(row.format == fmt, row.lease_owner == owner)
+                .values(lease_owner=None, lease_until=None)))
 
     def move(self, table_id: int, owner: str, before: int | None, after: int,
              lease_seconds: float, *, gap: bool = False) -> None:
