@@ -35,11 +35,11 @@ import logging
 from collections.abc import Callable
 
 from partition_notify.integrations.airflow.push_client import AirflowClient
-from partition_notify.store.push_letters import PushLetter, PushLetters
 from partition_notify.integrations.airflow.push_owner import lease_owner, owner_is_gone
 from partition_notify.integrations.shared import payload
 from partition_notify.store import LoggedEvent, Store, TableInfo
 from partition_notify.store.cursors import Cursor, Cursors
+from partition_notify.store.push_letters import PushLetter, PushLetters
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 

@@ -25,8 +25,8 @@ from partition_notify.cli.common import table_arg
 
 if TYPE_CHECKING:
     from partition_notify.cli.common import Handler, SubParsers
-    from partition_notify.store.push_letters import PushLetter, PushLetters
     from partition_notify.store.dead_letters import DeadLetter, DeadLetters
+    from partition_notify.store.push_letters import PushLetter, PushLetters
 
 
 RELAY, PUSH = "relay", "airflow-push"
@@ -34,10 +34,10 @@ RELAY, PUSH = "relay", "airflow-push"
 
 @contextmanager
 def _letters(args: argparse.Namespace) -> Iterator[tuple[DeadLetters, PushLetters]]:
-    from partition_notify.store.push_letters import PushLetters
     from partition_notify.settings import load_settings
     from partition_notify.store import Store
     from partition_notify.store.dead_letters import DeadLetters
+    from partition_notify.store.push_letters import PushLetters
 
     settings = load_settings(**({"store_url": args.store_url} if args.store_url else {}))
     store = Store.open(settings.store_url, connect_timeout_seconds=settings.connect_timeout_seconds)

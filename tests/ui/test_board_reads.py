@@ -58,7 +58,7 @@ def test_recent_partitions_read_the_index_newest_first(store_url: str) -> None:
         sql, params, found = _captured(store)
         # Newest first, values as JSON text the board decodes itself.
         assert [f[0] for f in found] == [f"ds={i:05d}" for i in range(10)]
-        assert [json.loads(f[1]) for f in found][0] == {"ds": "00000"}
+        assert [json.loads(f[1]) for f in found[:1]] == [{"ds": "00000"}]
         with store.engine.connect() as conn:
             if store.dialect == "sqlite":
                 plan = " ".join(str(r[-1]) for r in conn.exec_driver_sql(
