@@ -52,11 +52,16 @@ class Board:
     keys: tuple[str, ...]
     rows: list[str] = field(default_factory=list)
     columns: list[dict[str, str]] = field(default_factory=list)
+    #: each column's canonical spec: its sort key, here and in ui.js's new columns
+    column_specs: list[str] = field(default_factory=list)
     cells: dict[tuple[str, int], Cell] = field(default_factory=dict)
 
     def column_label(self, i: int) -> str:
         col = self.columns[i]
         return "/".join(f"{k}={v}" for k, v in col.items()) or "(all)"
+
+    def column_json(self, i: int) -> str:
+        return json.dumps(self.columns[i], sort_keys=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +93,8 @@ def build(keys: tuple[str, ...], parts: list[Announced], done: list[tuple[str, i
     distinct = {tuple(p.values.get(k, "") for k in rest) for p in parts}
     cols = {spec.canonical(c) if c else "": c
             for c in (dict(zip(rest, t, strict=True)) for t in distinct)}
-    board.columns = [cols[k] for k in sorted(cols)][:COLUMNS] or [{}]
+    board.column_specs = sorted(cols)[:COLUMNS] or [""]
+    board.columns = [cols[k] if k else {} for k in board.column_specs]
     # Keyed by the values in key order: no canonical strings for thousands of rows.
     by_values = {tuple(p.values.get(k) for k in keys): p for p in parts}
     for row in board.rows:

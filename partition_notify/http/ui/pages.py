@@ -109,7 +109,8 @@ def board(request: Request, table: str, ctx: Ctx) -> Response:
     expectations = ctx.app.deadlines.expectations(info.db, info.name)
     grid = boards.build(info.partition_keys, parts, done, checks, bool(expectations))
     return page(request, who, "board.html", table=info, board=grid, cursor=cursor,
-                expectations=expectations, labels=boards.LABELS)
+                expectations=expectations, labels=boards.LABELS, max_rows=boards.ROWS,
+                max_columns=boards.COLUMNS)
 
 
 @router.get("/tables/{table}/events")
