@@ -117,6 +117,13 @@ class PushLetters:
             return [_letter(r) for r in PushLetterRepository(uow.session).find(table=table,
                                                                                sink=sink)]
 
+    def latest(self, limit: int) -> list[PushLetter]:
+        """The ``limit`` newest letters (by the time they died), newest first."""
+        with self._uow() as uow:
+            rows = uow.session.scalars(select(PushLetterRow).order_by(
+                PushLetterRow.dead_at.desc(), PushLetterRow.event_id.desc()).limit(limit))
+            return [_letter(r) for r in rows]
+
     def due(self, sink: str, limit: int) -> list[PushLetter]:
         """Redriven letters of ``sink`` to send again, oldest event first."""
         with self._uow() as uow:
