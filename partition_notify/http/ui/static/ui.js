@@ -180,4 +180,40 @@
     const cell = ev.target.closest("button.cell");
     if (cell) show(cell);
   });
+
+  // -- keyboard: one Tab stop for the whole board, arrow keys inside it -------------------
+  // (a roving tabindex: 560 buttons would otherwise be 560 Tab presses to get past).
+  const MOVES = { ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0], ArrowDown: [1, 0] };
+  function grid() {
+    return rows().map((tr) => Array.from(tr.querySelectorAll("button.cell")));
+  }
+  function rove(target) {
+    for (const c of board.querySelectorAll("button.cell")) c.tabIndex = c === target ? 0 : -1;
+  }
+  board.addEventListener("keydown", (ev) => {
+    const cell = ev.target.closest("button.cell");
+    if (!cell) return;
+    const g = grid(), r = g.findIndex((row) => row.includes(cell)), c = g[r].indexOf(cell);
+    let next = null;
+    if (ev.key in MOVES) {
+      const [dr, dc] = MOVES[ev.key];
+      next = (g[r + dr] || [])[c + dc];
+    } else if (ev.key === "Home") next = g[r][0];
+    else if (ev.key === "End") next = g[r][g[r].length - 1];
+    if (!next) return;
+    ev.preventDefault();
+    rove(next);
+    next.focus();
+  });
+  board.addEventListener("focusin", (ev) => {
+    if (ev.target.matches("button.cell")) rove(ev.target);
+  });
+  // Cells added live join with tabindex -1 (MutationObserver: no hook in each creator).
+  new MutationObserver(() => {
+    const all = board.querySelectorAll("button.cell");
+    if (!Array.from(all).some((c) => c.tabIndex === 0) && all.length) rove(all[0]);
+    else for (const c of all) if (!c.hasAttribute("tabindex")) c.tabIndex = -1;
+  }).observe(body, { childList: true, subtree: true });
+  const start = board.querySelector("button.cell");
+  if (start) rove(start);
 })();
