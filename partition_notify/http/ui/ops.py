@@ -55,7 +55,7 @@ def ops(request: Request, ctx: Ctx) -> Response:
     s = ctx.settings
     set_aside = spool.set_aside(
         ctx.app.publisher, [d for d in s.spark_spool_dirs.split(",") if d.strip()],
-        s.default_fs, ctx.http_store.signing_keys(), limit=SHOWN)
+        s.default_fs, ctx.http_store.signing_keys())
     samples = ctx.metrics.registry
     counts = {st: int(samples.get_sample_value("pn_spark_commits_total", {"status": st}) or 0)
               for st in SPARK_COMMIT_STATUSES}
