@@ -7,11 +7,11 @@ import json
 from collections.abc import Iterator
 
 import pytest
+from partition_notify.store import Store
 from partition_notify.store.push_letters import (
     DISCARDED_RETENTION_SECONDS,
     PushLetters,
 )
-from partition_notify.store import Store
 
 from partition_notify.app import App, build_app
 from partition_notify.core.errors import ConflictError, NotFoundError
