@@ -49,7 +49,11 @@ class PartitionRow(Base):
     revision: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     event_id: Mapped[int] = mapped_column(BigInteger)
     created_at: Mapped[float] = mapped_column(Float)
-    __table_args__ = (Index("ux_pn_partitions_table_spec", "table_id", "spec", unique=True),)
+    __table_args__ = (
+        Index("ux_pn_partitions_table_spec", "table_id", "spec", unique=True),
+        # The /ui board's newest partitions of a table (migration 0012).
+        Index("ix_pn_partitions_recent", "table_id", "created_at", "id"),
+    )
 
 
 class EventRow(Base):

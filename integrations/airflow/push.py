@@ -14,7 +14,7 @@ cannot be read yet) waits on its own; the others go on.
 
 **Refusals for good** (:data:`~.push_client.PERMANENT_STATUSES`; a 404 only
 after the asset's name was looked up again, since a re-created asset has a new
-id) are dead-lettered at once (:mod:`.push_letters`, this sink's own table):
+id) are dead-lettered at once (:mod:`partition_notify.store.push_letters`, this sink's table):
 an ERROR log line naming the event, ``pn_airflow_push_dead_lettered`` counted,
 the table moves on. ``partition-notify dead-letters --source airflow-push``
 lists, redrives and discards them.
@@ -35,11 +35,11 @@ import logging
 from collections.abc import Callable
 
 from partition_notify.integrations.airflow.push_client import AirflowClient
-from partition_notify.integrations.airflow.push_letters import PushLetter, PushLetters
 from partition_notify.integrations.airflow.push_owner import lease_owner, owner_is_gone
 from partition_notify.integrations.shared import payload
 from partition_notify.store import LoggedEvent, Store, TableInfo
 from partition_notify.store.cursors import Cursor, Cursors
+from partition_notify.store.push_letters import PushLetter, PushLetters
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 

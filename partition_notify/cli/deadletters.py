@@ -5,7 +5,7 @@ Two sources (``--source``). ``relay``: the relay dead-letters an event after
 invalid destination); see :mod:`partition_notify.store.dead_letters`.
 ``airflow-push``: the Airflow push sink of ``serve`` dead-letters a set-done
 Airflow refused for good (asset gone, forbidden, invalid) or could not
-confirm; see :mod:`partition_notify.integrations.airflow.push_letters`.
+confirm; see :mod:`partition_notify.store.push_letters`.
 These commands list them (both sources unless ``--source`` is given), send
 them again (``redrive``: fix the cause first; the relay or the sink sends
 them on its next run) or give up on them (``discard``: kept, marked, never sent). Output
@@ -25,8 +25,8 @@ from partition_notify.cli.common import plain, table_arg
 
 if TYPE_CHECKING:
     from partition_notify.cli.common import Handler, SubParsers
-    from partition_notify.integrations.airflow.push_letters import PushLetter, PushLetters
     from partition_notify.store.dead_letters import DeadLetter, DeadLetters
+    from partition_notify.store.push_letters import PushLetter, PushLetters
 
 
 RELAY, PUSH = "relay", "airflow-push"
@@ -34,10 +34,10 @@ RELAY, PUSH = "relay", "airflow-push"
 
 @contextmanager
 def _letters(args: argparse.Namespace) -> Iterator[tuple[DeadLetters, PushLetters]]:
-    from partition_notify.integrations.airflow.push_letters import PushLetters
     from partition_notify.settings import load_settings
     from partition_notify.store import Store
     from partition_notify.store.dead_letters import DeadLetters
+    from partition_notify.store.push_letters import PushLetters
 
     settings = load_settings(**({"store_url": args.store_url} if args.store_url else {}))
     store = Store.open(settings.store_url, connect_timeout_seconds=settings.connect_timeout_seconds)

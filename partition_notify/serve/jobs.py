@@ -287,7 +287,7 @@ def push_letters_purge(rt: Runtime) -> tuple[JobFn, float]:
     On whether or not the push sink is configured: letters discarded while it
     was would otherwise stay forever once it is turned off.
     """
-    from partition_notify.integrations.airflow.push_letters import PushLetters
+    from partition_notify.store.push_letters import PushLetters
 
     letters = PushLetters(rt.app.store)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from partition_notify.integrations.airflow.push_letters import (
+from partition_notify.store.push_letters import (
     DISCARDED_RETENTION_SECONDS,
     PushLetterRow,
     PushLetters,

@@ -1,4 +1,4 @@
-"""Push dead letters (integrations/airflow/push_letters.py) and their CLI, on SQLite and
+"""Push dead letters (store/push_letters.py) and their CLI, on SQLite and
 PostgreSQL."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from partition_notify.integrations.airflow.push_letters import (
+from partition_notify.store import Store
+from partition_notify.store.push_letters import (
     DISCARDED_RETENTION_SECONDS,
     PushLetters,
 )
-from partition_notify.store import Store
 
 from partition_notify.app import App, build_app
 from partition_notify.core.errors import ConflictError, NotFoundError

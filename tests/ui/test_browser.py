@@ -103,6 +103,67 @@ def test_mark_done_from_another_process_turns_cells_done_live(
     assert browser.execute_script("return window.performance.timeOrigin") == page_id
 
 
+def test_new_rows_and_columns_appear_live_without_reload(server: Server, browser: Any) -> None:
+    table = server.table()
+    db, name = table.split(".")
+    server.app.publisher.announce_partitions(db, name, [
+        {"datestamp": "20261124", "region": "us"}, {"datestamp": "20261123", "region": "us"}])
+    sign_in(browser, server.base, server.tokens["read"], f"/ui/tables/{table}")
+    wait_live(browser)
+    page_id = browser.execute_script("return window.performance.timeOrigin")
+    assert not browser.find_elements(By.CSS_SELECTOR, 'button.cell[data-spec*="20261125"]')
+
+    # From another process: a newer day (a new first row) and a new region (a new column).
+    cli(server, "announce", table, "datestamp=20261125/region=us", "datestamp=20261124/region=ap")
+    for spec in ("datestamp=20261125/region=us", "datestamp=20261124/region=ap"):
+        WebDriverWait(browser, 5, poll_frequency=0.02).until(
+            lambda b, s=spec: b.find_elements(By.CSS_SELECTOR, f'button.cell[data-spec="{s}"]'))
+        c = cell(browser, spec)
+        WebDriverWait(browser, 5, poll_frequency=0.02).until(
+            lambda b, s=spec: cell(b, s).get_attribute("data-state") == "announced")
+        changed = int(cell(browser, spec).get_attribute("data-changed-at"))
+        assert changed - _added_ms(server, spec) < PUSH_SECONDS * 1000, spec
+        assert c.text == "announced"
+    # In the order the server renders: newest day first, columns sorted.
+    rows = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "#board tbody th")]
+    assert rows == ["20261125", "20261124", "20261123"]
+    heads = [h.text for h in browser.find_elements(By.CSS_SELECTOR, "#board thead th")][1:]
+    assert heads == ["region=ap", "region=us"]
+    # The cells the new row and column brought along exist, empty.
+    assert cell(browser, "datestamp=20261125/region=ap").get_attribute("data-state") == "absent"
+    assert cell(browser, "datestamp=20261123/region=ap").text == "—"
+    # A new cell works like the rendered ones: its details, then a set-done on its row.
+    cell(browser, "datestamp=20261125/region=us").click()
+    assert browser.find_element(By.ID, "d-spec").text == "datestamp=20261125/region=us"
+    cli(server, "mark-done", table, "datestamp=20261125")
+    WebDriverWait(browser, 5, poll_frequency=0.02).until(
+        lambda b: cell(b, "datestamp=20261125/region=ap").get_attribute("data-state") == "done")
+    assert browser.execute_script("return window.performance.timeOrigin") == page_id
+    assert not browser.find_element(By.ID, "new-rows").is_displayed()
+    # A reload renders the same board.
+    live = {c.get_attribute("data-spec"): c.get_attribute("data-state")
+            for c in browser.find_elements(By.CSS_SELECTOR, "button.cell")}
+    browser.refresh()
+    rendered = {c.get_attribute("data-spec"): c.get_attribute("data-state")
+                for c in browser.find_elements(By.CSS_SELECTOR, "button.cell")}
+    assert rendered == live
+
+
+def _added_ms(server: Server, spec: str) -> int:
+    """timestampMs of the ADD_PARTITION that carried ``spec``."""
+    import json
+
+    with server.app.store.engine.connect() as conn:
+        bodies = conn.execute(select(EventRow.body).where(EventRow.event_type == "ADD_PARTITION")
+                              .order_by(EventRow.event_id.desc()).limit(50)).scalars().all()
+    for body in bodies:
+        msg = json.loads(body)
+        if any("/".join(f"{k}={v}" for k, v in sorted(p.items())) == spec
+               for p in msg["partitions"]):
+            return int(msg["timestampMs"])
+    raise AssertionError(f"no ADD_PARTITION carried {spec}")
+
+
 def _commit_ms(server: Server, table: str, event_type: str) -> int:
     import json
 

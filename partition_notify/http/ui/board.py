@@ -52,19 +52,31 @@ class Board:
     keys: tuple[str, ...]
     rows: list[str] = field(default_factory=list)
     columns: list[dict[str, str]] = field(default_factory=list)
+    #: each column's canonical spec: its sort key, here and in ui.js's new columns
+    column_specs: list[str] = field(default_factory=list)
     cells: dict[tuple[str, int], Cell] = field(default_factory=dict)
 
     def column_label(self, i: int) -> str:
         col = self.columns[i]
         return "/".join(f"{k}={v}" for k, v in col.items()) or "(all)"
 
+    def column_json(self, i: int) -> str:
+        return json.dumps(self.columns[i], sort_keys=True)
+
 
 @dataclass(frozen=True, slots=True)
 class Announced:
-    values: dict[str, str]
+    #: the stored canonical spec and values (JSON text): a found cell reuses both
+    spec: str
+    values_json: str
     event_id: int
     revision: int | None
     created_at: float
+    values: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, row: tuple[str, str, int, int | None, float]) -> Announced:
+        return cls(*row, values=json.loads(row[1]))
 
 
 def build(keys: tuple[str, ...], parts: list[Announced], done: list[tuple[str, int, float]],
@@ -81,29 +93,34 @@ def build(keys: tuple[str, ...], parts: list[Announced], done: list[tuple[str, i
     distinct = {tuple(p.values.get(k, "") for k in rest) for p in parts}
     cols = {spec.canonical(c) if c else "": c
             for c in (dict(zip(rest, t, strict=True)) for t in distinct)}
-    board.columns = [cols[k] for k in sorted(cols)][:COLUMNS] or [{}]
+    board.column_specs = sorted(cols)[:COLUMNS] or [""]
+    board.columns = [cols[k] if k else {} for k in board.column_specs]
     # Keyed by the values in key order: no canonical strings for thousands of rows.
     by_values = {tuple(p.values.get(k) for k in keys): p for p in parts}
-    shown = set(board.rows)
-    done_specs = [d for d in done_specs if first not in d[0] or d[0][first] in shown]
     for row in board.rows:
+        # Only the specs that can cover this row: each cell tries a few, not all 5,000.
+        row_done = [d for d in done_specs if d[0].get(first, row) == row]
+        row_late = [c for c in late_specs if c[0].get(first, row) == row]
         for i, col in enumerate(board.columns):
             values = {first: row, **col}
             found = by_values.get(tuple(values.get(k) for k in keys))
-            board.cells[(row, i)] = _cell(values, found, done_specs, late_specs, expected)
+            board.cells[(row, i)] = _cell(values, found, row_done, row_late, expected)
     return board
 
 
 def _cell(values: dict[str, str], found: Announced | None,
           done_specs: list[tuple[dict[str, str], int]],
           late_specs: list[tuple[dict[str, str], CheckLine]], expected: bool) -> Cell:
-    # Computed once here, not per use in the template (560 cells a page).
-    cell = Cell(values, spec.canonical(values), json.dumps(values, sort_keys=True))
+    # Computed once here, not per use in the template (560 cells a page); a found
+    # cell takes the stored canonical spec and JSON instead of computing them.
     if found is not None:
+        cell = Cell(values, found.spec, found.values_json)
         cell.state, cell.event_id = "announced", found.event_id
         cell.revision, cell.created_at = found.revision, found.created_at
-    elif expected:
-        cell.state = "expected"
+    else:
+        cell = Cell(values, spec.canonical(values), json.dumps(values, sort_keys=True))
+        if expected:
+            cell.state = "expected"
     for s, eid in done_specs:
         if spec.covers(s, values):
             cell.state, cell.done_event_id = "done", eid

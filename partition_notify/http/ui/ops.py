@@ -1,4 +1,5 @@
-"""``/ui/ops`` (admin): dead letters, relay status, Spark commits; expectation forms.
+"""``/ui/ops`` (admin): dead letters (relay, Airflow push), relay status, Spark commits
+applied, ignored and rejected (partition_notify/http/ui/spool.py); expectation forms.
 
 Every POST re-checks the role, the origin and the CSRF token
 (:func:`partition_notify.http.ui.session.check_admin_post`): hiding a button
@@ -17,10 +18,13 @@ from starlette.concurrency import run_in_threadpool
 from partition_notify.http.common import table_info
 from partition_notify.http.context import HttpContext, context
 from partition_notify.http.problems import ApiProblem, about
+from partition_notify.http.ui import spool
 from partition_notify.http.ui.reads import StatusReadRepository, StatusReads
 from partition_notify.http.ui.render import page, to_sign_in
 from partition_notify.http.ui.session import check_admin_post, is_admin, read_form, viewer
+from partition_notify.metrics import SPARK_COMMIT_STATUSES
 from partition_notify.store.dead_letters import DeadLetters
+from partition_notify.store.push_letters import PushLetters
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 Ctx = Annotated[HttpContext, Depends(context)]
@@ -45,30 +49,56 @@ def ops(request: Request, ctx: Ctx) -> Response:
         raise ApiProblem(403, "forbidden", "Forbidden",
                          f"{who.name!r} has role {who.role!r}; /ui/ops needs 'admin'")
     letters = DeadLetters(ctx.app.store).find()[-SHOWN:][::-1]
+    pushed = PushLetters(ctx.app.store).latest(SHOWN)
     with StatusReads(ctx.app.store).uow() as uow:
         commits = StatusReadRepository(uow.session).spark_commits(SHOWN)
+    s = ctx.settings
+    set_aside = spool.set_aside(
+        ctx.app.publisher, [d for d in s.spark_spool_dirs.split(",") if d.strip()],
+        s.default_fs, ctx.http_store.signing_keys())
+    samples = ctx.metrics.registry
+    counts = {st: int(samples.get_sample_value("pn_spark_commits_total", {"status": st}) or 0)
+              for st in SPARK_COMMIT_STATUSES}
     pending, age = ctx.app.store.log.relay_lag()
-    return page(request, who, "ops.html", letters=letters, commits=commits,
-                relay_pending=pending, relay_age=age, done=request.query_params.get("done"))
+    return page(request, who, "ops.html", letters=letters, pushed=pushed, commits=commits,
+                set_aside=set_aside, counts=counts, relay_pending=pending, relay_age=age,
+                done=request.query_params.get("done"))
 
 
 @router.post("/ops/dead-letters")
 async def dead_letters(request: Request, ctx: Ctx) -> Response:
     form = await admin_form(request, ctx)
+    action, event_id = _letter_action(form)
+    letters = DeadLetters(ctx.app.store)
+    with about("form.event_id"):
+        fn = letters.redrive if action == "redrive" else letters.discard
+        await run_in_threadpool(fn, [event_id])
+    return RedirectResponse(f"/ui/ops?done={action}+{event_id}", status_code=303)
+
+
+@router.post("/ops/push-letters")
+async def push_letters(request: Request, ctx: Ctx) -> Response:
+    """The Airflow push sink's dead letters: redriven ones are sent on its next run."""
+    form = await admin_form(request, ctx)
+    action, event_id = _letter_action(form)
+    letters = PushLetters(ctx.app.store)
+    with about("form.event_id"):
+        fn = letters.redrive if action == "redrive" else letters.discard
+        await run_in_threadpool(fn, [event_id])
+    return RedirectResponse(f"/ui/ops?done=push+{action}+{event_id}", status_code=303)
+
+
+def _letter_action(form: dict[str, str]) -> tuple[str, int]:
     action, raw = form.get("action", ""), form.get("event_id", "")
     if action not in ("redrive", "discard"):
         raise ApiProblem(422, "invalid-input", "Invalid input",
                          f"form.action: expected redrive or discard, got {action[:20]!r}",
                          field="action")
-    if not raw.isdigit():
+    if not raw.isdigit() or len(raw) > 19:
         raise ApiProblem(422, "invalid-input", "Invalid input",
                          f"form.event_id: expected an event id, got {raw[:20]!r}",
                          field="event_id")
-    letters = DeadLetters(ctx.app.store)
-    with about("form.event_id"):
-        fn = letters.redrive if action == "redrive" else letters.discard
-        await run_in_threadpool(fn, [int(raw)])
-    return RedirectResponse(f"/ui/ops?done={action}+{raw}", status_code=303)
+    return action, int(raw)
 
 
 @router.post("/tables/{table}/expectations")

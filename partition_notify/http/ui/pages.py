@@ -104,13 +104,14 @@ def board(request: Request, table: str, ctx: Ctx) -> Response:
     reads = StatusReads(ctx.app.store)
     with reads.uow() as uow:
         repo = StatusReadRepository(uow.session)
-        parts = [boards.Announced(*p) for p in repo.recent_partitions(info.id, boards.READ_LIMIT)]
+        parts = [boards.Announced.of(p) for p in repo.recent_partitions(info.id, boards.READ_LIMIT)]
         done = repo.set_done(info.id, reads.now(), boards.READ_LIMIT)
         checks = repo.checks(info.id, boards.READ_LIMIT)
     expectations = ctx.app.deadlines.expectations(info.db, info.name)
     grid = boards.build(info.partition_keys, parts, done, checks, bool(expectations))
     return page(request, who, "board.html", table=info, board=grid, cursor=cursor,
-                expectations=expectations, labels=boards.LABELS)
+                expectations=expectations, labels=boards.LABELS, max_rows=boards.ROWS,
+                max_columns=boards.COLUMNS)
 
 
 @router.get("/tables/{table}/events")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import Text, cast, func, or_, select
 from sqlalchemy.orm import Session
 
 from partition_notify.deadlines.schema import ExpectationCheckRow, ExpectationRow
@@ -96,11 +96,16 @@ class StatusReadRepository:
                               int(dead.get(i, 0))) for i in ids}
 
     def recent_partitions(self, table_id: int, limit: int
-                          ) -> list[tuple[dict[str, str], int, int | None, float]]:
-        """(values, event id, revision, time), newest first; plain rows, no ORM objects."""
+                          ) -> list[tuple[str, str, int, int | None, float]]:
+        """(spec, values as JSON text, event id, revision, time), newest first.
+
+        Plain rows through ``ix_pn_partitions_recent`` (migration 0012). The values
+        come as text: the board decodes them with ``json.loads``, without the JSON
+        type's per-row processing (a third of the board's render, bench/ui_render.py).
+        """
         return list(self.session.execute(
-            select(PartitionRow.values, PartitionRow.event_id, PartitionRow.revision,
-                   PartitionRow.created_at)
+            select(PartitionRow.spec, cast(PartitionRow.values, Text), PartitionRow.event_id,
+                   PartitionRow.revision, PartitionRow.created_at)
             .where(PartitionRow.table_id == table_id)
             .order_by(PartitionRow.created_at.desc(), PartitionRow.id.desc()).limit(limit)
         ).tuples().all())

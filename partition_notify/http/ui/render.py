@@ -30,7 +30,10 @@ def _env() -> Any:
     return env
 
 
+@functools.lru_cache(maxsize=4096)
 def when(epoch: float | None) -> str:
+    # Cached: the cells of one commit share its time (strftime per cell was a tenth
+    # of the board's render, bench/ui_render.py); 4,096 entries bound the memory.
     if epoch is None:
         return "—"
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")

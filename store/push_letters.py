@@ -11,9 +11,10 @@ Airflow accepted it) and discards them (kept, marked, never sent). Discarded
 letters are purged :data:`DISCARDED_RETENTION_SECONDS` after discarding
 (``serve``'s job ``airflow-push-letters-purge``).
 
-The table belongs to this feature, not to ``store/`` (docs/architecture.md,
-"Features own their tables"): only the sink and the ``dead-letters`` command
-use it.
+The table lives in ``store/`` beside the relay's dead letters, not with the
+sink in ``integrations/``: the sink, the ``dead-letters`` command and the
+``/ui`` operations page (the http layer, which may not import integrations,
+docs/architecture.md) all list, redrive and discard through :class:`PushLetters`.
 """
 
 from __future__ import annotations
@@ -115,6 +116,13 @@ class PushLetters:
         with self._uow() as uow:
             return [_letter(r) for r in PushLetterRepository(uow.session).find(table=table,
                                                                                sink=sink)]
+
+    def latest(self, limit: int) -> list[PushLetter]:
+        """The ``limit`` newest letters (by the time they died), newest first."""
+        with self._uow() as uow:
+            rows = uow.session.scalars(select(PushLetterRow).order_by(
+                PushLetterRow.dead_at.desc(), PushLetterRow.event_id.desc()).limit(limit))
+            return [_letter(r) for r in rows]
 
     def due(self, sink: str, limit: int) -> list[PushLetter]:
         """Redriven letters of ``sink`` to send again, oldest event first."""

@@ -1,0 +1,95 @@
+"""``/ui/ops`` in a real headless Chromium against a real ``serve`` (issue 19).
+
+Spark manifests set aside by the pick-up (ignored, rejected) with their
+reasons, and the Airflow push sink's dead letters redriven and discarded by
+an admin. The signature is computed here from the documented format
+(docs/security.md), not with the code under test.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from partition_notify.store.push_letters import PushLetters
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+from partition_notify.app import build_app
+from partition_notify.http.store import HttpStore
+from tests.http.support import HttpServe, unique_db
+from tests.ui.test_browser import sign_in
+
+SINK = "airflow-push:http://airflow.example:8080#x"
+
+
+def signed(doc: dict[str, Any], token: str) -> bytes:
+    body = json.dumps(doc, separators=(",", ":")).encode()
+    key = hashlib.sha256(token.encode()).hexdigest().encode()
+    mac = hmac.new(key, body, hashlib.sha256).hexdigest()
+    return body[:-1] + f',"signature":"hmac-sha256:{mac}"}}'.encode()
+
+
+def test_admin_sees_set_aside_commits_and_acts_on_push_letters(browser: Any) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="pn-ui-ops-"))
+    url = f"sqlite:///{tmp}/store.db"
+    app = build_app(store_url=url, transport_url="embedded://")
+
+    def letter(event_id: int) -> Any:
+        return next(x for x in PushLetters(app.store).find() if x.event_id == event_id)
+
+    serve: HttpServe | None = None
+    db = unique_db()
+    try:
+        app.publisher.register_table(db, "orders", ["ds"], location=f"file:{tmp}/orders")
+        writer = HttpStore(app.store).create_token("spark", "write")[1]
+        admin = HttpStore(app.store).create_token("ops-admin", "admin")[1]
+        # A manifest no table matches, kept by the pick-up of an extra spool directory...
+        extra = tmp / "extra"
+        extra.mkdir()
+        (extra / "job-lost.json.ignored").write_bytes(signed({
+            "version": 1, "jobId": "job-lost", "table": None,
+            "outputPath": f"file:{tmp}/nowhere", "overwrite": False,
+            "partitions": [{"path": "ds=1", "location": f"file:{tmp}/nowhere/ds=1"}]}, writer))
+        # ...and one that cannot be valid (no signature) in the table's own spool.
+        spool = tmp / "orders" / "_partition_notify"
+        spool.mkdir(parents=True)
+        (spool / "job-bad.json.rejected").write_text('{"version": 1, "jobId": "job-bad"}')
+        PushLetters(app.store).record(SINK, 41, f"{db}.orders", "HTTP 400: unknown asset")
+        PushLetters(app.store).record(SINK, 42, f"{db}.orders", "HTTP 422: bad partition key")
+        serve = HttpServe(url, tmp / "serve.log",
+                          env_extra={"PN_SPARK_SPOOL_DIRS": str(extra)}).start()
+        sign_in(browser, serve.base, admin, "/ui/ops")
+
+        rows = {r.find_element(By.TAG_NAME, "th").text: r.text
+                for r in browser.find_elements(By.CSS_SELECTOR, "#set-aside tbody tr")}
+        assert "ignored" in rows["job-lost"] and f"file:{tmp}/nowhere" in rows["job-lost"]
+        assert "--retry-ignored" in rows["job-lost"]
+        assert "rejected" in rows["job-bad"] and "no valid signature" in rows["job-bad"]
+        assert f"{db}.orders" in rows["job-bad"]  # whose spool held it
+        assert "rejected" in browser.find_element(By.ID, "commit-counts").text
+
+        assert "HTTP 422: bad partition key" in browser.find_element(By.ID, "pl-42").text
+        _click(browser, "pl-42", "Redrive push 42")
+        assert "push redrive 42" in browser.find_element(By.ID, "done").text
+        assert letter(42).redriven and not letter(42).discarded
+        assert "redriven" in browser.find_element(By.ID, "pl-42").text
+        assert not letter(41).redriven  # only the one asked for
+        _click(browser, "pl-41", "Discard push 41")
+        assert letter(41).discarded and not letter(41).redriven
+        row = browser.find_element(By.ID, "pl-41")
+        assert "discarded" in row.text and not row.find_elements(By.TAG_NAME, "button")
+    finally:
+        code = serve.stop() if serve is not None else 0
+        app.close()
+    assert code == 0
+
+
+def _click(browser: Any, row_id: str, label: str) -> None:
+    row = browser.find_element(By.ID, row_id)
+    row.find_element(By.XPATH, f'.//button[text()="{label}"]').click()
+    WebDriverWait(browser, 10).until(lambda b: b.find_elements(By.ID, "done"))
