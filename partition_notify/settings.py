@@ -185,7 +185,11 @@ class Settings(BaseSettings):
         "registered with --format delta"
     )
     metrics_port: int | None = Field(None, ge=1, le=65535,
-                                     description="serve: Prometheus endpoint port")
+                                     description="serve: Prometheus endpoint port (off unset)")
+    metrics_bind: str = Field(
+        "127.0.0.1", min_length=1,
+        description="serve: address the Prometheus endpoint listens on (0.0.0.0: every "
+        "interface)")
     # HTTP API and deadlines (docs/http-api.md)
     http_bind: str | None = Field(None, description="serve: host:port of the HTTP API (off unset)")
     http_anonymous_read: bool = Field(False, description="HTTP reads without a token")

@@ -148,8 +148,9 @@ def run(app: App, *, stop: threading.Event | None = None) -> None:
         signal.signal(signal.SIGINT, on_signal)
     service = Service(app)
     if app.settings.metrics_port is not None:
-        port = service.metrics.serve(app.settings.metrics_port)
-        log.info("metrics on http://127.0.0.1:%d/metrics (health: /healthz)", port)
+        bind = app.settings.metrics_bind
+        port = service.metrics.serve(app.settings.metrics_port, bind)
+        log.info("metrics on http://%s:%d/metrics (health: /healthz)", bind, port)
     service.start()
     http = _start_http(app, service)
     log.info(
