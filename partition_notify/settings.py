@@ -6,7 +6,11 @@ composition root does) so tests and tools can pass their own values.
 
 from __future__ import annotations
 
+import difflib
+import logging
+import os
 import re
+from collections.abc import Mapping
 from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, SecretStr
@@ -54,6 +58,17 @@ LogLevel = Annotated[
     Literal["DEBUG", "INFO", "WARNING", "ERROR"],
     BeforeValidator(lambda v: v.upper() if isinstance(v, str) and v.upper() in LOG_LEVELS else v),
 ]
+log = logging.getLogger(__name__)
+#: ``PN_*`` variables read by other parts than :class:`Settings`: the Spark
+#: driver's token, and this repository's scripts and tests (scripts/services.sh).
+OTHER_VARIABLES = frozenset({"PN_WRITER_TOKEN", "PN_SERVE_URL", "PN_PYTHON", "PN_TALLY_FILE"})
+#: Families of ``PN_*`` variables with their own reader: Iceberg catalog
+#: properties, the Airflow push sink's settings (integrations/airflow/push.py),
+#: and the development tooling's.
+OTHER_PREFIXES = ("PN_ICEBERG_CATALOG__", "PN_AIRFLOW_", "PN_TEST_", "PN_TANSU_",
+                  "PN_SERVICES_", "PN_BENCH_", "PN_FUZZ_", "PN_H3_", "PN_BUILD_")
+#: Unknown variables already warned about in this process (at most the environment's size).
+_warned: set[str] = set()
 #: Refusals for good before the relay dead-letters an event.
 DEFAULT_MAX_ATTEMPTS = 5
 
@@ -214,6 +229,7 @@ def load_settings(**overrides: object) -> Settings:
     Raises :class:`ConfigurationError` with one line per bad variable, named
     as the caller gave it: the keyword for an override, else the ``PN_*`` variable.
     """
+    warn_unknown(os.environ)
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except PydanticValidationError as exc:
@@ -221,6 +237,28 @@ def load_settings(**overrides: object) -> Settings:
             "invalid settings:\n"
             + "\n".join(_describe(e, set(overrides)) for e in exc.errors())
         ) from None
+
+
+def known_variables() -> list[str]:
+    """Every ``PN_*`` variable :class:`Settings` reads."""
+    return sorted(f"PN_{name.upper()}" for name in Settings.model_fields)
+
+
+def warn_unknown(environ: Mapping[str, str]) -> list[str]:
+    """Warn once per process, one line each, about ``PN_*`` variables nothing reads
+    (a misspelled setting would otherwise be silently ignored); returns the lines."""
+    known = known_variables()
+    lines = []
+    for var in sorted(environ):
+        if (not var.startswith("PN_") or var in _warned or var in known
+                or var in OTHER_VARIABLES or var.startswith(OTHER_PREFIXES)):
+            continue
+        _warned.add(var)
+        close = difflib.get_close_matches(var, known, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]}?" if close else "see the README's settings table"
+        lines.append(f"{var} is not a partition-notify setting and is ignored; {hint}")
+        log.warning("%s", lines[-1])
+    return lines
 
 
 def _describe(error: object, overridden: set[str]) -> str:
