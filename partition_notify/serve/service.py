@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from partition_notify.app import App
+from partition_notify.core.redact import redact_url
 from partition_notify.metrics import Metrics
 from partition_notify.serve.jobs import JOBS, Job, JobFn, Runtime
+from partition_notify.store.engine import sqlite_file
 
 if TYPE_CHECKING:
     from partition_notify.http.server import HttpServer
@@ -153,9 +155,12 @@ def run(app: App, *, stop: threading.Event | None = None) -> None:
         log.info("metrics on http://%s:%d/metrics (health: /healthz)", bind, port)
     service.start()
     http = _start_http(app, service)
+    # Which store, by URL and (SQLite) absolute file: a CLI in another directory
+    # with the relative default would use another one.
+    path = sqlite_file(app.settings.store_url)
     log.info(
         "serving: store=%s transport=%s relay=%s",
-        app.store.dialect,
+        redact_url(app.settings.store_url) + ("" if path is None else f" (file {path})"),
         type(app.transport).__name__,
         service.relay.owner,
     )

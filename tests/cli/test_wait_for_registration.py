@@ -19,6 +19,7 @@ CLI = str(Path(sys.executable).with_name("partition-notify"))
 
 
 def test_wait_command_waits_for_registration(store_url: str) -> None:
+    build_app(store_url=store_url).close()  # the store exists; the table does not
     proc = subprocess.Popen(
         [CLI, "--store-url", store_url, "wait", "later.orders", "ds=1", "--timeout", "120"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -43,6 +44,7 @@ def test_wait_command_waits_for_registration(store_url: str) -> None:
 def test_unregistered_until_the_timeout_is_a_timeout(
     capsys: pytest.CaptureFixture[str], sqlite_url: str, command: tuple[str, ...]
 ) -> None:
+    build_app(store_url=sqlite_url).close()  # the store exists; the table does not
     capsys.readouterr()
     code = main(["--store-url", sqlite_url, *command, "--timeout", "0.3"])
     err = capsys.readouterr().err.splitlines()
