@@ -78,25 +78,34 @@ class Settings(BaseSettings):
 
     store_url: str = Field(
         "sqlite:///./partition-notify.db",
-        description="SQLAlchemy URL of the store: sqlite:///path or postgresql+psycopg://...",
+        description="SQLAlchemy URL of the store: sqlite:///path or postgresql+psycopg://... "
+        "(the default is relative to the working directory; read commands never create a "
+        "store, tables and serve name the one in use)",
     )
     transport_url: str = Field(
         "embedded://",
         description="embedded:// (the store is the bus), stomp://host:61613, kafka://host:9092",
     )
-    broker_username: str | None = None
-    broker_password: SecretStr | None = None
+    broker_username: str | None = Field(None, description="broker login (STOMP) or SASL/PLAIN "
+                                        "user (Kafka)")
+    broker_password: SecretStr | None = Field(None, description="secret, never logged")
 
     server_name: str = Field("partition-notify", description="'server' field of messages")
-    service_principal: str = ""
-    topic_prefix: str = "hcat"
-    topic_policy: TopicPolicy = TopicPolicy.PER_TABLE
-    default_retention_seconds: int = Field(DEFAULT_RETENTION_SECONDS, gt=0,
-                                           le=MAX_RETENTION_SECONDS)
+    service_principal: str = Field("", description="'servicePrincipal' field of messages "
+                                   "(Kerberos principal of the publisher)")
+    topic_prefix: str = Field("hcat", description="first part of every topic name")
+    topic_policy: TopicPolicy = Field(TopicPolicy.PER_TABLE,
+                                      description="per-table, per-database or single")
+    default_retention_seconds: int = Field(
+        DEFAULT_RETENTION_SECONDS, gt=0, le=MAX_RETENTION_SECONDS,
+        description="how long set-done is kept; per table with register --retention-seconds")
 
-    connect_timeout_seconds: float = Field(10.0, gt=0)
-    publish_timeout_seconds: float = Field(10.0, gt=0)
-    close_timeout_seconds: float = Field(5.0, gt=0)
+    connect_timeout_seconds: float = Field(10.0, gt=0, description="deadline to connect "
+                                           "(broker, store: 3x as SQLite busy / lock timeout)")
+    publish_timeout_seconds: float = Field(10.0, gt=0,
+                                           description="deadline for the broker's confirmation")
+    close_timeout_seconds: float = Field(5.0, gt=0, description="deadline to close (and write "
+                                         "pending published marks, also at interpreter exit)")
     heartbeat_ms: int = Field(5000, ge=0, description="STOMP heart-beat interval")
     poll_interval_seconds: float = Field(
         0.02, gt=0,
@@ -109,13 +118,15 @@ class Settings(BaseSettings):
         "SQLite inotify); false behind a pooler that breaks LISTEN (PgBouncer transaction mode)",
     )
 
-    purge_interval_seconds: float = Field(60.0, gt=0)
+    purge_interval_seconds: float = Field(
+        60.0, gt=0, description="serve: how often retention and housekeeping purges run")
     dataset_expiry_interval_seconds: float = Field(
         3600.0, gt=0,
         description="serve: remove SNAPSHOT-dataset versions retention lets go, this often "
         "(local paths; hdfs:// or s3a:// need `dataset expire --spark`)",
     )
-    purge_batch_size: int = Field(5000, gt=0)
+    purge_batch_size: int = Field(5000, gt=0, description="rows per purge batch (SQLite: at "
+                                  "most 2,500 with a 5 ms pause, so writers get the lock)")
     # Housekeeping (docs/reliability.md#retention), at PN_PURGE_INTERVAL_SECONDS.
     event_log_retention_seconds: int = Field(
         30 * DAY, gt=0, le=MAX_RETENTION_SECONDS,
@@ -137,8 +148,9 @@ class Settings(BaseSettings):
         7 * DAY, gt=0, le=MAX_RETENTION_SECONDS,
         description="serve: delete *.json.rejected and abandoned .*.json.tmp spool files "
         "this old")
-    relay_interval_seconds: float = Field(1.0, gt=0)
-    relay_batch_size: int = Field(500, gt=0)
+    relay_interval_seconds: float = Field(1.0, gt=0, description="serve: how often the "
+                                          "outbox relay looks for undelivered events")
+    relay_batch_size: int = Field(500, gt=0, description="serve: events per relay batch")
     relay_lease_seconds: float | None = Field(
         None,
         gt=0,
@@ -151,7 +163,8 @@ class Settings(BaseSettings):
         description="leave entries this young to their writer (default "
         f"publish_timeout_seconds + {RELAY_WRITER_GRACE_MARGIN_SECONDS} s)",
     )
-    relay_max_backoff_seconds: float = Field(8.0, gt=0)
+    relay_max_backoff_seconds: float = Field(
+        8.0, gt=0, description="serve: longest pause between failed relay batches")
     sqlite_synchronous: SqliteSynchronous = Field(
         "FULL",
         description="SQLite store: FULL fsyncs the WAL at every commit (durable at commit); "
@@ -221,6 +234,32 @@ class Settings(BaseSettings):
     deadline_lookback_seconds: int = Field(
         86400, gt=0, description="deadlines older than this are not checked (first start)"
     )
+
+
+#: Which processes read each setting (README's settings table, scripts/settings_table.py).
+SERVE, WRITER, SUBSCRIBER, SPARK, TRIGGERER = (
+    "serve", "writer", "subscriber", "Spark driver", "Airflow triggerer")
+_EVERY = (SERVE, WRITER, SUBSCRIBER, SPARK, TRIGGERER)
+_PUBLISHERS = (SERVE, WRITER, SPARK)
+_FOLLOWERS = (SERVE, SUBSCRIBER, TRIGGERER)
+_GROUPS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (_EVERY, ("store_url", "transport_url", "broker_username", "broker_password",
+              "connect_timeout_seconds", "close_timeout_seconds", "heartbeat_ms",
+              "sqlite_synchronous")),
+    (_PUBLISHERS, ("server_name", "service_principal", "topic_prefix", "topic_policy",
+                   "default_retention_seconds", "publish_timeout_seconds", "max_message_bytes",
+                   "http_idempotency_ttl_seconds", "default_fs")),
+    (_FOLLOWERS, ("poll_interval_seconds", "cross_process_wakeups")),
+    ((SERVE, SUBSCRIBER), ("deadline_lookback_seconds",)),
+)
+
+
+def read_by(field: str) -> tuple[str, ...]:
+    """The processes that read ``field``; a setting in no group is serve's alone."""
+    for readers, fields in _GROUPS:
+        if field in fields:
+            return readers
+    return (SERVE,)
 
 
 def load_settings(**overrides: object) -> Settings:

@@ -5,10 +5,10 @@ line says (issue 24). Real ActiveMQ, whose ACL refuses the reader's writes."""
 from __future__ import annotations
 
 import pytest
+from partition_notify.store.dead_letters import DeadLetters
 
 from partition_notify.cli import main
 from partition_notify.cli.entry import EXIT_REFUSED
-from partition_notify.store.dead_letters import DeadLetters
 from tests.contract.raw_clients import reader_credentials
 from tests.transports.stomp_helpers import build, stomp_spec
 
