@@ -66,7 +66,9 @@ OTHER_VARIABLES = frozenset({"PN_WRITER_TOKEN", "PN_SERVE_URL", "PN_PYTHON", "PN
 #: properties, the Airflow push sink's settings (integrations/airflow/push.py),
 #: and the development tooling's.
 OTHER_PREFIXES = ("PN_ICEBERG_CATALOG__", "PN_AIRFLOW_", "PN_TEST_", "PN_TANSU_",
-                  "PN_SERVICES_", "PN_BENCH_", "PN_FUZZ_", "PN_H3_", "PN_BUILD_")
+                  "PN_SERVICES_", "PN_BENCH_", "PN_FUZZ_", "PN_H3_", "PN_BUILD_",
+                  "PN_ACTIVEMQ_", "PN_KAFKA_", "PN_RABBIT_", "PN_POSTGRES_", "PN_READER_",
+                  "PN_BROKER_ADMIN_")
 #: Unknown variables already warned about in this process (at most the environment's size).
 _warned: set[str] = set()
 #: Refusals for good before the relay dead-letters an event.

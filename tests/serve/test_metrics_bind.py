@@ -17,7 +17,8 @@ from tests.support.net import free_port, wait_until
 def _serve(store_url: str, **env: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "partition_notify.cli", "serve"], cwd=ROOT, text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "PN_STORE_URL": store_url,
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("PN_")},
+             "PYTHONPATH": str(ROOT), "PN_STORE_URL": store_url,
              "PN_TRANSPORT_URL": "embedded://", **env},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
