@@ -8,12 +8,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from partition_notify.core.errors import ConflictError
 from partition_notify.publisher import Publisher, PublisherConfig
 from partition_notify.publisher.relay import Relay
 from partition_notify.revisions import RevisionManager
 from partition_notify.revisions.datasets import SnapshotDatasets
 from partition_notify.settings import Settings, load_settings
-from partition_notify.store import Store
+from partition_notify.store import Store, TableInfo
 from partition_notify.subscriber import Subscriber
 from partition_notify.subscriber.subscriber import OnGap
 from partition_notify.transports import Transport, create_transport
@@ -78,6 +79,22 @@ class App:
         from partition_notify.rules.api import Rules
 
         return Rules(self.store, self.publisher)
+
+    def unregister_table(self, db: str, table: str) -> tuple[TableInfo, int, int]:
+        """:meth:`Publisher.unregister_table`, refused for a table serve follows.
+
+        A followed Iceberg/Delta table keeps its follower's cursor, which would
+        announce again into a table that no longer exists.
+        """
+        from partition_notify.writers.lakehouse.store import LakehouseTables
+
+        info = self.publisher.table(db, table)
+        followed = LakehouseTables(self.store).get(info.id)
+        if followed is not None:
+            raise ConflictError(
+                f"table {info.qualified} is followed as a {followed.format} table "
+                "(register --format); unregistering a followed table is not supported")
+        return self.publisher.unregister_table(db, table)
 
     def close(self) -> None:
         # Pending marks first: they need the store, which closes last.

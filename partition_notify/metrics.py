@@ -17,6 +17,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, make_wsgi_app
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
+from partition_notify.core.errors import ConfigurationError
+
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIEnvironment
 
@@ -126,7 +128,13 @@ class Metrics:
             body: Iterable[bytes] = metrics_app(environ, start_response)
             return body
 
-        server = make_server(addr, port, app, _ThreadingServer, handler_class=_QuietHandler)
+        try:
+            server = make_server(addr, port, app, _ThreadingServer, handler_class=_QuietHandler)
+        except OSError as exc:  # busy port, unknown address: one line, not a traceback
+            raise ConfigurationError(
+                f"PN_METRICS_PORT={port} on PN_METRICS_BIND={addr!r}: cannot listen "
+                f"({exc.strerror or exc}); expected a free port on a local address"
+            ) from None
         self._server = server
         threading.Thread(target=server.serve_forever, name="pn-metrics", daemon=True).start()
         return int(server.server_address[1])

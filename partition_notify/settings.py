@@ -6,7 +6,11 @@ composition root does) so tests and tools can pass their own values.
 
 from __future__ import annotations
 
+import difflib
+import logging
+import os
 import re
+from collections.abc import Mapping
 from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, SecretStr
@@ -54,6 +58,19 @@ LogLevel = Annotated[
     Literal["DEBUG", "INFO", "WARNING", "ERROR"],
     BeforeValidator(lambda v: v.upper() if isinstance(v, str) and v.upper() in LOG_LEVELS else v),
 ]
+log = logging.getLogger(__name__)
+#: ``PN_*`` variables read by other parts than :class:`Settings`: the Spark
+#: driver's token, and this repository's scripts and tests (scripts/services.sh).
+OTHER_VARIABLES = frozenset({"PN_WRITER_TOKEN", "PN_SERVE_URL", "PN_PYTHON", "PN_TALLY_FILE"})
+#: Families of ``PN_*`` variables with their own reader: Iceberg catalog
+#: properties, the Airflow push sink's settings (integrations/airflow/push.py),
+#: and the development tooling's.
+OTHER_PREFIXES = ("PN_ICEBERG_CATALOG__", "PN_AIRFLOW_", "PN_TEST_", "PN_TANSU_",
+                  "PN_SERVICES_", "PN_BENCH_", "PN_FUZZ_", "PN_H3_", "PN_BUILD_",
+                  "PN_ACTIVEMQ_", "PN_KAFKA_", "PN_RABBIT_", "PN_POSTGRES_", "PN_READER_",
+                  "PN_BROKER_ADMIN_")
+#: Unknown variables already warned about in this process (at most the environment's size).
+_warned: set[str] = set()
 #: Refusals for good before the relay dead-letters an event.
 DEFAULT_MAX_ATTEMPTS = 5
 
@@ -63,25 +80,34 @@ class Settings(BaseSettings):
 
     store_url: str = Field(
         "sqlite:///./partition-notify.db",
-        description="SQLAlchemy URL of the store: sqlite:///path or postgresql+psycopg://...",
+        description="SQLAlchemy URL of the store: sqlite:///path or postgresql+psycopg://... "
+        "(the default is relative to the working directory; read commands never create a "
+        "store, tables and serve name the one in use)",
     )
     transport_url: str = Field(
         "embedded://",
         description="embedded:// (the store is the bus), stomp://host:61613, kafka://host:9092",
     )
-    broker_username: str | None = None
-    broker_password: SecretStr | None = None
+    broker_username: str | None = Field(None, description="broker login (STOMP) or SASL/PLAIN "
+                                        "user (Kafka)")
+    broker_password: SecretStr | None = Field(None, description="secret, never logged")
 
     server_name: str = Field("partition-notify", description="'server' field of messages")
-    service_principal: str = ""
-    topic_prefix: str = "hcat"
-    topic_policy: TopicPolicy = TopicPolicy.PER_TABLE
-    default_retention_seconds: int = Field(DEFAULT_RETENTION_SECONDS, gt=0,
-                                           le=MAX_RETENTION_SECONDS)
+    service_principal: str = Field("", description="'servicePrincipal' field of messages "
+                                   "(Kerberos principal of the publisher)")
+    topic_prefix: str = Field("hcat", description="first part of every topic name")
+    topic_policy: TopicPolicy = Field(TopicPolicy.PER_TABLE,
+                                      description="per-table, per-database or single")
+    default_retention_seconds: int = Field(
+        DEFAULT_RETENTION_SECONDS, gt=0, le=MAX_RETENTION_SECONDS,
+        description="how long set-done is kept; per table with register --retention-seconds")
 
-    connect_timeout_seconds: float = Field(10.0, gt=0)
-    publish_timeout_seconds: float = Field(10.0, gt=0)
-    close_timeout_seconds: float = Field(5.0, gt=0)
+    connect_timeout_seconds: float = Field(10.0, gt=0, description="deadline to connect "
+                                           "(broker, store: 3x as SQLite busy / lock timeout)")
+    publish_timeout_seconds: float = Field(10.0, gt=0,
+                                           description="deadline for the broker's confirmation")
+    close_timeout_seconds: float = Field(5.0, gt=0, description="deadline to close (and write "
+                                         "pending published marks, also at interpreter exit)")
     heartbeat_ms: int = Field(5000, ge=0, description="STOMP heart-beat interval")
     poll_interval_seconds: float = Field(
         0.02, gt=0,
@@ -94,13 +120,15 @@ class Settings(BaseSettings):
         "SQLite inotify); false behind a pooler that breaks LISTEN (PgBouncer transaction mode)",
     )
 
-    purge_interval_seconds: float = Field(60.0, gt=0)
+    purge_interval_seconds: float = Field(
+        60.0, gt=0, description="serve: how often retention and housekeeping purges run")
     dataset_expiry_interval_seconds: float = Field(
         3600.0, gt=0,
         description="serve: remove SNAPSHOT-dataset versions retention lets go, this often "
         "(local paths; hdfs:// or s3a:// need `dataset expire --spark`)",
     )
-    purge_batch_size: int = Field(5000, gt=0)
+    purge_batch_size: int = Field(5000, gt=0, description="rows per purge batch (SQLite: at "
+                                  "most 2,500 with a 5 ms pause, so writers get the lock)")
     # Housekeeping (docs/reliability.md#retention), at PN_PURGE_INTERVAL_SECONDS.
     event_log_retention_seconds: int = Field(
         30 * DAY, gt=0, le=MAX_RETENTION_SECONDS,
@@ -122,8 +150,9 @@ class Settings(BaseSettings):
         7 * DAY, gt=0, le=MAX_RETENTION_SECONDS,
         description="serve: delete *.json.rejected and abandoned .*.json.tmp spool files "
         "this old")
-    relay_interval_seconds: float = Field(1.0, gt=0)
-    relay_batch_size: int = Field(500, gt=0)
+    relay_interval_seconds: float = Field(1.0, gt=0, description="serve: how often the "
+                                          "outbox relay looks for undelivered events")
+    relay_batch_size: int = Field(500, gt=0, description="serve: events per relay batch")
     relay_lease_seconds: float | None = Field(
         None,
         gt=0,
@@ -136,7 +165,8 @@ class Settings(BaseSettings):
         description="leave entries this young to their writer (default "
         f"publish_timeout_seconds + {RELAY_WRITER_GRACE_MARGIN_SECONDS} s)",
     )
-    relay_max_backoff_seconds: float = Field(8.0, gt=0)
+    relay_max_backoff_seconds: float = Field(
+        8.0, gt=0, description="serve: longest pause between failed relay batches")
     sqlite_synchronous: SqliteSynchronous = Field(
         "FULL",
         description="SQLite store: FULL fsyncs the WAL at every commit (durable at commit); "
@@ -193,7 +223,11 @@ class Settings(BaseSettings):
         "(pyiceberg, delta-rs) may take; past it the table is skipped until the read returns"
     )
     metrics_port: int | None = Field(None, ge=1, le=65535,
-                                     description="serve: Prometheus endpoint port")
+                                     description="serve: Prometheus endpoint port (off unset)")
+    metrics_bind: str = Field(
+        "127.0.0.1", min_length=1,
+        description="serve: address the Prometheus endpoint listens on (0.0.0.0: every "
+        "interface)")
     # HTTP API and deadlines (docs/http-api.md)
     http_bind: str | None = Field(None, description="serve: host:port of the HTTP API (off unset)")
     http_anonymous_read: bool = Field(False, description="HTTP reads without a token")
@@ -215,12 +249,39 @@ class Settings(BaseSettings):
     )
 
 
+#: Which processes read each setting (README's settings table, scripts/settings_table.py).
+SERVE, WRITER, SUBSCRIBER, SPARK, TRIGGERER = (
+    "serve", "writer", "subscriber", "Spark driver", "Airflow triggerer")
+_EVERY = (SERVE, WRITER, SUBSCRIBER, SPARK, TRIGGERER)
+_PUBLISHERS = (SERVE, WRITER, SPARK)
+_FOLLOWERS = (SERVE, SUBSCRIBER, TRIGGERER)
+_GROUPS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (_EVERY, ("store_url", "transport_url", "broker_username", "broker_password",
+              "connect_timeout_seconds", "close_timeout_seconds", "heartbeat_ms",
+              "sqlite_synchronous")),
+    (_PUBLISHERS, ("server_name", "service_principal", "topic_prefix", "topic_policy",
+                   "default_retention_seconds", "publish_timeout_seconds", "max_message_bytes",
+                   "http_idempotency_ttl_seconds", "default_fs")),
+    (_FOLLOWERS, ("poll_interval_seconds", "cross_process_wakeups")),
+    ((SERVE, SUBSCRIBER), ("deadline_lookback_seconds",)),
+)
+
+
+def read_by(field: str) -> tuple[str, ...]:
+    """The processes that read ``field``; a setting in no group is serve's alone."""
+    for readers, fields in _GROUPS:
+        if field in fields:
+            return readers
+    return (SERVE,)
+
+
 def load_settings(**overrides: object) -> Settings:
     """Settings from the environment, with explicit ``overrides`` winning.
 
     Raises :class:`ConfigurationError` with one line per bad variable, named
     as the caller gave it: the keyword for an override, else the ``PN_*`` variable.
     """
+    warn_unknown(os.environ)
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except PydanticValidationError as exc:
@@ -228,6 +289,28 @@ def load_settings(**overrides: object) -> Settings:
             "invalid settings:\n"
             + "\n".join(_describe(e, set(overrides)) for e in exc.errors())
         ) from None
+
+
+def known_variables() -> list[str]:
+    """Every ``PN_*`` variable :class:`Settings` reads."""
+    return sorted(f"PN_{name.upper()}" for name in Settings.model_fields)
+
+
+def warn_unknown(environ: Mapping[str, str]) -> list[str]:
+    """Warn once per process, one line each, about ``PN_*`` variables nothing reads
+    (a misspelled setting would otherwise be silently ignored); returns the lines."""
+    known = known_variables()
+    lines = []
+    for var in sorted(environ):
+        if (not var.startswith("PN_") or var in _warned or var in known
+                or var in OTHER_VARIABLES or var.startswith(OTHER_PREFIXES)):
+            continue
+        _warned.add(var)
+        close = difflib.get_close_matches(var, known, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]}?" if close else "see the README's settings table"
+        lines.append(f"{var} is not a partition-notify setting and is ignored; {hint}")
+        log.warning("%s", lines[-1])
+    return lines
 
 
 def _describe(error: object, overridden: set[str]) -> str:

@@ -136,6 +136,37 @@ class Publisher:
         )
         return info
 
+    def alter_table(
+        self, db: str, table: str, *, partition_keys: Sequence[str] | None = None,
+        topic: str | None = None, location: str | None = None,
+        retention_seconds: int | None = None,
+    ) -> TableInfo:
+        """Change a registered table's keys, topic, location ("" clears it) or retention.
+
+        Keys change only while the table has no partition and no retained
+        set-done (else :class:`ConflictError`). A new topic and retention apply to
+        what is logged from now on; what was logged before keeps its own."""
+        db_n, table_n = names.db_name(db), names.table_name(table)
+        what = f"{db_n}.{table_n}"
+        keys = None if partition_keys is None else names.partition_keys(
+            partition_keys if isinstance(partition_keys, str) else list(partition_keys))
+        if retention_seconds is not None:
+            limits.retention_seconds(retention_seconds, what=what)
+        if location is not None:
+            location = limits.text(location, field=f"location of {what}")
+        new_topic = None if topic is None else (topic_for(
+            db_n, table_n, prefix=self.config.topic_prefix, policy=self.config.topic_policy,
+            override=topic), topic)
+        return self.store.catalog.alter_table(
+            db_n, table_n, keys=keys, topic=new_topic, location=location,
+            retention_seconds=retention_seconds)
+
+    def unregister_table(self, db: str, table: str) -> tuple[TableInfo, int, int]:
+        """Remove a table, its partitions and set-done rows: (table, partitions, set-dones).
+
+        Logged events stay: the relay delivers them, housekeeping purges them."""
+        return self.store.catalog.unregister_table(names.db_name(db), names.table_name(table))
+
     def table(self, db: str, table: str) -> TableInfo:
         return self.store.catalog.get_table(names.db_name(db), names.table_name(table))
 

@@ -57,6 +57,8 @@ class RelayStats:
     published: int = 0
     failed_batches: int = 0
     consecutive_failures: int = 0
+    #: The last failure's message (cleared by a published batch): readiness shows it.
+    last_error: str = ""
     rejected: int = 0
     dead_lettered: int = 0
 
@@ -186,6 +188,7 @@ class Relay:
         self.store.log.mark_published([e.event_id for e in batch])
         self.stats.published += len(batch)
         self.stats.consecutive_failures = 0
+        self.stats.last_error = ""
 
     def _rejected(self, batch: list[LoggedEvent], exc: MessageRejected) -> int:
         """Mark what the broker took, count the refusals; return how many were published."""
@@ -228,6 +231,7 @@ class Relay:
     def _failed(self, batch: list[LoggedEvent], exc: Exception) -> None:
         self.stats.failed_batches += 1
         self.stats.consecutive_failures += 1
+        self.stats.last_error = " ".join(str(exc).split())[:300]
         delay = self._backoff.delay(self.stats.consecutive_failures)
         self._not_before = time.monotonic() + delay
         # The message comes from our own error classes, which never carry credentials.

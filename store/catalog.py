@@ -8,9 +8,10 @@ from typing import cast
 
 from partition_notify.store.records import PartitionInfo, TableInfo
 from partition_notify.store.repositories import TABLE_INFO_BY_NAME
-from partition_notify.store.schema import PartitionRow, TableRow
+from partition_notify.store.schema import PartitionRow, SetDoneRow, TableRow
 from partition_notify.store.uow import Access, DriverRow
-from sqlalchemy import Table
+from sqlalchemy import Table, func, select
+from sqlalchemy.orm import Session
 
 from partition_notify.core.errors import ConflictError, UnknownTableError
 
@@ -33,6 +34,15 @@ def _driver_table_info(row: DriverRow) -> TableInfo:
         retention,
         None if location is None else str(location),
         None if override is None else str(override),
+    )
+
+
+def _usage(session: Session, table_id: int) -> tuple[int, int]:
+    """(announced partitions, retained set-done rows) of a table."""
+    count = func.count()
+    return (
+        session.scalar(select(count).where(PartitionRow.table_id == table_id)) or 0,
+        session.scalar(select(count).where(SetDoneRow.table_id == table_id)) or 0,
     )
 
 
@@ -104,6 +114,59 @@ class Catalog:
                 )
             )
             return TableInfo.of(row), True
+
+    def alter_table(
+        self,
+        db: str,
+        name: str,
+        *,
+        keys: Sequence[str] | None = None,
+        topic: tuple[str, str | None] | None = None,
+        location: str | None = None,
+        retention_seconds: int | None = None,
+    ) -> TableInfo:
+        """Change what is given; ``topic`` is (topic, override). One unit of work.
+
+        Keys change only while nothing was announced or marked done for the
+        table: retained rows and subscribers' specs are written in the old keys.
+        """
+        with self._db.uow(write=True) as uow:
+            row = uow.tables.get(db, name)
+            if row is None:
+                raise UnknownTableError(f"table {db}.{name} is not registered")
+            if keys is not None and list(keys) != list(row.partition_keys):
+                used = _usage(uow.session, row.id)
+                if any(used):
+                    raise ConflictError(
+                        f"keys of table {db}.{name} cannot change from "
+                        f"{list(row.partition_keys)} to {list(keys)}: it has {used[0]} "
+                        f"announced partition(s) and {used[1]} retained set-done row(s) "
+                        "(unregister it and register it again)")
+                row.partition_keys = list(keys)
+            if topic is not None:
+                row.topic, row.topic_override = topic
+            if location is not None:
+                row.location = location or None  # "" clears it
+            if retention_seconds is not None:
+                row.retention_seconds = retention_seconds
+            return TableInfo.of(row)
+
+    def unregister_table(self, db: str, name: str) -> tuple[TableInfo, int, int]:
+        """Remove a table with its partitions and retained set-done rows (cascade).
+
+        Returns (the table as it was, partitions removed, set-done rows removed).
+        The event log keeps what was logged (the relay still delivers it;
+        housekeeping purges it with the rest).
+        """
+        with self._db.uow(write=True) as uow:
+            row = uow.tables.get(db, name)
+            if row is None:
+                raise UnknownTableError(f"table {db}.{name} is not registered")
+            info = TableInfo.of(row)
+            partitions, set_done = _usage(uow.session, row.id)
+            uow.session.delete(row)
+            uow.session.flush()
+            return info, partitions, set_done
 
     def set_retention(self, db: str, name: str, seconds: int) -> TableInfo:
         with self._db.uow(write=True) as uow:

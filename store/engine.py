@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, Engine, create_engine, event
@@ -29,6 +30,20 @@ SINGLE_READ = "pn_single_read"
 #: commits. Cost: bench/core_latency.py prints both side by side.
 SQLITE_SYNCHRONOUS_LEVELS = ("NORMAL", "FULL", "EXTRA")
 DEFAULT_SQLITE_SYNCHRONOUS = "FULL"
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The absolute file an SQLite store URL names; None for another backend,
+    an in-memory database or a URL that does not parse (make_engine says why)."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return None
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    if str(parsed.database).startswith("file:"):
+        return None  # a URI filename: SQLite's own rules
+    return Path(str(parsed.database)).resolve()
 
 
 def make_engine(

@@ -30,11 +30,18 @@ from partition_notify.subscriber.subscription import Callback, Subscription
 from partition_notify.transports import Consumer, RawMessage, Transport
 
 from partition_notify.contract import AnyMessage, SetDoneMessage, decode, spec
-from partition_notify.core.errors import MalformedMessageError, SubscribeError, WaitTimeout
+from partition_notify.core.errors import (
+    MalformedMessageError,
+    SubscribeError,
+    UnknownTableError,
+    WaitTimeout,
+)
 
 log = logging.getLogger(__name__)
 
 OnGap = Callable[[str, int, int], None]
+#: How often a wait for a table not registered yet reads the catalog again.
+REGISTRATION_POLL_SECONDS = 1.0
 
 
 @dataclass(slots=True)
@@ -91,6 +98,7 @@ class Subscriber:
         self._subs: list[Subscription] = []
         self._seq = Sequencer(store, self.stats, self._hand_on, self._decode_logged, on_gap)
         self._lock = threading.Lock()
+        self._closed = threading.Event()
         self._consumer: Consumer | None = None
         self._dispatcher = threading.Thread(
             target=self._dispatch, name="pn-dispatcher", daemon=True
@@ -136,10 +144,11 @@ class Subscriber:
         ``datestamp=X/region=us``. Retained set-dones are always read, however
         short ``timeout`` (0 included): the timeout bounds only the wait for a
         live one; subscribing is bounded by the subscriber's own timeout.
-        Raises :class:`WaitTimeout` at the deadline.
+        A table not registered yet is waited for too (a scheduler may start
+        before its producer's first run). Raises :class:`WaitTimeout` at the deadline.
         """
         deadline = time.monotonic() + timeout
-        info = self._tables([(db, table)])[0]
+        info = self.wait_for_tables([(db, table)], timeout)[0]
         wanted = spec.coerce(partial_spec)
         spec.check_against(wanted, info.partition_keys, full=False, table=info.qualified)
         # Already done: no need to subscribe at all (and a zero timeout still answers).
@@ -225,6 +234,7 @@ class Subscriber:
         return self.store.catalog.partition(info, spec.canonical(s)) is not None
 
     def close(self) -> None:
+        self._closed.set()  # ends a wait_for_tables in another thread
         for sub in list(self._subs):
             sub.close()
         if self._consumer is not None:
@@ -239,6 +249,26 @@ class Subscriber:
         self.close()
 
     # -- internals ------------------------------------------------------------
+    def wait_for_tables(
+        self, tables: TableRef | Iterable[TableRef], timeout: float | None
+    ) -> list[TableInfo]:
+        """The tables, once all are registered; :class:`WaitTimeout` after ``timeout``
+        seconds (None: no limit). Registration is not logged as an event, so the
+        catalog is read again every :data:`REGISTRATION_POLL_SECONDS`."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            try:
+                return self._tables(tables)
+            except UnknownTableError as exc:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise WaitTimeout(f"{exc} (waited {timeout:g} s for it)") from None
+                self._closed.wait(REGISTRATION_POLL_SECONDS if left is None
+                                  else min(left, REGISTRATION_POLL_SECONDS))
+                if self._closed.is_set():
+                    raise SubscribeError("the subscriber was closed while waiting for "
+                                         "a table to be registered") from None
+
     def _tables(self, tables: TableRef | Iterable[TableRef]) -> list[TableInfo]:
         keys = table_keys(tables)
         if len(keys) == 1:

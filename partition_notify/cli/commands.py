@@ -19,12 +19,15 @@ from partition_notify.cli.common import (
     keys_arg,
     open_app,
     seconds,
+    store_in_use,
     table_arg,
 )
 from partition_notify.core import limits
 from partition_notify.core.errors import ValidationError
+from partition_notify.subscriber.refs import table_keys
 
 if TYPE_CHECKING:
+    from partition_notify.app import App
     from partition_notify.cli.common import SubParsers
 
 
@@ -98,27 +101,41 @@ def cmd_wait(args: argparse.Namespace) -> int:
     if args.fail_on_late:
         return deadlines.wait_failing_on_late(args)
     started = time.monotonic()
-    with open_app(args) as app, app.subscriber() as sub:
+    with open_app(args, existing=True) as app, app.subscriber() as sub:
+        say_if_unregistered(app, table_keys([args.table]), args.timeout, "wait")
         msg = sub.wait_for_set_done(*db_table(args), args.spec, timeout=args.timeout)
         print(dump(msg))
         print(f"waited {time.monotonic() - started:.3f} s", file=sys.stderr)
     return 0
 
 
+def say_if_unregistered(app: App, refs: list[tuple[str, str]], timeout: float | None,
+                        command: str) -> None:
+    """One stderr line when a command is about to wait for tables to be registered."""
+    known = {(t.db, t.name) for t in app.store.catalog.tables()}
+    if missing := [f"{db}.{name}" for db, name in refs if (db, name) not in known]:
+        limit = "" if timeout is None else f" up to {timeout:g} s"
+        print(f"partition-notify {command}: {', '.join(missing)} not registered yet; "
+              f"waiting{limit} for it", file=sys.stderr, flush=True)
+
+
 def cmd_history(args: argparse.Namespace) -> int:
     since = time.time() - args.since_seconds if args.since_seconds else 0.0
-    with open_app(args) as app, app.subscriber() as sub:
+    with open_app(args, existing=True) as app, app.subscriber() as sub:
         for msg in sub.set_done_history(*db_table(args), since=since):
             print(dump(msg))
     return 0
 
 
 def cmd_tail(args: argparse.Namespace) -> int:
-    with open_app(args) as app, app.subscriber() as sub:
+    # 0 means "what is already there, then stop", not "forever".
+    deadline = None if args.timeout is None else time.monotonic() + args.timeout
+    with open_app(args, existing=True) as app, app.subscriber() as sub:
+        # Tables not registered yet are waited for, as `wait` does.
+        say_if_unregistered(app, table_keys(args.tables), args.timeout, "tail")
+        sub.wait_for_tables(args.tables, args.timeout)
         subscription = sub.subscribe(args.tables, history=args.history)
         seen = 0
-        # 0 means "what is already there, then stop", not "forever".
-        deadline = None if args.timeout is None else time.monotonic() + args.timeout
         while args.count is None or seen < args.count:
             left = None if deadline is None else deadline - time.monotonic()
             msg = subscription.get(timeout=1.0 if left is None else min(max(left, 0.0), 1.0))
@@ -132,7 +149,8 @@ def cmd_tail(args: argparse.Namespace) -> int:
 
 
 def cmd_tables(args: argparse.Namespace) -> int:
-    with open_app(args) as app:
+    with open_app(args, existing=True) as app:
+        print(f"store: {store_in_use(args.store_url)}", file=sys.stderr)
         for t in app.store.catalog.tables():
             print(
                 f"{t.qualified}\tkeys={','.join(t.partition_keys)}\ttopic={t.topic}\t"

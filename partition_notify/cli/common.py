@@ -58,13 +58,46 @@ def dump(msg: BaseModel) -> str:
     return msg.model_dump_json(by_alias=True, exclude_none=True)
 
 
-def open_app(args: argparse.Namespace) -> App:
+def open_app(args: argparse.Namespace, *, existing: bool = False) -> App:
+    """The App of a command; ``existing``: a read command, which never creates a store."""
     from partition_notify.app import build_app
 
     overrides = {
         k: v for k, v in (("store_url", args.store_url), ("transport_url", args.transport_url)) if v
     }
-    return build_app(**overrides)
+    if not existing:
+        return build_app(**overrides)
+    from partition_notify.settings import load_settings
+
+    settings = load_settings(**overrides)  # a bad variable first, then the store
+    require_store(settings.store_url)
+    return build_app(settings)
+
+
+def store_in_use(url: str | None) -> str:
+    """The store a command uses, as shown to the user: redacted URL and, for SQLite, its file."""
+    from partition_notify.core.redact import redact_url
+    from partition_notify.settings import load_settings
+    from partition_notify.store.engine import sqlite_file
+
+    url = url or load_settings().store_url
+    path = sqlite_file(url)
+    return redact_url(url) + ("" if path is None else f" (file {path})")
+
+
+def require_store(url: str | None) -> None:
+    """A missing SQLite file is an error naming it: the store ``serve`` uses lives elsewhere."""
+    from partition_notify.core.errors import ConfigurationError
+    from partition_notify.settings import load_settings
+    from partition_notify.store.engine import sqlite_file
+
+    url = url or load_settings().store_url
+    path = sqlite_file(url)
+    if path is not None and not path.exists():
+        raise ConfigurationError(
+            f"store {store_in_use(url)} does not exist; read commands do not create one: "
+            "point --store-url or PN_STORE_URL at the store serve uses, or create it with "
+            "`partition-notify register` (or serve)")
 
 
 def integer(minimum: int, maximum: int = MAX_INT64) -> Callable[[str], int]:

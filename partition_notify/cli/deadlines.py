@@ -65,7 +65,7 @@ def wait_failing_on_late(args: argparse.Namespace) -> int:
     from partition_notify.core.errors import PartitionLateError
 
     started = time.monotonic()
-    with _app(args) as app:
+    with open_app(args, existing=True) as app:
         try:
             msg = app.deadlines.wait_for_set_done(*db_table(args), args.spec, timeout=args.timeout)
         except PartitionLateError as exc:

@@ -17,7 +17,16 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from partition_notify.cli import commands, deadletters, deadlines, http, revisions, rules, spark
+from partition_notify.cli import (
+    commands,
+    deadletters,
+    deadlines,
+    http,
+    revisions,
+    rules,
+    spark,
+    tables,
+)
 from partition_notify.cli.common import plain, undecodable
 from partition_notify.core.errors import (
     MessageRejected,
@@ -34,7 +43,7 @@ EXIT_PENDING, EXIT_REFUSED = 5, 6
 DRIVER_LOGGERS = ("stomp.py", "kafka")
 #: The command groups, in ``--help`` order. Each module has
 #: ``add_parsers(sub, parser_class)``; adding a group is one entry here.
-GROUPS = (commands, revisions, deadletters, http, deadlines, rules, spark)
+GROUPS = (commands, tables, revisions, deadletters, http, deadlines, rules, spark)
 
 
 class Parser(argparse.ArgumentParser):

@@ -137,11 +137,12 @@ class Deadlines:
         the store, then follows live (the late-subscriber protocol).
         """
         deadline = time.monotonic() + timeout
-        info = self._table(db, table)
-        wanted = spec.coerce(partial_spec)
-        spec.check_against(wanted, info.partition_keys, full=False, table=info.qualified)
-        canon = spec.canonical(wanted)
         with self.subscriber() as sub:
+            # A table not registered yet is waited for, within the timeout.
+            info = sub.wait_for_tables([(db, table)], timeout)[0]
+            wanted = spec.coerce(partial_spec)
+            spec.check_against(wanted, info.partition_keys, full=False, table=info.qualified)
+            canon = spec.canonical(wanted)
             live = sub.subscribe((info.db, info.name), history=False)
             bodies = self.log_store.retention.set_done_covering(info, spec.covering_specs(wanted))
             if bodies:

@@ -102,6 +102,36 @@ def register(body: RegisterBody, _: Admin, ctx: Ctx) -> JSONResponse:
     return JSONResponse(table_json(info), status_code=200 if existed else 201)
 
 
+class AlterBody(_Body):
+    partitionKeys: list[str] | None = Field(
+        None, min_length=1, description="only while the table has no partition or set-done")
+    retentionSeconds: StrictInt | None = Field(
+        None, gt=0, le=MAX_INT64 // 2, description="for set-done rows saved from now on")
+    topic: str | None = Field(None, description="for messages logged from now on")
+    location: str | None = Field(None, description='"" clears it')
+
+
+@router.patch("/tables/{table}", summary="Change a registered table (admin)")
+def alter(table: str, body: AlterBody, _: Admin, ctx: Ctx) -> JSONResponse:
+    db, name = table_ref(table)
+    with about("path.table"):
+        ctx.app.publisher.table(db, name)
+    with about("body"):
+        info = ctx.app.publisher.alter_table(
+            db, name, partition_keys=body.partitionKeys, topic=body.topic,
+            location=body.location, retention_seconds=body.retentionSeconds)
+    return JSONResponse(table_json(info))
+
+
+@router.delete("/tables/{table}", summary="Unregister a table (admin)")
+def unregister(table: str, _: Admin, ctx: Ctx) -> JSONResponse:
+    db, name = table_ref(table)
+    with about("path.table"):
+        info, partitions, set_done = ctx.app.unregister_table(db, name)
+    return JSONResponse({**table_json(info), "removedPartitions": partitions,
+                         "removedSetDone": set_done})
+
+
 def _same_as_stored(info: TableInfo, body: RegisterBody) -> None:
     """Registering again is idempotent: what differs from the stored table is a 409."""
     differ = [

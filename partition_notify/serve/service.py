@@ -16,8 +16,10 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from partition_notify.app import App
 from partition_notify.core.errors import PartitionNotifyError
+from partition_notify.core.redact import redact_url
 from partition_notify.metrics import Metrics
 from partition_notify.serve.jobs import JOBS, Job, JobFn, Runtime
+from partition_notify.store.engine import sqlite_file
 
 if TYPE_CHECKING:
     from partition_notify.http.server import HttpServer
@@ -164,13 +166,17 @@ def run(app: App, *, stop: threading.Event | None = None) -> None:
         signal.signal(signal.SIGINT, on_signal)
     service = Service(app)
     if app.settings.metrics_port is not None:
-        port = service.metrics.serve(app.settings.metrics_port)
-        log.info("metrics on http://127.0.0.1:%d/metrics (health: /healthz)", port)
+        bind = app.settings.metrics_bind
+        port = service.metrics.serve(app.settings.metrics_port, bind)
+        log.info("metrics on http://%s:%d/metrics (health: /healthz)", bind, port)
     service.start()
     http = _start_http(app, service)
+    # Which store, by URL and (SQLite) absolute file: a CLI in another directory
+    # with the relative default would use another one.
+    path = sqlite_file(app.settings.store_url)
     log.info(
         "serving: store=%s transport=%s relay=%s",
-        app.store.dialect,
+        redact_url(app.settings.store_url) + ("" if path is None else f" (file {path})"),
         type(app.transport).__name__,
         service.relay.owner,
     )

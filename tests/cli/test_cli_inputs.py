@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from partition_notify import build_app
 from partition_notify.cli import main
 from partition_notify.cli.entry import EXIT_ERROR, EXIT_USAGE
 
@@ -41,6 +42,7 @@ def one_line(capsys: pytest.CaptureFixture[str], codes: tuple[int, ...], *argv: 
 
 @pytest.fixture
 def store(sqlite_url: str) -> list[str]:
+    build_app(store_url=sqlite_url, transport_url="embedded://").close()  # `tables` only reads
     return ["--store-url", sqlite_url]
 
 

@@ -1,0 +1,37 @@
+"""A misspelled ``PN_*`` variable is warned about, one line naming it and the
+closest setting, instead of being silently ignored (issue 24). Real CLI process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from partition_notify import build_app
+from tests.support.accounts import ROOT
+
+
+def _tables(store_url: str, **env: str) -> subprocess.CompletedProcess[str]:
+    build_app(store_url=store_url).close()  # the store exists: `tables` only reads
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("PN_")}
+    return subprocess.run(
+        [sys.executable, "-m", "partition_notify.cli", "--store-url", store_url, "tables"],
+        cwd=ROOT, env={**clean, "PYTHONPATH": str(ROOT), **env}, text=True,
+        capture_output=True, timeout=120, check=False)
+
+
+def test_a_misspelled_setting_is_one_warning_naming_the_closest(sqlite_url: str) -> None:
+    done = _tables(sqlite_url, PN_PUBLISH_TIMEOUT_SECOND="3", PN_WRITER_TOKEN="t",
+                   PN_ICEBERG_CATALOG__LAKE__URI="http://x", PN_TOPIC_POLICY="per-table")
+    assert done.returncode == 0, done.stderr
+    warnings = [line for line in done.stderr.splitlines() if "not a partition-notify" in line]
+    assert warnings == [
+        "PN_PUBLISH_TIMEOUT_SECOND is not a partition-notify setting and is ignored; "
+        "did you mean PN_PUBLISH_TIMEOUT_SECONDS?"], done.stderr
+
+
+def test_known_settings_are_not_warned_about(sqlite_url: str) -> None:
+    done = _tables(sqlite_url, PN_TOPIC_POLICY="per-table", PN_WRITER_TOKEN="t",
+                   PN_AIRFLOW_URL="http://a", PN_METRICS_BIND="127.0.0.1")
+    assert done.returncode == 0, done.stderr
+    assert "not a partition-notify setting" not in done.stderr, done.stderr
