@@ -10,7 +10,7 @@ from fastapi.responses import RedirectResponse, Response
 from sse_starlette import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
-from partition_notify.contract import decode, spec
+from partition_notify.contract import decode, messages, spec
 from partition_notify.core.errors import MalformedMessageError
 from partition_notify.http.auth import ANONYMOUS
 from partition_notify.http.common import table_info, wanted_spec
@@ -27,8 +27,8 @@ Ctx = Annotated[HttpContext, Depends(context)]
 #: Tables per page of the overview; events per page of a table's events.
 PAGE_SIZE = 50
 EVENTS_PAGE = 100
-EVENT_TYPES = ("ADD_PARTITION", "DROP_PARTITION", "PARTITION_DONE", "PARTITION_LATE",
-               "PARTITION_LATE_RECOVERED")
+#: The events page's type filter offers every type the wire contract has.
+EVENT_TYPES = messages.EVENT_TYPES
 
 
 @router.get("")
