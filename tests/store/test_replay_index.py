@@ -8,12 +8,12 @@ and a planner-visible, choice).
 
 from __future__ import annotations
 
-from typing import Any
-
 from partition_notify.store import Store
-from sqlalchemy import event, text
+from sqlalchemy import text
 
 from partition_notify.http.store import HttpStore
+from tests.support.query_plans import captured
+from tests.support.query_plans import plan as query_plan
 
 OTHER_EVENTS = 20_000
 
@@ -33,35 +33,15 @@ def _fill(store: Store) -> None:
         conn.execute(text("ANALYZE"))
 
 
-def _captured_replay(store: Store) -> tuple[str, Any, list[tuple[int, str, str]]]:
-    seen: list[tuple[str, Any]] = []
-
-    def grab(conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
-        if "pn_events" in statement:
-            seen.append((statement, params))
-
-    event.listen(store.engine, "before_cursor_execute", grab)
-    try:
-        found = HttpStore(store).events_of_table_after(1, 0, 100)
-    finally:
-        event.remove(store.engine, "before_cursor_execute", grab)
-    assert len(seen) == 1, seen
-    return seen[0][0], seen[0][1], found
-
 
 def test_table_replay_uses_the_table_index(store_url: str) -> None:
     store = Store.open(store_url)
     try:
         _fill(store)
-        sql, params, found = _captured_replay(store)
+        sql, params, found = captured(
+            store, "pn_events", lambda: HttpStore(store).events_of_table_after(1, 0, 100))
         assert [e[0] for e in found] == [4000, 8000, 12000, 16000, 20000]
-        with store.engine.connect() as conn:
-            if store.dialect == "sqlite":
-                plan = " ".join(str(r[-1]) for r in conn.exec_driver_sql(
-                    "EXPLAIN QUERY PLAN " + sql, params))
-            else:
-                plan = " ".join(str(r[0]) for r in conn.exec_driver_sql(
-                    "EXPLAIN " + sql, params))
+        plan = query_plan(store, sql, params)
         assert "ix_pn_events_table" in plan, plan
         assert "SCAN pn_events" not in plan and "Seq Scan" not in plan, plan
     finally:

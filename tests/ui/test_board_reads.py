@@ -12,9 +12,11 @@ import json
 from typing import Any
 
 from partition_notify.store import Store
-from sqlalchemy import event, text
+from sqlalchemy import text
 
 from partition_notify.http.ui.reads import StatusReadRepository, StatusReads
+from tests.support.query_plans import captured
+from tests.support.query_plans import plan as query_plan
 
 BIG = 20_000
 
@@ -34,38 +36,21 @@ def _fill(store: Store) -> None:
         conn.execute(text("ANALYZE"))
 
 
-def _captured(store: Store) -> tuple[str, Any, list[tuple[str, str, int, int | None, float]]]:
-    seen: list[tuple[str, Any]] = []
 
-    def grab(conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
-        if "pn_partitions" in statement:
-            seen.append((statement, params))
-
-    event.listen(store.engine, "before_cursor_execute", grab)
-    try:
-        with StatusReads(store).uow() as uow:
-            found = StatusReadRepository(uow.session).recent_partitions(1, 10)
-    finally:
-        event.remove(store.engine, "before_cursor_execute", grab)
-    assert len(seen) == 1, seen
-    return seen[0][0], seen[0][1], found
+def _recent(store: Store) -> list[Any]:
+    with StatusReads(store).uow() as uow:
+        return list(StatusReadRepository(uow.session).recent_partitions(1, 10))
 
 
 def test_recent_partitions_read_the_index_newest_first(store_url: str) -> None:
     store = Store.open(store_url)
     try:
         _fill(store)
-        sql, params, found = _captured(store)
+        sql, params, found = captured(store, "pn_partitions", lambda: _recent(store))
         # Newest first, values as JSON text the board decodes itself.
         assert [f[0] for f in found] == [f"ds={i:05d}" for i in range(10)]
         assert [json.loads(f[1]) for f in found[:1]] == [{"ds": "00000"}]
-        with store.engine.connect() as conn:
-            if store.dialect == "sqlite":
-                plan = " ".join(str(r[-1]) for r in conn.exec_driver_sql(
-                    "EXPLAIN QUERY PLAN " + sql, params))
-            else:
-                plan = " ".join(str(r[0]) for r in conn.exec_driver_sql(
-                    "EXPLAIN " + sql, params))
+        plan = query_plan(store, sql, params)
         assert "ix_pn_partitions_recent" in plan, plan
         # No sort of the table's partitions: the index gives them in order.
         assert "TEMP B-TREE" not in plan and "Sort" not in plan, plan
