@@ -13,7 +13,9 @@ bounded. Daemon threads: a stuck read never keeps ``serve`` from exiting.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from partition_notify.core.errors import TableReadTimeout
@@ -66,17 +68,37 @@ class BoundedReads:
 
     def run(self, key: Hashable, fn: Callable[[], T], what: str) -> T:
         """``fn()``'s result or exception; TableReadTimeout after ``timeout`` seconds."""
+        return self.wait(self.start(key, fn, what), what)
+
+    def start(self, key: Hashable, fn: Callable[[], T], what: str) -> Pending[T]:
+        """Start ``fn()`` on its own thread; :meth:`wait` for it. Several reads started
+        before waiting run at once (I/O in the drivers releases the GIL)."""
         if self.stuck(key):
             raise TableReadTimeout(f"{what}: the previous read has not returned yet")
         if self.stuck_count() >= self.max_stuck:
             raise TableReadTimeout(f"{what}: not read: {self.max_stuck} reads are stuck")
         call = _Call(fn)
         threading.Thread(target=call, name=f"{self.name}:{key}", daemon=True).start()
-        if not call.done.wait(self.timeout):
-            self._stuck[key] = call.done
+        return Pending(key, call, time.monotonic() + self.timeout)
+
+    def wait(self, pending: Pending[T], what: str) -> T:
+        """The started read's result or exception; TableReadTimeout once ``timeout``
+        seconds have passed since it started."""
+        call = pending.call
+        if not call.done.wait(max(0.0, pending.deadline - time.monotonic())):
+            self._stuck[pending.key] = call.done
             raise TableReadTimeout(f"{what}: no answer in {self.timeout:g} s; skipped until "
                                    "that read returns")
         if call.result is None:
             assert call.error is not None
             raise call.error
         return call.result[0]
+
+
+@dataclass(frozen=True)
+class Pending(Generic[T]):
+    """A read started by :meth:`BoundedReads.start`."""
+
+    key: Hashable
+    call: _Call[T]
+    deadline: float

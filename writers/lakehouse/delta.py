@@ -14,6 +14,7 @@ version cleaned before it was read is a gap.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterator, Sequence
@@ -41,19 +42,31 @@ _COMMIT = re.compile(r"^(\d{20})\.json$")
 _SCHEMES = {"s3a": "s3", "s3n": "s3"}
 
 
-def _filesystem(location: str) -> tuple[FileSystem, str]:
+def filesystem_of(location: str) -> tuple[FileSystem, str]:
+    """The filesystem holding ``location`` and the path in it: one filesystem object per
+    scheme and bucket (an object store's client and connection pool), however many
+    tables live in that bucket."""
+    scheme, sep, rest = location.partition("://")
+    if not sep or scheme == "file":
+        return _filesystem("", "")[0], rest if sep else location
+    authority, _, path = rest.partition("/")
+    filesystem, base = _filesystem(_SCHEMES.get(scheme, scheme), authority)
+    return filesystem, f"{base.rstrip('/')}/{path}".rstrip("/")
+
+
+@functools.lru_cache(maxsize=64)
+def _filesystem(scheme: str, authority: str) -> tuple[FileSystem, str]:
+    """The filesystem of ``scheme://authority`` and the bucket's path in it (pyarrow's
+    own parse: "bucket" for S3/GCS)."""
     try:
         from pyarrow import fs
     except ImportError:
         raise ConfigurationError("following Delta tables needs deltalake and pyarrow: "
                                  "pip install 'partition-notify[delta]'") from None
-    scheme, sep, rest = location.partition("://")
-    if not sep:
-        return fs.LocalFileSystem(), location
-    if scheme == "file":
-        return fs.LocalFileSystem(), rest
-    filesystem, path = fs.FileSystem.from_uri(f"{_SCHEMES.get(scheme, scheme)}://{rest}")
-    return filesystem, path
+    if not scheme:
+        return fs.LocalFileSystem(), ""
+    filesystem, base = fs.FileSystem.from_uri(f"{scheme}://{authority}")
+    return filesystem, base
 
 
 def _uri(location: str) -> str:
@@ -67,7 +80,7 @@ class DeltaReader:
     def __init__(self, location: str, keys: Sequence[str]) -> None:
         self.location = location
         self.keys = list(keys)
-        self._fs, self._root = _filesystem(location)
+        self._fs, self._root = filesystem_of(location)
         self._log = f"{self._root}/_delta_log"
         self._versions = self._list()
 

@@ -28,16 +28,17 @@ import secrets
 import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from partition_notify.publisher import Publisher
 from partition_notify.store import EventDraft, TableInfo
 from partition_notify.store.uow import UnitOfWork
-from partition_notify.writers.lakehouse.bounded import BoundedReads
+from partition_notify.writers.lakehouse import changes
+from partition_notify.writers.lakehouse.bounded import BoundedReads, Pending
 from partition_notify.writers.lakehouse.commits import Commit, Gap, plan
 from partition_notify.writers.lakehouse.iceberg import Catalogs
 from partition_notify.writers.lakehouse.schema import BEFORE_FIRST, FORMATS
-from partition_notify.writers.lakehouse.store import LakehouseTables
+from partition_notify.writers.lakehouse.store import Followed, LakehouseTables
 
 from partition_notify.contract.messages import MAX_REASON_CHARS, CommitsMissedMessage
 from partition_notify.core.errors import (
@@ -57,6 +58,12 @@ LEASE_SECONDS: float = Settings.model_fields["lakehouse_lease_seconds"].default
 READ_TIMEOUT_SECONDS: float = Settings.model_fields["lakehouse_read_timeout_seconds"].default
 #: Commits one read hands over (a catch-up reads again until done).
 MAX_COMMITS_PER_READ = 100
+#: Tables leased, change-checked and read together: a run's lease renewals stay close
+#: to the reads they cover.
+BATCH = 200
+#: Table reads in flight at once: enough to overlap catalog and file I/O, few enough
+#: to keep one catalog's connection pool (SQLAlchemy's default: 5) from overflowing.
+READ_THREADS = 4
 
 
 class Reader(Protocol):
@@ -80,6 +87,8 @@ class FollowStats:
     timeouts: int = 0
     #: Tables skipped because a read of theirs that timed out has not returned yet.
     stuck: int = 0
+    #: Tables not read: the change check saw nothing new since the last read.
+    unchanged: int = 0
 
 
 class Follower:
@@ -99,36 +108,76 @@ class Follower:
         self.should_stop = should_stop
         #: Every pyiceberg / delta-rs call runs here, under ``read_timeout``.
         self.reads = BoundedReads(read_timeout, name=f"pn-{fmt}-read")
+        #: table id -> (cursor, change token) when last caught up (:mod:`.changes`);
+        #: bounded by the followed tables (pruned every run).
+        self._seen: dict[int, tuple[int, str]] = {}
 
     def run_once(self) -> FollowStats:
-        """Visit every table of this format once; errors are logged per table."""
+        """Visit every table of this format once; errors are logged per table.
+
+        In batches of BATCH tables: their leases in one transaction, one cheap change
+        check for all of them (:mod:`.changes`), then the changed ones read
+        READ_THREADS at a time and announced in order, table by table."""
         stats = FollowStats()
         followed = self.tables.of_format(self.format)
+        ids = {f.table_id for f in followed}
+        for gone in [k for k in self._seen if k not in ids]:  # bounded by followed tables
+            del self._seen[gone]
         if not followed:
             return stats
         infos = {t.id: t for t in self.publisher.store.catalog.tables()}
-        for f in followed:
+        wanted = [f.table_id for f in followed if f.table_id in infos]
+        for i in range(0, len(wanted), BATCH):
             if self.should_stop():
                 break
-            info = infos.get(f.table_id)
-            if info is None:
-                continue
-            stats.tables += 1
-            try:
-                self._follow(f.table_id, info, stats)
-            except TableReadTimeout as exc:  # the others go on; this one waits for its read
-                stats.timeouts += 1
-                log.warning("%s follower: %s: %s", self.format, info.qualified, exc,
-                            extra={"pn_event": "lakehouse.read_timeout"})
-            except PartitionNotifyError as exc:
-                stats.errors += 1
-                log.warning("%s follower: %s: %s", self.format, info.qualified, exc,
-                            extra={"pn_event": "lakehouse.failed"})
-            except Exception as exc:  # the format's driver: pyiceberg, delta-rs, pyarrow
-                stats.errors += 1
-                log.warning("%s follower: %s: %s: %s", self.format, info.qualified,
-                            type(exc).__name__, exc, extra={"pn_event": "lakehouse.failed"})
+            self._batch(wanted[i:i + BATCH], infos, stats)
         return stats
+
+    def _batch(self, ids: list[int], infos: dict[int, TableInfo], stats: FollowStats) -> None:
+        free = [t for t in ids if not self.reads.stuck(t)]
+        stats.stuck += len(ids) - len(free)  # no second thread for it; its lease lapses
+        mine = self.tables.claim_many(free, self.owner, self.lease_seconds)
+        stats.leased_elsewhere += len(free) - len(mine)
+        stats.tables += len(mine)
+        try:
+            seen = self.reads.run(("check", ids[0]), functools.partial(
+                changes.tokens, self.format, mine, self.catalogs),
+                f"{self.format} change check")
+        except Exception as exc:  # the catalog's or filesystem's: read every table instead
+            log.warning("%s follower: change check failed (%s: %s); reading every table",
+                        self.format, type(exc).__name__, exc)
+            seen = {}
+        todo = [(f, seen.get(f.table_id)) for f in mine
+                if changes.must_read(f, seen.get(f.table_id), self._seen.get(f.table_id))]
+        stats.unchanged += len(mine) - len(todo)
+        for j in range(0, len(todo), READ_THREADS):
+            if self.should_stop():
+                return
+            group = todo[j:j + READ_THREADS]
+            started = [self._start(f, infos[f.table_id]) for f, _ in group]
+            for (f, token), pending in zip(group, started, strict=True):
+                self._guarded(f, infos[f.table_id], token, pending, stats)
+
+    def _guarded(self, f: Followed, info: TableInfo, token: str | None,
+                 pending: Pending[Any] | Exception, stats: FollowStats) -> None:
+        try:
+            if isinstance(pending, Exception):
+                raise pending
+            caught_up = self._follow(f, info, pending, stats)
+            if caught_up is not None and token is not None:
+                self._seen[f.table_id] = (caught_up, token)
+        except TableReadTimeout as exc:  # the others go on; this one waits for its read
+            stats.timeouts += 1
+            log.warning("%s follower: %s: %s", self.format, info.qualified, exc,
+                        extra={"pn_event": "lakehouse.read_timeout"})
+        except PartitionNotifyError as exc:
+            stats.errors += 1
+            log.warning("%s follower: %s: %s", self.format, info.qualified, exc,
+                        extra={"pn_event": "lakehouse.failed"})
+        except Exception as exc:  # the format's driver: pyiceberg, delta-rs, pyarrow
+            stats.errors += 1
+            log.warning("%s follower: %s: %s: %s", self.format, info.qualified,
+                        type(exc).__name__, exc, extra={"pn_event": "lakehouse.failed"})
 
     def release(self) -> int:
         """Let this follower's leases go (``serve`` stopping), so another process takes
@@ -139,39 +188,46 @@ class Follower:
                      extra={"pn_event": "lakehouse.released"})
         return n
 
-    def _follow(self, table_id: int, info: TableInfo, stats: FollowStats) -> None:
-        if self.reads.stuck(table_id):
-            stats.stuck += 1  # no second thread for it; its lease lapses meanwhile
-            return
-        if not self.tables.claim(table_id, self.owner, self.lease_seconds):
-            stats.leased_elsewhere += 1
-            return
-        f = self.tables.get(table_id)  # read after the claim: the cursor is ours now
-        assert f is not None
+    def _start(self, f: Followed, info: TableInfo) -> Pending[Any] | Exception:
+        """Start the table's first read of this run: its head when it has no cursor
+        yet, else the commits after its cursor."""
+        reader = self._reader_of(f, info)
+        fn: Callable[[], Any] = ((lambda: reader().head()) if f.cursor is None
+                                 else functools.partial(_read_after, reader, f.cursor))
+        try:
+            return self.reads.start(f.table_id, fn, self._what(info))
+        except Exception as exc:  # raised where the table is handled, with its name
+            return exc
+
+    def _reader_of(self, f: Followed, info: TableInfo) -> Callable[[], Reader]:
         keys = list(info.partition_keys)
-        what = f"{self.format} table {info.qualified}"
+        return lambda: _reader(f.format, f.catalog, f.identifier, f.location, keys,
+                               self.catalogs)
 
-        def reader() -> Reader:
-            return _reader(f.format, f.catalog, f.identifier, f.location, keys, self.catalogs)
+    def _what(self, info: TableInfo) -> str:
+        return f"{self.format} table {info.qualified}"
 
-        cursor = f.cursor
-        if cursor is None:
-            head = self.reads.run(table_id, lambda: reader().head(), what)
+    def _follow(self, f: Followed, info: TableInfo, pending: Pending[Any],
+                stats: FollowStats) -> int | None:
+        """Announce the table's commits from its first read on; the cursor it left the
+        table at when it caught up with it (None: not caught up, read it next run)."""
+        if f.cursor is None:
+            head = self.reads.wait(pending, self._what(info))
             start = BEFORE_FIRST if head is None else head
-            self.tables.move(table_id, self.owner, None, start, self.lease_seconds)
+            self.tables.move(f.table_id, self.owner, None, start, self.lease_seconds)
             log.info("%s follower: following %s from %s", self.format, info.qualified,
                      "its first commit" if head is None else f"after commit {head}",
                      extra={"pn_event": "lakehouse.started"})
-            return  # the commits after it: next run
-        while not self.should_stop():
-            read = self.reads.run(table_id, functools.partial(_read_after, reader, cursor),
-                                  what)
+            return None  # the commits after it: next run
+        cursor = f.cursor
+        read: _Read = self.reads.wait(pending, self._what(info))
+        while True:
             for commit in read.commits:
                 stats.messages += self._announce(info, commit, cursor)
                 cursor = commit.revision
                 stats.commits += 1
                 if self.should_stop():
-                    return  # the commits after it are the next owner's
+                    return None  # the commits after it are the next owner's
             if read.error is not None:
                 raise read.error
             if read.gap is not None:
@@ -181,9 +237,13 @@ class Follower:
                             info.qualified, read.gap, read.gap.resume_at,
                             extra={"pn_event": "lakehouse.gap"})
                 stats.messages += self._missed(info, cursor, read.gap)
-                return
+                return None
             if not read.more:
-                return
+                return cursor
+            if self.should_stop():
+                return None
+            read = self.reads.run(f.table_id, functools.partial(
+                _read_after, self._reader_of(f, info), cursor), self._what(info))
 
     def _missed(self, info: TableInfo, before: int, gap: Gap) -> int:
         """Log a ``COMMITS_MISSED`` on the table's topic and move the cursor past the gap,

@@ -70,6 +70,11 @@ class Catalogs:
             return self._cache[name]
 
 
+    def loaded(self, name: str) -> Catalog | None:
+        """Catalog ``name`` if it is loaded already; never waits for one that loads."""
+        return self._cache.get(name)
+
+
 def _load_catalog(name: str, props: dict[str, str]) -> Catalog:
     try:
         from pyiceberg.catalog import load_catalog

@@ -3,6 +3,7 @@ work per method)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from partition_notify.store import Store, TableInfo
@@ -18,6 +19,9 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from partition_notify.core.errors import ConflictError, ValidationError
+
+#: Tables per lease statement (SQLite's bound-parameter limit is 999 on old builds).
+_CHUNK = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +63,26 @@ class LakehouseRepository:
             .values(lease_owner=owner, lease_until=until, updated_at=now)
         )
         return affected_rows(self.session.execute(stmt)) == 1
+
+    def claim_many(self, table_ids: Sequence[int], owner: str, now: float,
+                   until: float) -> list[LakehouseTableRow]:
+        """Take or renew the leases of ``table_ids`` that no other owner holds unexpired;
+        the rows this owner holds afterwards, read in the same transaction (their
+        cursors are ours from here), in table order."""
+        row = LakehouseTableRow
+        held: list[LakehouseTableRow] = []
+        for i in range(0, len(table_ids), _CHUNK):  # bound the statement's parameters
+            chunk = list(table_ids[i:i + _CHUNK])
+            self.session.execute(
+                update(row)
+                .where(row.table_id.in_(chunk),
+                       or_(row.lease_owner.is_(None), row.lease_owner == owner,
+                           row.lease_until < now))
+                .values(lease_owner=owner, lease_until=until, updated_at=now))
+            held += self.session.scalars(
+                select(row).where(row.table_id.in_(chunk), row.lease_owner == owner)
+                .order_by(row.table_id))
+        return held
 
     def move(self, table_id: int, owner: str, before: int | None, after: int, now: float,
              until: float, *, gap: bool = False) -> bool:
@@ -124,6 +148,16 @@ class LakehouseTables:
         now = self.store.clock()
         with UnitOfWork(self.store.engine, write=True) as uow:
             return LakehouseRepository(uow.session).claim(table_id, owner, now, now + seconds)
+
+    def claim_many(self, table_ids: Sequence[int], owner: str,
+                   seconds: float) -> list[Followed]:
+        """:meth:`claim` for many tables in one transaction: the ones now held, with
+        their cursors."""
+        now = self.store.clock()
+        with UnitOfWork(self.store.engine, write=True) as uow:
+            rows = LakehouseRepository(uow.session).claim_many(table_ids, owner, now,
+                                                               now + seconds)
+            return [_followed(r) for r in rows]
 
     def release_all(self, fmt: str, owner: str) -> int:
         """Let go of every ``fmt`` table ``owner`` holds, in one statement; how many."""
