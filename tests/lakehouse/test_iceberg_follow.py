@@ -218,26 +218,3 @@ def test_a_postgresql_catalog(app: App, tmp_path: Path,
         assert [m.kind for m in logged(app, TABLE)] == ["add", "done"]
     finally:
         postgres.drop(url)
-
-
-def test_a_spec_evolution_to_other_fields_stops_at_that_commit_loudly(
-        app: App, env: dict[str, str], follower: Follower,
-        caplog: pytest.LogCaptureFixture) -> None:
-    from pyiceberg.transforms import BucketTransform
-
-    table = iceberg_table(_catalog(env))
-    follower.run_once()
-    table.append(rows(table, ("2026-01-01", "us", 1)))
-    with table.update_spec() as update:
-        update.add_field("v", BucketTransform(4), "v_bucket")
-    table.append(rows(table, ("2026-01-02", "us", 2)))
-
-    with caplog.at_level(logging.WARNING):
-        stats = follower.run_once()
-        again = follower.run_once()
-
-    # The commit before the evolution is announced; the one after is not skipped:
-    # the follower stays before it and says why, every run, until an operator acts.
-    assert (stats.commits, stats.errors, again.commits, again.errors) == (1, 1, 0, 1)
-    assert [m.spec for m in logged(app, TABLE)] == ["datestamp_day=2026-01-01/region=us"]
-    assert "v_bucket" in caplog.text and "registered keys" in caplog.text

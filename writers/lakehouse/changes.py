@@ -92,9 +92,8 @@ def _sql_catalog_locations(catalogs: Catalogs, name: str,
 
 
 def _delta(tables: Sequence[Followed]) -> dict[int, str]:
-    from pyarrow import fs
-
     from partition_notify.writers.lakehouse.delta import filesystem_of
+    from pyarrow import fs
     out: dict[int, str] = {}
     for f in tables:
         if f.location is None or f.cursor is None:

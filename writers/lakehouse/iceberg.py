@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from partition_notify.writers.lakehouse.commits import (
     Commit,
@@ -30,8 +30,9 @@ from partition_notify.writers.lakehouse.commits import (
     unique,
 )
 from partition_notify.writers.lakehouse.schema import BEFORE_FIRST
+from partition_notify.writers.lakehouse.specs import partition_in_keys
 
-from partition_notify.core.errors import ConfigurationError
+from partition_notify.core.errors import ConfigurationError, InvalidSpecError
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -140,9 +141,14 @@ class IcebergReader:
                     continue
                 is_added = entry.status == ManifestEntryStatus.ADDED and entry.snapshot_id == me
                 is_removed = ours and entry.status == ManifestEntryStatus.DELETED
-                values = _values(table, manifest.partition_spec_id, entry.data_file.partition)
-                if set(values) != set(self.keys) and not is_added:
-                    continue  # another spec's partition (evolution): cannot be one of ours
+                try:
+                    values = partition_in_keys(table, manifest.partition_spec_id,
+                                               entry.data_file.partition, self.keys,
+                                               self.identifier)
+                except InvalidSpecError:
+                    if is_added:
+                        raise  # the commit cannot be announced: stop before it, loudly
+                    continue  # a file of a layout the keys cannot express: not ours
                 spec = named(values, self.keys, what=f"{self.identifier} snapshot {me}")
                 if is_added:
                     added.append(spec)
@@ -181,17 +187,3 @@ def _chain(table: Table, cursor: int, identifier: str) -> list[Snapshot]:
         if snap is None:
             raise Gap(f"{identifier}: snapshot {parent} was expired before it was read", head)
         chain.append(snap)
-
-
-def _values(table: Table, spec_id: int, record: Any) -> dict[str, str | None]:
-    spec = table.specs()[spec_id]
-    schema = table.schema()
-    out: dict[str, str | None] = {}
-    for i, field in enumerate(spec.fields):
-        raw = record[i]
-        if raw is None:
-            out[field.name] = None
-            continue
-        source = schema.find_field(field.source_id).field_type
-        out[field.name] = field.transform.to_human_string(source, raw)
-    return out
