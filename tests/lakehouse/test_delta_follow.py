@@ -148,3 +148,28 @@ def test_a_subscriber_gets_the_gap_in_order_between_the_commits(
     assert after.partitions == [{"datestamp": "20260105", "region": "us"}]
     assert [m.topic_seq for m in got.messages] == [1, 2, 3]  # no seq gap: nothing lost
     assert sub.stats.gaps == 0
+
+
+def test_vacuum_announces_nothing_and_a_follower_behind_it_still_reads_the_log(
+        app: App, location: str, follower: Follower) -> None:
+    v0 = write(location, ("20260101", "us", 1), ("20260102", "us", 2))
+    follower.run_once()  # starts after version 0
+    v1 = write(location, ("20260101", "us", 3), mode="overwrite",
+               predicate="datestamp = '20260101'")
+    v2 = write(location, ("20260103", "us", 4))
+    # Removes the data files v1 replaced (not log entries): no dry run, no retention.
+    removed = DeltaTable(location).vacuum(retention_hours=0, enforce_retention_duration=False,
+                                          dry_run=False)
+    assert removed, "vacuum removed no data file"
+    v3 = write(location, ("20260104", "us", 5))
+    assert v3 == v2 + 3  # delta-rs logged VACUUM START and VACUUM END as versions
+
+    stats = follower.run_once()  # behind the vacuum: reads v1.. from the log
+
+    assert (stats.gaps, stats.errors) == (0, 0)
+    assert logged(app, TABLE) == [
+        add("datestamp=20260101/region=us", v1),  # replaced by the predicate overwrite
+        add("datestamp=20260103/region=us", v2),
+        add("datestamp=20260104/region=us", v3),  # the vacuum's own versions: nothing
+    ]
+    assert follower.run_once().commits == 0
