@@ -152,7 +152,7 @@ def test_a_subscriber_gets_the_gap_in_order_between_the_commits(
 
 def test_vacuum_announces_nothing_and_a_follower_behind_it_still_reads_the_log(
         app: App, location: str, follower: Follower) -> None:
-    v0 = write(location, ("20260101", "us", 1), ("20260102", "us", 2))
+    assert write(location, ("20260101", "us", 1), ("20260102", "us", 2)) == 0
     follower.run_once()  # starts after version 0
     v1 = write(location, ("20260101", "us", 3), mode="overwrite",
                predicate="datestamp = '20260101'")
