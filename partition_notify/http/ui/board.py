@@ -79,23 +79,33 @@ class Announced:
         return cls(*row, values=json.loads(row[1]))
 
 
-def build(keys: tuple[str, ...], parts: list[Announced], done: list[tuple[str, int, float]],
-          checks: list[CheckLine], expected: bool) -> Board:
+def pick_rows(first: str, values: list[str], done: list[tuple[str, int, float]],
+              checks: list[CheckLine]) -> list[str]:
+    """The board's rows: the greatest ``ROWS`` values of the first key among the
+    newest partitions (``values``), the retained set-done and the late checks."""
+    rows = set(values)
+    rows |= {s[first] for s in (spec.coerce(d[0]) for d in done) if first in s}
+    rows |= {s[first] for s in (spec.coerce(c.spec) for c in checks if c.outcome != "on_time")
+             if first in s}
+    return sorted(rows, reverse=True)[:ROWS]
+
+
+def build(keys: tuple[str, ...], rows: list[str], parts: list[Announced],
+          done: list[tuple[str, int, float]], checks: list[CheckLine], expected: bool) -> Board:
+    """The grid of ``rows`` (:func:`pick_rows`) x the columns ``parts`` (the
+    partitions of those rows) have."""
     board = Board(keys)
     first, rest = keys[0], keys[1:]
     done_specs = [(spec.coerce(s), eid) for s, eid, _ in done]
     late_specs = [(spec.coerce(c.spec), c) for c in checks if c.outcome != "on_time"]
-    rows: set[str] = {p.values[first] for p in parts if first in p.values}
-    rows |= {s[first] for s, _ in done_specs if first in s}
-    rows |= {s[first] for s, _ in late_specs if first in s}
-    board.rows = sorted(rows, reverse=True)[:ROWS]
+    board.rows = rows
     # Distinct tuples first: canonical strings only for the few distinct columns.
     distinct = {tuple(p.values.get(k, "") for k in rest) for p in parts}
     cols = {spec.canonical(c) if c else "": c
             for c in (dict(zip(rest, t, strict=True)) for t in distinct)}
     board.column_specs = sorted(cols)[:COLUMNS] or [""]
     board.columns = [cols[k] if k else {} for k in board.column_specs]
-    # Keyed by the values in key order: no canonical strings for thousands of rows.
+    # Keyed by the values in key order: no canonical strings per partition.
     by_values = {tuple(p.values.get(k) for k in keys): p for p in parts}
     for row in board.rows:
         # Only the specs that can cover this row: each cell tries a few, not all 5,000.

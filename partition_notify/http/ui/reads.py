@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Text, cast, func, or_, select
+from sqlalchemy import Subquery, Text, cast, func, or_, select
 from sqlalchemy.orm import Session
 
 from partition_notify.deadlines.schema import ExpectationCheckRow, ExpectationRow
@@ -95,20 +95,29 @@ class StatusReadRepository:
         return {i: TableStats(add.get(i), done.get(i), int(exp.get(i, 0)), int(late.get(i, 0)),
                               int(dead.get(i, 0))) for i in ids}
 
-    def recent_partitions(self, table_id: int, limit: int
-                          ) -> list[tuple[str, str, int, int | None, float]]:
-        """(spec, values as JSON text, event id, revision, time), newest first.
+    def first_values(self, table_id: int, key: str, limit: int) -> list[str]:
+        """Distinct values of ``key`` among the table's newest ``limit`` partitions.
 
-        Plain rows through ``ix_pn_partitions_recent`` (migration 0012). The values
-        come as text: the board decodes them with ``json.loads``, without the JSON
-        type's per-row processing (a third of the board's render, bench/ui_render.py).
+        The board's rows: the database picks the values out of the JSON, so the
+        newest 5,000 partitions are neither sent nor decoded (bench/ui_render.py).
         """
+        recent = _newest(table_id, key, limit)
+        return [v for v in self.session.scalars(select(recent.c.first).distinct())
+                if v is not None]
+
+    def row_partitions(self, table_id: int, key: str, rows: Sequence[str], limit: int
+                       ) -> list[tuple[str, str, int, int | None, float]]:
+        """(spec, values as JSON text, event id, revision, time) of the newest ``limit``
+        partitions whose ``key`` is one of ``rows``: the cells the board shows. The
+        values come as text: the board decodes them with ``json.loads``, without the
+        JSON type's per-row processing."""
+        if not rows:
+            return []
+        recent = _newest(table_id, key, limit)
         return list(self.session.execute(
-            select(PartitionRow.spec, cast(PartitionRow.values, Text), PartitionRow.event_id,
-                   PartitionRow.revision, PartitionRow.created_at)
-            .where(PartitionRow.table_id == table_id)
-            .order_by(PartitionRow.created_at.desc(), PartitionRow.id.desc()).limit(limit)
-        ).tuples().all())
+            select(recent.c.spec, recent.c.values_text, recent.c.event_id, recent.c.revision,
+                   recent.c.created_at).where(recent.c.first.in_(list(rows)))
+        ).all())
 
     def set_done(self, table_id: int, now: float, limit: int) -> list[tuple[str, int, float]]:
         """Retained set-done (spec, event id, time), newest first."""
@@ -156,6 +165,19 @@ class StatusReadRepository:
             .join(TableRow, TableRow.id == SparkCommitRow.table_id)
             .order_by(SparkCommitRow.processed_at.desc()).limit(limit)
         ).tuples().all())
+
+
+def _newest(table_id: int, key: str, limit: int) -> Subquery:
+    """A table's newest ``limit`` partitions (``ix_pn_partitions_recent``) with their
+    value of ``key`` (``JSON_EXTRACT`` on SQLite, ``->>`` on PostgreSQL)."""
+    return (
+        select(PartitionRow.spec, cast(PartitionRow.values, Text).label("values_text"),
+               PartitionRow.event_id, PartitionRow.revision, PartitionRow.created_at,
+               PartitionRow.values[key].as_string().label("first"))
+        .where(PartitionRow.table_id == table_id)
+        .order_by(PartitionRow.created_at.desc(), PartitionRow.id.desc()).limit(limit)
+        .subquery()
+    )
 
 
 class StatusReads:
