@@ -117,13 +117,16 @@ def board(request: Request, table: str, ctx: Ctx) -> Response:
     reads = StatusReads(ctx.app.store)
     with reads.uow() as uow:
         repo = StatusReadRepository(uow.session)
-        first = info.partition_keys[0]
-        values = repo.first_values(info.id, first, boards.READ_LIMIT)
+        keys = info.partition_keys
+        parts = [boards.Announced.of(p) for p in repo.board_partitions(
+            info.id, keys, boards.ROWS, boards.READ_LIMIT)]
         done = repo.set_done(info.id, reads.now(), boards.READ_LIMIT)
         checks = repo.checks(info.id, boards.READ_LIMIT)
-        rows = boards.pick_rows(first, values, done, checks)
-        parts = [boards.Announced.of(p)
-                 for p in repo.row_partitions(info.id, first, rows, boards.READ_LIMIT)]
+    # The partitions came for the greatest first-key values among them; set-done and
+    # late checks may push some of those off the board.
+    rows = boards.pick_rows(keys[0], {p.values[0] for p in parts}, done, checks)
+    shown = set(rows)
+    parts = [p for p in parts if p.values[0] in shown]
     expectations = ctx.app.deadlines.expectations(info.db, info.name)
     grid = boards.build(info.partition_keys, rows, parts, done, checks, bool(expectations))
     return page(request, who, "board.html", table=info, board=grid, cursor=cursor,
