@@ -10,10 +10,12 @@ Pages: the tables overview (page 1 and a name filter), the board of the big
 table, its events page; beside them the baseline yardstick, the JSON API's
 ``GET /v1/tables`` (every table), which measures how loaded the machine is.
 
-``--before DIR``: a checkout of the code before a change (``git archive REV |
-tar -x -C DIR``) is served too, on a copy of the same store (stamped at its
-own newest migration; later migrations only add tables), and every round
-asks both servers each page, alternating which goes first.
+``--before DIR``: a checkout of the code before a change is served too, by
+``--before-python`` (that checkout's own venv: an editable install maps
+``partition_notify.store`` to its tree, so another venv would mix the two),
+on a copy of the same store (stamped at that code's newest migration; later
+migrations only add tables); every round asks both servers each page,
+alternating which goes first.
 
 Reported per page and server: p50 and p95 (ms) of the full HTTP round trip
 over ``--rounds`` rounds, and of what the server says in ``Server-Timing``
@@ -91,11 +93,12 @@ def copy_store(url: str, backend: str, before: Path) -> str:
     return copy
 
 
-def start_serve(root: Path, url: str, port: int, log: Path) -> subprocess.Popen[bytes]:
+def start_serve(python: str, root: Path, url: str, port: int, log: Path
+                ) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PN_")}
     env |= {"PYTHONPATH": str(root), "PN_STORE_URL": url, "PN_TRANSPORT_URL": "embedded://",
             "PN_HTTP_BIND": f"127.0.0.1:{port}"}
-    proc = subprocess.Popen([sys.executable, "-m", "partition_notify.cli", "serve"], cwd=root,
+    proc = subprocess.Popen([python, "-m", "partition_notify.cli", "serve"], cwd=root,
                             env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -152,21 +155,24 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--backend", choices=["sqlite", "postgresql"], default="sqlite")
     ap.add_argument("--before", type=Path, help="a checkout of the code before, served too")
+    ap.add_argument("--before-python", default=sys.executable,
+                    help="the interpreter of --before's own venv")
     args = ap.parse_args()
     with scratch_store_url(args.backend) as url:
         t0 = time.monotonic()
         token = seed(url, args.tables, args.partitions)
         print(f"seeded {args.tables} tables, {args.partitions} partitions in "
               f"{time.monotonic() - t0:.0f} s ({args.backend})", file=sys.stderr)
-        roots = {"after": (Path(__file__).resolve().parents[1], url)}
+        roots = {"after": (sys.executable, Path(__file__).resolve().parents[1], url)}
         if args.before is not None:
-            roots["before"] = (args.before.resolve(), copy_store(url, args.backend, args.before))
+            roots["before"] = (args.before_python, args.before.resolve(),
+                               copy_store(url, args.backend, args.before))
         procs, clients = [], {}
         logs = Path(tempfile.mkdtemp(prefix="pn-ui-bench-"))
         try:
-            for name, (root, store) in roots.items():
+            for name, (python, root, store) in roots.items():
                 port = free_port()
-                procs.append(start_serve(root, store, port, logs / f"{name}.log"))
+                procs.append(start_serve(python, root, store, port, logs / f"{name}.log"))
                 clients[name] = httpx.Client(
                     base_url=f"http://127.0.0.1:{port}", timeout=30,
                     cookies={"pn_ui_token": token}, headers={"Authorization": f"Bearer {token}"})
