@@ -160,7 +160,7 @@ def report(samples: dict[tuple[str, str, str], list[float]], names: list[str]) -
                 s = samples.get((path, name, m))
                 cols += [f"{pct(s, 50):.1f}", f"{pct(s, 95):.1f}"] if s else ["-", "-"]
             print(f"{path:<34} {name:<7} {cols[0]:>9} {cols[1]:>7} {cols[2]:>8} {cols[3]:>7} "
-                  f"{cols[4]:>8} {cols[5]:>7}  {NOTES.get(path, '')}")
+                  f"{cols[4]:>8} {cols[5]:>7}  {NOTES.get(path, '')}".rstrip())
 
 
 def main() -> None:
