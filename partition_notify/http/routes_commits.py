@@ -10,6 +10,7 @@ manifest pick-up.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Annotated
 
@@ -17,7 +18,7 @@ from fastapi import APIRouter, Body, Depends, Request
 from fastapi.responses import JSONResponse
 
 from partition_notify.contract import AddPartitionMessage, AnyMessage, SetDoneMessage
-from partition_notify.core.errors import ConflictError
+from partition_notify.core.errors import ConflictError, PartitionNotifyError, ValidationError
 from partition_notify.http.auth import Principal, require_role
 from partition_notify.http.context import HttpContext, context
 from partition_notify.http.idempotency import IdempotencyKey, fingerprint, idempotent_write
@@ -30,7 +31,9 @@ from partition_notify.writers.commit_manifest import (
     manifest_from_obj,
     plan,
 )
+from partition_notify.writers.commit_refusals import CommitRefusals
 
+log = logging.getLogger(__name__)
 router = APIRouter(prefix="/v1", tags=["spark"])
 Writer = Annotated[Principal, Depends(require_role("write"))]
 Ctx = Annotated[HttpContext, Depends(context)]
@@ -58,7 +61,25 @@ def post_commit(
     except ApiProblem as problem:
         if problem.status == 422:
             ctx.metrics.spark_commits.labels(status="rejected").inc()
+            _keep(ctx, who, "rejected", body, problem.detail)
         raise
+    except ValidationError as exc:  # plan()'s checks: answered by the handler as a 422
+        ctx.metrics.spark_commits.labels(status="rejected").inc()
+        _keep(ctx, who, "rejected", body, " ".join(str(exc).split()))
+        raise
+
+
+def _keep(ctx: HttpContext, who: Principal, status: str, body: dict[str, object],
+          reason: str) -> None:
+    """The reason, for /ui/ops; a store too broken to keep it does not change the
+    answer the job gets."""
+    job, table = body.get("jobId"), body.get("table") or body.get("outputPath")
+    try:
+        CommitRefusals(ctx.app.store).record(
+            status, job if isinstance(job, str) else None,
+            table if isinstance(table, str) else None, reason, who.name)
+    except PartitionNotifyError as exc:
+        log.warning("could not keep the reason of a %s Spark commit: %s", status, exc)
 
 
 def _post_commit(
@@ -70,6 +91,10 @@ def _post_commit(
     publisher, default_fs = ctx.app.publisher, ctx.settings.default_fs
     target = plan(publisher, manifest, default_fs)
     if isinstance(target, Outcome):
+        if target.reason == "unmatched":  # not "staging": NotifyingWriter announces those
+            where = manifest.table or manifest.output_path
+            _keep(ctx, who, "ignored", body, f"no registered table matches {where}; "
+                  "register it and post the manifest again")
         return _outcome(ctx, target)
     fp = fingerprint(who, "POST", request.url.path, body)
 

@@ -2,9 +2,9 @@
 
 Each feature purges its own table (the store layer imports none of them):
 the shared log (``store.housekeeping``: events, idle cursors), Spark commit
-records (``writers``), deadline verdicts (``deadlines``), idempotency keys
-(``http``) and completeness-rule inputs and firings (``rules``). This module
-wires them into the two jobs of
+records and the HTTP route's refusals (``writers``), deadline verdicts
+(``deadlines``), idempotency keys (``http``) and completeness-rule inputs and
+firings (``rules``). This module wires them into the two jobs of
 :data:`~partition_notify.serve.jobs.JOBS` (``housekeeping``, ``spool-sweep``);
 the policy is in docs/reliability.md#retention-nothing-grows-forever.
 """
@@ -25,6 +25,7 @@ from partition_notify.rules.store import RuleStore
 from partition_notify.store.idempotency import IdempotencyKeys
 from partition_notify.store.idempotency_schema import IdempotencyRow
 from partition_notify.writers.commit_manifest import purge_spark_commits
+from partition_notify.writers.commit_refusals import CommitRefusals, SparkCommitRefusalRow
 from partition_notify.writers.commit_schema import SparkCommitRow
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ COUNTED_TABLES = (
     "pn_events", "pn_set_done", "pn_partitions", SparkCommitRow.__tablename__,
     ExpectationCheckRow.__tablename__, "pn_consumer_cursors", IdempotencyRow.__tablename__,
     RuleInputRow.__tablename__, RuleFiringRow.__tablename__,
+    SparkCommitRefusalRow.__tablename__,
 )
 Pause = Callable[[], None] | None
 
@@ -47,6 +49,7 @@ class Purged:
 
     events: int = 0
     spark_commits: int = 0
+    spark_commit_refusals: int = 0
     expectation_checks: int = 0
     cursors: int = 0
     idempotency: int = 0
@@ -75,6 +78,8 @@ def purge_all(app: App, size: int, pause: Pause) -> Purged:
         now - event_log_horizon(app), batch_size=size, between_batches=pause)
     out.spark_commits = purge_spark_commits(
         store, now - s.spark_commit_retention_seconds, batch_size=size, between_batches=pause)
+    out.spark_commit_refusals = CommitRefusals(store).purge(
+        now - s.spark_commit_retention_seconds, batch_size=size, between_batches=pause)
     out.expectation_checks = DeadlineStore(store).purge_checks(
         now - max(s.expectation_check_retention_seconds, s.deadline_lookback_seconds),
         now - s.deadline_lookback_seconds, batch_size=size, between_batches=pause)

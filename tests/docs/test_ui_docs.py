@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from partition_notify.writers import commit_refusals
+
 from partition_notify.http.ui import board, ops, pages, spool
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,4 +21,6 @@ def test_ui_numbers_in_docs_match_the_code() -> None:
     assert f"within the {board.ROWS} x {board.COLUMNS} bounds" in doc
     assert f"the latest {ops.SHOWN} applied" in doc
     assert f"at most {spool.LIMIT} files in {spool.DEADLINE_SECONDS:g} s" in doc
+    assert f"at most {commit_refusals.MAX_ROWS:,}, for" in doc
+    assert f"newest {board.READ_LIMIT:,} partitions, those\nof the {board.ROWS} greatest" in doc
     assert (ROOT / "docs" / "ui-board.png").stat().st_size > 10_000

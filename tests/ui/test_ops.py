@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import httpx
 from partition_notify.store.push_letters import PushLetters
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
@@ -63,7 +64,15 @@ def test_admin_sees_set_aside_commits_and_acts_on_push_letters(browser: Any) -> 
         PushLetters(app.store).record(SINK, 42, f"{db}.orders", "HTTP 422: bad partition key")
         serve = HttpServe(url, tmp / "serve.log",
                           env_extra={"PN_SPARK_SPOOL_DIRS": str(extra)}).start()
+        # A manifest POST /v1/commits rejects: its reason is kept for the page.
+        r = httpx.post(serve.base + "/v1/commits", timeout=30,
+                       headers={"Authorization": f"Bearer {writer}"},
+                       json={"version": 1, "jobId": "job-http", "partitions": "none"})
+        assert r.status_code == 422, r.text
         sign_in(browser, serve.base, admin, "/ui/ops")
+        refused = browser.find_element(By.ID, "refused").text
+        assert "job-http" in refused and "rejected" in refused and "spark" in refused
+        assert r.json()["detail"][:60] in refused  # the reason the job was given
 
         rows = {r.find_element(By.TAG_NAME, "th").text: r.text
                 for r in browser.find_elements(By.CSS_SELECTOR, "#set-aside tbody tr")}

@@ -14,10 +14,16 @@ Each cell is one full spec; its state comes from what the store retains:
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from html import escape
+from typing import Any, NamedTuple
+
+from markupsafe import Markup
 
 from partition_notify.contract import spec
 from partition_notify.http.ui.reads import CheckLine
+from partition_notify.http.ui.render import when
 
 #: Rows (values of the first key) and columns the board shows at most.
 ROWS = 14
@@ -63,47 +69,76 @@ class Board:
     def column_json(self, i: int) -> str:
         return json.dumps(self.columns[i], sort_keys=True)
 
+    def row_html(self, row: str) -> Markup:
+        """The cells of one row. Built here, not by a loop in the template: 560
+        cells of ten attributes each were half the board's render (bench/ui_render.py)."""
+        return Markup("".join(_cell_html(self.cells[(row, i)]) for i in range(len(self.columns))))
 
-@dataclass(frozen=True, slots=True)
-class Announced:
-    #: the stored canonical spec and values (JSON text): a found cell reuses both
+
+def _cell_html(c: Cell) -> str:
+    # html.escape: the template's autoescape without a Markup object per attribute.
+    spec, label = escape(c.spec), escape(c.label)
+    time = when(c.created_at) if c.created_at else ""
+    revision = "" if c.revision is None else c.revision
+    return (f'<td><button type="button" class="cell {c.state}" '
+            f'data-values="{escape(c.values_json)}" data-spec="{spec}" data-state="{c.state}" '
+            f'data-event="{c.event_id or ""}" data-revision="{revision}" data-time="{time}" '
+            f'data-done-event="{c.done_event_id or ""}" aria-label="{spec}: {label}">'
+            f"{label}</button></td>")
+
+
+class Announced(NamedTuple):
+    """A partition of the board's rows, as ``StatusReadRepository.board_partitions``
+    sends it: the stored canonical spec and values (JSON text), which a found cell
+    reuses, and each key's value in the table's key order (no JSON decoded here)."""
+
     spec: str
     values_json: str
     event_id: int
     revision: int | None
     created_at: float
-    values: dict[str, str] = field(default_factory=dict)
+    values: tuple[str, ...]
 
     @classmethod
-    def of(cls, row: tuple[str, str, int, int | None, float]) -> Announced:
-        return cls(*row, values=json.loads(row[1]))
+    def of(cls, row: Sequence[Any]) -> Announced:
+        return cls(row[0], row[1], row[2], row[3], row[4], tuple(row[5:]))
 
 
-def build(keys: tuple[str, ...], parts: list[Announced], done: list[tuple[str, int, float]],
-          checks: list[CheckLine], expected: bool) -> Board:
+def pick_rows(first: str, values: Iterable[str], done: list[tuple[str, int, float]],
+              checks: list[CheckLine]) -> list[str]:
+    """The board's rows: the greatest ``ROWS`` values of the first key among the
+    newest partitions (``values``), the retained set-done and the late checks."""
+    rows = set(values)
+    rows |= {s[first] for s in (spec.coerce(d[0]) for d in done) if first in s}
+    rows |= {s[first] for s in (spec.coerce(c.spec) for c in checks if c.outcome != "on_time")
+             if first in s}
+    return sorted(rows, reverse=True)[:ROWS]
+
+
+def build(keys: tuple[str, ...], rows: list[str], parts: list[Announced],
+          done: list[tuple[str, int, float]], checks: list[CheckLine], expected: bool) -> Board:
+    """The grid of ``rows`` (:func:`pick_rows`) x the columns ``parts`` (the
+    partitions of those rows) have."""
     board = Board(keys)
     first, rest = keys[0], keys[1:]
     done_specs = [(spec.coerce(s), eid) for s, eid, _ in done]
     late_specs = [(spec.coerce(c.spec), c) for c in checks if c.outcome != "on_time"]
-    rows: set[str] = {p.values[first] for p in parts if first in p.values}
-    rows |= {s[first] for s, _ in done_specs if first in s}
-    rows |= {s[first] for s, _ in late_specs if first in s}
-    board.rows = sorted(rows, reverse=True)[:ROWS]
+    board.rows = rows
     # Distinct tuples first: canonical strings only for the few distinct columns.
-    distinct = {tuple(p.values.get(k, "") for k in rest) for p in parts}
+    distinct = {p.values[1:] for p in parts}
     cols = {spec.canonical(c) if c else "": c
             for c in (dict(zip(rest, t, strict=True)) for t in distinct)}
     board.column_specs = sorted(cols)[:COLUMNS] or [""]
     board.columns = [cols[k] if k else {} for k in board.column_specs]
-    # Keyed by the values in key order: no canonical strings for thousands of rows.
-    by_values = {tuple(p.values.get(k) for k in keys): p for p in parts}
+    # Keyed by the values in key order: no canonical strings per partition.
+    by_values = {p.values: p for p in parts}
     for row in board.rows:
         # Only the specs that can cover this row: each cell tries a few, not all 5,000.
         row_done = [d for d in done_specs if d[0].get(first, row) == row]
         row_late = [c for c in late_specs if c[0].get(first, row) == row]
         for i, col in enumerate(board.columns):
             values = {first: row, **col}
-            found = by_values.get(tuple(values.get(k) for k in keys))
+            found = by_values.get(tuple(values.get(k, "") for k in keys))
             board.cells[(row, i)] = _cell(values, found, row_done, row_late, expected)
     return board
 

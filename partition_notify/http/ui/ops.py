@@ -1,5 +1,6 @@
 """``/ui/ops`` (admin): dead letters (relay, Airflow push), relay status, Spark commits
-applied, ignored and rejected (partition_notify/http/ui/spool.py); expectation forms.
+applied, ignored and rejected (the HTTP route's refusals: writers/commit_refusals.py;
+the spools': partition_notify/http/ui/spool.py); expectation forms.
 
 Every POST re-checks the role, the origin and the CSRF token
 (:func:`partition_notify.http.ui.session.check_admin_post`): hiding a button
@@ -25,6 +26,7 @@ from partition_notify.http.ui.session import check_admin_post, is_admin, read_fo
 from partition_notify.metrics import SPARK_COMMIT_STATUSES
 from partition_notify.store.dead_letters import DeadLetters
 from partition_notify.store.push_letters import PushLetters
+from partition_notify.writers.commit_refusals import CommitRefusals
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 Ctx = Annotated[HttpContext, Depends(context)]
@@ -52,6 +54,7 @@ def ops(request: Request, ctx: Ctx) -> Response:
     pushed = PushLetters(ctx.app.store).latest(SHOWN)
     with StatusReads(ctx.app.store).uow() as uow:
         commits = StatusReadRepository(uow.session).spark_commits(SHOWN)
+    refused = CommitRefusals(ctx.app.store).latest(SHOWN)
     s = ctx.settings
     set_aside = spool.set_aside(
         ctx.app.publisher, [d for d in s.spark_spool_dirs.split(",") if d.strip()],
@@ -61,8 +64,8 @@ def ops(request: Request, ctx: Ctx) -> Response:
               for st in SPARK_COMMIT_STATUSES}
     pending, age = ctx.app.store.log.relay_lag()
     return page(request, who, "ops.html", letters=letters, pushed=pushed, commits=commits,
-                set_aside=set_aside, counts=counts, relay_pending=pending, relay_age=age,
-                done=request.query_params.get("done"))
+                refused=refused, set_aside=set_aside, counts=counts, relay_pending=pending,
+                relay_age=age, done=request.query_params.get("done"))
 
 
 @router.post("/ops/dead-letters")

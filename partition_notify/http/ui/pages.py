@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, get_args
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import RedirectResponse, Response
@@ -19,7 +19,7 @@ from partition_notify.http.problems import ApiProblem
 from partition_notify.http.routes_live import PING_SECONDS, _events
 from partition_notify.http.ui import board as boards
 from partition_notify.http.ui.reads import StatusReadRepository, StatusReads
-from partition_notify.http.ui.render import STATIC, page, static_file, to_sign_in
+from partition_notify.http.ui.render import STATIC, page, static_file, timed, to_sign_in
 from partition_notify.http.ui.session import COOKIE, read_form, viewer
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
@@ -27,8 +27,19 @@ Ctx = Annotated[HttpContext, Depends(context)]
 #: Tables per page of the overview; events per page of a table's events.
 PAGE_SIZE = 50
 EVENTS_PAGE = 100
+
+
+def _contract_types() -> tuple[str, ...]:
+    """Every event type of the wire contract, read off the message union itself (each
+    model's ``eventType`` literal): a message type added there is offered here too."""
+    out: list[str] = []
+    for model in get_args(messages.AnyWire):
+        out.extend(get_args(model.model_fields["event_type"].annotation))
+    return tuple(out)
+
+
 #: The events page's type filter offers every type the wire contract has.
-EVENT_TYPES = messages.EVENT_TYPES
+EVENT_TYPES = _contract_types()
 
 
 @router.get("")
@@ -78,6 +89,7 @@ def _local(target: str) -> str:
 
 
 @router.get("/tables")
+@timed
 def tables(request: Request, ctx: Ctx, q: Annotated[str, Query(max_length=300)] = "",
            page_no: Annotated[int, Query(alias="page", ge=1, le=1_000_000)] = 1) -> Response:
     who = viewer(request, ctx)
@@ -95,6 +107,7 @@ def tables(request: Request, ctx: Ctx, q: Annotated[str, Query(max_length=300)] 
 
 
 @router.get("/tables/{table}")
+@timed
 def board(request: Request, table: str, ctx: Ctx) -> Response:
     who = viewer(request, ctx)
     if who is None:
@@ -104,17 +117,25 @@ def board(request: Request, table: str, ctx: Ctx) -> Response:
     reads = StatusReads(ctx.app.store)
     with reads.uow() as uow:
         repo = StatusReadRepository(uow.session)
-        parts = [boards.Announced.of(p) for p in repo.recent_partitions(info.id, boards.READ_LIMIT)]
+        keys = info.partition_keys
+        parts = [boards.Announced.of(p) for p in repo.board_partitions(
+            info.id, keys, boards.ROWS, boards.READ_LIMIT)]
         done = repo.set_done(info.id, reads.now(), boards.READ_LIMIT)
         checks = repo.checks(info.id, boards.READ_LIMIT)
+    # The partitions came for the greatest first-key values among them; set-done and
+    # late checks may push some of those off the board.
+    rows = boards.pick_rows(keys[0], {p.values[0] for p in parts}, done, checks)
+    shown = set(rows)
+    parts = [p for p in parts if p.values[0] in shown]
     expectations = ctx.app.deadlines.expectations(info.db, info.name)
-    grid = boards.build(info.partition_keys, parts, done, checks, bool(expectations))
+    grid = boards.build(info.partition_keys, rows, parts, done, checks, bool(expectations))
     return page(request, who, "board.html", table=info, board=grid, cursor=cursor,
                 expectations=expectations, labels=boards.LABELS, max_rows=boards.ROWS,
                 max_columns=boards.COLUMNS)
 
 
 @router.get("/tables/{table}/events")
+@timed
 def events(
     request: Request, table: str, ctx: Ctx,
     type_: Annotated[str, Query(alias="type", max_length=40)] = "",

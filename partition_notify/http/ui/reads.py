@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Text, cast, func, or_, select
 from sqlalchemy.orm import Session
@@ -95,20 +96,35 @@ class StatusReadRepository:
         return {i: TableStats(add.get(i), done.get(i), int(exp.get(i, 0)), int(late.get(i, 0)),
                               int(dead.get(i, 0))) for i in ids}
 
-    def recent_partitions(self, table_id: int, limit: int
-                          ) -> list[tuple[str, str, int, int | None, float]]:
-        """(spec, values as JSON text, event id, revision, time), newest first.
+    def board_partitions(self, table_id: int, keys: Sequence[str], rows: int, limit: int
+                         ) -> list[tuple[Any, ...]]:
+        """The partitions of the ``rows`` greatest values of the first key, out of the
+        table's newest ``limit``: (spec, values as JSON text, event id, revision, time,
+        then the value of each key).
 
-        Plain rows through ``ix_pn_partitions_recent`` (migration 0012). The values
-        come as text: the board decodes them with ``json.loads``, without the JSON
-        type's per-row processing (a third of the board's render, bench/ui_render.py).
+        One statement: the newest ``limit`` (``ix_pn_partitions_recent``, migration
+        0012) with each key's value picked out of the JSON by the database
+        (``JSON_EXTRACT``, ``->>``), once; of those, the rows of the greatest first-key
+        values. Only the cells the board can show are sent, and none is decoded
+        (bench/ui_render.py). Values compare by code point, as Python's ``sorted``
+        does: SQLite's default collation, ``COLLATE "C"`` on PostgreSQL.
         """
-        return list(self.session.execute(
-            select(PartitionRow.spec, cast(PartitionRow.values, Text), PartitionRow.event_id,
-                   PartitionRow.revision, PartitionRow.created_at)
+        pg = self.session.get_bind().dialect.name == "postgresql"
+        picked = [PartitionRow.values[k].as_string() for k in keys]
+        if pg:
+            picked[0] = picked[0].collate("C")
+        recent = (
+            select(PartitionRow.spec, cast(PartitionRow.values, Text).label("values_text"),
+                   PartitionRow.event_id, PartitionRow.revision, PartitionRow.created_at,
+                   *(v.label(f"k{i}") for i, v in enumerate(picked)))
             .where(PartitionRow.table_id == table_id)
             .order_by(PartitionRow.created_at.desc(), PartitionRow.id.desc()).limit(limit)
-        ).tuples().all())
+            .cte("recent")
+        )
+        first = recent.c.k0
+        greatest = select(first).where(first.is_not(None)).group_by(first) \
+            .order_by(first.desc()).limit(rows)
+        return list(self.session.execute(select(recent).where(first.in_(greatest))).all())
 
     def set_done(self, table_id: int, now: float, limit: int) -> list[tuple[str, int, float]]:
         """Retained set-done (spec, event id, time), newest first."""
