@@ -17,6 +17,12 @@ rounds, medians:
            mark path before; --no-eager on a tree without the setting)
 
 Goal: default >= 1,500 publishes/s. Needs ``eval "$(bash scripts/services.sh env)"``.
+
+``--threads 1,4,16``: instead, N threads publish at once (n per round in all), group
+commit (concurrent appends share a transaction: store/group_commit.py) against one
+commit per publish (``EventLog.group_commit = False``, the behaviour before), in
+alternating rounds; also appends per commit. Every publish still returns only once
+its event is durable and the broker's receipt came.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import sqlite3
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from itertools import count
@@ -36,6 +43,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from brokers_stomp import RawSender, app_for  # noqa: E402
+from core_common import machine_note  # noqa: E402
 from partition_notify.publisher import Publisher  # noqa: E402
 
 from partition_notify.app import App  # noqa: E402
@@ -70,6 +78,52 @@ def publishes(app: App, table: str) -> Callable[[int], None]:
     return run
 
 
+def concurrent(app: App, table: str, threads: int, group: bool) -> Callable[[int], None]:
+    app.publisher.register_table("bench", table, ["datestamp"])
+    seq = count()
+
+    def run(n: int) -> None:
+        app.store.log.group_commit = group
+        errors: list[BaseException] = []
+
+        def worker(k: int) -> None:
+            try:
+                for _ in range(k):
+                    app.publisher.send_mark_set_done("bench", table, f"datestamp=d{next(seq)}")
+            except BaseException as exc:
+                errors.append(exc)
+
+        pool = [threading.Thread(target=worker, args=(n // threads,)) for _ in range(threads)]
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join(600)
+        if errors:
+            raise errors[0]
+
+    return run
+
+
+def threads_main(args: argparse.Namespace, tmp: str) -> None:
+    for threads in (int(t) for t in args.threads.split(",")):
+        app = app_for(args, f"sqlite:///{tmp}/threads{threads}.db")
+        try:
+            n = args.n - args.n % threads
+            runs = {"one commit each": concurrent(app, "one", threads, False),
+                    "group commit": concurrent(app, "group", threads, True)}
+            group = app.store.log._group
+            before = (group.commits, group.items)
+            f = interleaved(args.rounds, n, runs)
+            commits, items = group.commits - before[0], group.items - before[1]
+        finally:
+            app.close()
+        base, ours = f["one commit each"], f["group commit"]
+        print(f"{threads:>3} publishers: one commit each {base:>7.0f}/s   group commit "
+              f"{ours:>7.0f}/s   {ours / base:5.2f}x   appends per commit "
+              f"{items / max(commits, 1):.1f}")
+    print(machine_note())
+
+
 def interleaved(rounds: int, n: int, runs: dict[str, Callable[[int], None]]) -> dict[str, float]:
     rates: dict[str, list[float]] = {name: [] for name in runs}
     for r in range(rounds):
@@ -88,11 +142,18 @@ def main() -> None:
     p.add_argument("--password", default=os.environ.get("PN_TEST_BROKER_PASSWORD", ""))
     p.add_argument("--n", type=int, default=1000, help="publishes per round and contender")
     p.add_argument("--rounds", type=int, default=5, help="alternating rounds")
+    p.add_argument("--threads", default="",
+                   help="e.g. 1,4,16: concurrent publishers, group commit vs one commit each")
     p.add_argument("--no-eager", action="store_true",
                    help="leave out the eager row (a tree without mark_flush_interval_seconds)")
     args = p.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="pn-bench-durable-")
+    if args.threads:
+        print(f"Durable publish, N threads at once: SQLite synchronous=FULL + {args.url} "
+              f"(median of {args.rounds} alternating rounds of {args.n})")
+        threads_main(args, tmp)
+        return
     host, port = args.url.split("://", 1)[1].split("/")[0].rsplit(":", 1)
     lazy = app_for(args, f"sqlite:///{tmp}/lazy.db")
     apps = [lazy]
@@ -116,6 +177,7 @@ def main() -> None:
         for app in apps:
             app.close()
     report(args, figures)
+    print(machine_note())
 
 
 def report(args: argparse.Namespace, f: dict[str, float]) -> None:

@@ -41,6 +41,9 @@ log = logging.getLogger(__name__)
 #: The PostgreSQL notification channel every append notifies.
 CHANNEL = "pn_events"
 NOTIFY_SQL = f"NOTIFY {CHANNEL}"
+#: With a waker, readers still read the log at least this often: a lost
+#: wake-up costs at most this much latency.
+FALLBACK_SECONDS = 1.0
 #: How often a waker checks that it was asked to stop (also its longest close).
 STOP_CHECK_SECONDS = 0.25
 #: SQLite: how often ``PRAGMA data_version`` is read (always without inotify;

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from partition_notify.store import Store
 from partition_notify.store.event_log import EventLog
-from partition_notify.store.wakeups import Waker, cross_process_waker
+from partition_notify.store.wakeups import FALLBACK_SECONDS, Waker, cross_process_waker
 from partition_notify.transports.base import Consumer, OnMessage, RawMessage, Transport
 from sqlalchemy.engine import Engine
 
@@ -30,7 +30,7 @@ from partition_notify.core.errors import ConfigurationError, PartitionNotifyErro
 log = logging.getLogger(__name__)
 
 #: With cross-process wake-ups, readers still read the log at least this often.
-WAKEUP_FALLBACK_SECONDS = 1.0
+WAKEUP_FALLBACK_SECONDS = FALLBACK_SECONDS
 
 
 class CommitSignal:

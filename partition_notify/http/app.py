@@ -57,7 +57,8 @@ def create_http_app(
     Extra routers reuse :func:`partition_notify.http.auth.require_role` and
     :func:`partition_notify.http.idempotency.idempotent_write`.
     """
-    hub = EventHub(app.store, app.settings.poll_interval_seconds)
+    hub = EventHub(app.store, app.settings.poll_interval_seconds,
+                   wakeups=app.settings.cross_process_wakeups)
     ctx = HttpContext(
         app=app,
         http_store=HttpStore(app.store),

@@ -6,6 +6,14 @@ the store (the late-subscriber protocol): every event after the hub's cursor
 at registration reaches the listener, and everything up to that cursor is
 already committed, so a read after registering sees it. Together, nothing
 is missed; duplicates are dropped by event id (ids are in commit order).
+
+The hub reads the log when woken, not only every poll interval: by this
+process's appends (the event log's after-commit listeners) and by other
+processes' commits (store/wakeups.py: PostgreSQL LISTEN/NOTIFY, SQLite
+inotify). Wakers run on their own threads and only schedule a wake-up on
+the event loop (``call_soon_threadsafe``), so the loop never blocks on them.
+A wake-up is a hint: the hub still reads every poll interval (at least
+:data:`~partition_notify.store.wakeups.FALLBACK_SECONDS` with a waker).
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from partition_notify.contract import AnyMessage, decode
 from partition_notify.contract.messages import HCAT_EVENT, PN_TABLE
 from partition_notify.core.errors import MalformedMessageError, PartitionNotifyError
 from partition_notify.store import LoggedEvent, Store
+from partition_notify.store.wakeups import FALLBACK_SECONDS, Waker, cross_process_waker
 
 log = logging.getLogger(__name__)
 #: Events read per query; a full page is followed at once by the next.
@@ -63,9 +72,11 @@ class EventHub:
     A listener gets ``None`` when the hub stops (the server is shutting down).
     """
 
-    def __init__(self, store: Store, poll_interval: float) -> None:
+    def __init__(self, store: Store, poll_interval: float, *, wakeups: bool = True) -> None:
         self.store = store
         self.poll_interval = poll_interval
+        self.wakeups = wakeups
+        self._waker: Waker | None = None
         self.cursor = 0
         self.ready = asyncio.Event()
         self.stopping = False
@@ -98,21 +109,40 @@ class EventHub:
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         self.cursor = await run_in_threadpool(self.store.log.max_event_id)
+        self.store.log.add_listener(self.poke)
+        if self.wakeups:
+            # Starting a waker opens no connection on this thread, but loads libc/psycopg.
+            self._waker = await run_in_threadpool(cross_process_waker, self.store.engine,
+                                                  self.poke)
         self.ready.set()
         self._task = asyncio.create_task(self._run(), name="pn-event-hub")
+
+    @property
+    def fallback_interval(self) -> float:
+        """How long the hub waits for a wake-up before it reads the log anyway."""
+        if self._waker is None:
+            return self.poll_interval
+        return max(self.poll_interval, FALLBACK_SECONDS)
 
     def poke(self) -> None:
         """A write in this process committed: read now rather than at the next tick.
 
         Thread-safe: write routes run on the thread pool.
         """
-        if self._loop is not None and not self._loop.is_closed():
-            self._loop.call_soon_threadsafe(self._wake.set)
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            # The loop may close between the check and the call (shutdown): nothing to wake.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._wake.set)
 
     async def stop(self) -> None:
         if self.stopping:
             return
         self.stopping = True
+        self.store.log.remove_listener(self.poke)
+        waker, self._waker = self._waker, None
+        if waker is not None:
+            await run_in_threadpool(waker.close, FALLBACK_SECONDS)
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -125,6 +155,8 @@ class EventHub:
     async def _run(self) -> None:
         backoff = self.poll_interval
         while not self.stopping:
+            # Cleared before the read, so a commit that lands during it wakes the next one.
+            self._wake.clear()
             try:
                 events = await run_in_threadpool(self.store.log.events_after, self.cursor, PAGE)
             except PartitionNotifyError as exc:
@@ -137,9 +169,8 @@ class EventHub:
                 self._dispatch(HubEvent.of(e))
                 self.cursor = e.event_id
             if len(events) < PAGE:
-                self._wake.clear()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self.poll_interval)
+                    await asyncio.wait_for(self._wake.wait(), self.fallback_interval)
 
     def _dispatch(self, event: HubEvent) -> None:
         for listener in list(self._listeners.get(event.table, ())):

@@ -13,7 +13,9 @@ session_timeout_ms     consumer-group session timeout (kafka-python's default)
 fetch_max_wait_ms      longest a fetch waits at the broker for new records (500).
                        Apache Kafka answers a waiting fetch as soon as a record
                        arrives; tansu 0.6 waits the full time, so the delivery
-                       latency there is about half this value: use 10-20 with it
+                       latency there is about half this value: use 5-20 with it,
+                       at the cost of 1000/value idle fetches a second
+                       (docs/kafka-transport.md)
 auto_offset_reset      where a *new* consumer group starts: ``latest``/``earliest``
                        (``latest``; history comes from the store either way)
 create_topics          create missing topics with the admin client (``true``)

@@ -1,0 +1,124 @@
+"""One subscriber following N tables: threads, RSS, connections, subscribe time, delivery.
+
+    eval "$(bash scripts/services.sh env)"
+    PYTHONPATH=. python bench/many_tables.py [--n 1000,10000,100000]
+        [--transport embedded://] [--transport "kafka://127.0.0.1:9092" --policy single]
+
+Goal (#20): 100,000 tables, 1 connection, <= 4 threads, <= 500 MB RSS, subscribe <= 10 s.
+Per N: a fresh SQLite store gets N tables in one transaction (the catalog's own
+rows, ORM ``add_all``: registering 100,000 one call at a time would take minutes
+and is not what is measured), then a subscriber in its own process subscribes
+to all N (history on, as by default); it reports subscribe time, threads, RSS and
+its connections (TCP to the broker; for SQLite, open handles of the store file),
+then this process publishes one set-done to the last table and times its delivery.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from core_common import machine_note
+
+GOALS = {"connections": 1, "threads": 4, "rss_mb": 500, "subscribe_s": 10}
+
+
+def seed(store_url: str, n: int, policy: str) -> None:
+    from partition_notify.store.schema import TableRow
+    from sqlalchemy.orm import Session
+
+    from partition_notify.app import build_app
+    from partition_notify.contract.topics import TopicPolicy, topic_for
+
+    with build_app(store_url=store_url, transport_url="embedded://") as app:
+        now = time.time()
+        with Session(app.store.engine) as s, s.begin():
+            s.add_all(TableRow(db="many", name=f"t{i:06d}", partition_keys=["ds"],
+                               topic=topic_for("many", f"t{i:06d}", policy=TopicPolicy(policy)),
+                               topic_override=None, retention_seconds=3600, location=None,
+                               created_at=now) for i in range(n))
+
+
+def child(args: argparse.Namespace) -> None:
+    import psutil
+
+    from partition_notify.app import build_app
+
+    got = threading.Event()
+    wanted: list[str] = []
+    app = build_app(store_url=args.store_url, transport_url=args.transport,
+                    topic_policy=args.policy, connect_timeout_seconds=60)
+    sub = app.subscriber()
+    started = time.perf_counter()
+    sub.subscribe([("many", f"t{i:06d}") for i in range(args.child)],
+                  lambda m: got.set() if m.message_id in wanted else None)
+    took = time.perf_counter() - started
+    proc = psutil.Process()
+    store_file = args.store_url.split("///", 1)[-1]
+    tcp = [c for c in proc.net_connections("tcp") if c.status == psutil.CONN_ESTABLISHED]
+    files = [f for f in proc.open_files() if f.path == store_file]
+    print(json.dumps({"subscribe_s": took, "threads": proc.num_threads(),
+                      "rss_mb": proc.memory_info().rss / 2**20,
+                      "connections": len(tcp) if tcp else len(files)}), flush=True)
+    wanted.append(sys.stdin.readline().strip())
+    print(json.dumps({"delivered": got.wait(60)}), flush=True)
+    sub.close()
+    app.close()
+
+
+def one(args: argparse.Namespace, n: int) -> dict[str, object]:
+    from partition_notify.app import build_app
+
+    tmp = tempfile.mkdtemp(prefix="pn-bench-many-")
+    url = f"sqlite:///{tmp}/store.db"
+    seed(url, n, args.policy)
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--child", str(n), "--store-url", url,
+         "--transport", args.transport, "--policy", args.policy],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdin and proc.stdout
+    try:
+        ready = json.loads(proc.stdout.readline() or '{"error": "child died"}')
+        with build_app(store_url=url, transport_url=args.transport,
+                       topic_policy=args.policy) as app:
+            t0 = time.perf_counter()
+            msg = app.publisher.send_mark_set_done("many", f"t{n - 1:06d}", "ds=1")
+            proc.stdin.write(msg.message_id + "\n")
+            proc.stdin.flush()
+            done = json.loads(proc.stdout.readline() or "{}")
+            ready["delivery_s"] = time.perf_counter() - t0 if done.get("delivered") else None
+        return ready
+    finally:
+        proc.wait(120)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", default="1000,10000,100000")
+    ap.add_argument("--transport", default="embedded://")
+    ap.add_argument("--policy", default="per-table", choices=["per-table", "per-database",
+                                                               "single"])
+    ap.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--store-url", default="", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args)
+        return
+    print(f"one subscriber, {args.transport}, topic policy {args.policy}; goals {GOALS}")
+    for n in (int(x) for x in args.n.split(",")):
+        r = one(args, n)
+        verdict = " ".join(f"{k} {'ok' if float(r.get(k, 1e9)) <= g else 'MISS'}"  # type: ignore[arg-type]
+                           for k, g in GOALS.items())
+        print(f"N={n:>7}: {json.dumps(r)}  [{verdict}]", flush=True)
+    print(machine_note(), f"pid {os.getpid()}")
+
+
+if __name__ == "__main__":
+    main()
