@@ -59,6 +59,9 @@ class RunReport:
     late_inputs: int = 0
     events_read: int = 0
     lost_races: int = 0
+    #: Events purged from the log before a rule read them (a rule stuck longer
+    #: than the cursor retention; the purge waits for every other rule).
+    purged_unread: int = 0
 
 
 @dataclass
@@ -118,16 +121,31 @@ class Evaluator:
         with self._busy:
             tables = {t.qualified: t for t in self.log_store.catalog.tables()}
             by_id = {t.id: t for t in tables.values()}
+            purged_below = self.log_store.housekeeping.purged_below()
             for rule in self.store.rules():
                 target = by_id.get(rule.table_id)
                 if target is None:
                     continue
+                self._check_gap(rule, target, purged_below, report)
                 try:
                     self._follow(rule, definition(rule, tables, target), target, report)
                 except PartitionNotifyError as exc:
                     log.warning("rule %s of %s: evaluation failed: %s", rule.name,
                                 target.qualified, exc, extra={"pn_event": "rule.failed"})
         return report
+
+    @staticmethod
+    def _check_gap(rule: RuleInfo, target: TableInfo, purged_below: int,
+                   report: RunReport) -> None:
+        """Say so when the purge took events this rule had not read (it carries on after)."""
+        if rule.cursor_event_id + 1 < purged_below:
+            lost = purged_below - 1 - rule.cursor_event_id
+            report.purged_unread += lost
+            log.warning("rule %s of %s: events %d to %d were purged before it read them "
+                        "(it did not run for longer than PN_CURSOR_RETENTION_SECONDS); "
+                        "specs they completed stay open", rule.name, target.qualified,
+                        rule.cursor_event_id + 1, purged_below - 1,
+                        extra={"pn_event": "rule.purged_unread"})
 
     def _follow(self, rule: RuleInfo, kind: Kind, target: TableInfo, report: RunReport) -> None:
         cursor = rule.cursor_event_id

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
-from sqlalchemy import Table, delete, select, update
+from sqlalchemy import Table, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from partition_notify.rules.schema import RuleFiringRow, RuleInputRow, RuleRow
@@ -40,6 +40,9 @@ class RuleRepository:
         """The rule's cursor as committed now (a fresh read, not the session's copy)."""
         stmt = select(RuleRow.cursor_event_id).where(RuleRow.id == rule_id)
         return self.session.execute(stmt).scalar_one_or_none()
+
+    def lowest_cursor(self) -> int | None:
+        return self.session.scalar(select(func.min(RuleRow.cursor_event_id)))
 
     def move_cursor(self, rule_id: int, expected: int, to: int) -> bool:
         stmt = (update(RuleRow).where(RuleRow.id == rule_id, RuleRow.cursor_event_id == expected)
