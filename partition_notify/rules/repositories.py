@@ -87,6 +87,24 @@ class RuleStateRepository:
                 .order_by(RuleFiringRow.id.desc()).limit(limit))
         return list(self.session.scalars(stmt))
 
+    def quiet_due(self, rule_id: int, before: float, limit: int) -> list[str]:
+        """Open specs whose newest input was counted at or before ``before`` (oldest first)."""
+        last = func.max(RuleInputRow.created_at)
+        stmt = (select(RuleInputRow.spec).where(RuleInputRow.rule_id == rule_id)
+                .group_by(RuleInputRow.spec).having(last <= before).order_by(last).limit(limit))
+        return list(self.session.scalars(stmt))
+
+    def last_input(self, rule_id: int, spec: str) -> float | None:
+        stmt = select(func.max(RuleInputRow.created_at)).where(
+            RuleInputRow.rule_id == rule_id, RuleInputRow.spec == spec)
+        return self.session.scalar(stmt)
+
+    def next_quiet(self, rule_id: int) -> float | None:
+        """When the first open spec's newest input was counted (its period ends N later)."""
+        newest = (select(func.max(RuleInputRow.created_at).label("t"))
+                  .where(RuleInputRow.rule_id == rule_id).group_by(RuleInputRow.spec).subquery())
+        return self.session.scalar(select(func.min(newest.c.t)))
+
     def add_inputs(self, rows: Sequence[RuleInputRow]) -> None:
         self.session.add_all(rows)
         self.session.flush()
