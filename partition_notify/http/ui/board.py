@@ -41,6 +41,8 @@ class Cell:
     revision: int | None = None
     created_at: float | None = None
     done_event_id: int | None = None
+    #: the completeness rule that derived the covering set-done, if one did
+    done_rule: str = ""
 
     @property
     def label(self) -> str:
@@ -80,10 +82,13 @@ class Announced:
 
 
 def build(keys: tuple[str, ...], parts: list[Announced], done: list[tuple[str, int, float]],
-          checks: list[CheckLine], expected: bool) -> Board:
+          checks: list[CheckLine], expected: bool,
+          derived: dict[int, str] | None = None) -> Board:
+    """``derived``: event id -> rule, for the set-dones a completeness rule derived."""
     board = Board(keys)
     first, rest = keys[0], keys[1:]
     done_specs = [(spec.coerce(s), eid) for s, eid, _ in done]
+    rules = derived or {}
     late_specs = [(spec.coerce(c.spec), c) for c in checks if c.outcome != "on_time"]
     rows: set[str] = {p.values[first] for p in parts if first in p.values}
     rows |= {s[first] for s, _ in done_specs if first in s}
@@ -104,7 +109,10 @@ def build(keys: tuple[str, ...], parts: list[Announced], done: list[tuple[str, i
         for i, col in enumerate(board.columns):
             values = {first: row, **col}
             found = by_values.get(tuple(values.get(k) for k in keys))
-            board.cells[(row, i)] = _cell(values, found, row_done, row_late, expected)
+            cell = _cell(values, found, row_done, row_late, expected)
+            if cell.done_event_id is not None:
+                cell.done_rule = rules.get(cell.done_event_id, "")
+            board.cells[(row, i)] = cell
     return board
 
 
