@@ -103,7 +103,8 @@ class RuleStateRepository:
         """When the first open spec's newest input was counted (its period ends N later)."""
         newest = (select(func.max(RuleInputRow.created_at).label("t"))
                   .where(RuleInputRow.rule_id == rule_id).group_by(RuleInputRow.spec).subquery())
-        return self.session.scalar(select(func.min(newest.c.t)))
+        first = self.session.scalar(select(func.min(newest.c.t)))
+        return None if first is None else float(first)
 
     def add_inputs(self, rows: Sequence[RuleInputRow]) -> None:
         self.session.add_all(rows)

@@ -127,11 +127,12 @@ class StatusReadRepository:
         found: dict[int, str] = {}
         ids = list(event_ids)
         for i in range(0, len(ids), 500):
-            found.update(self.session.execute(
+            found.update((int(e), rule) for e, rule in self.session.execute(
                 select(RuleFiringRow.event_id, RuleRow.name)
                 .join(RuleRow, RuleFiringRow.rule_id == RuleRow.id)
                 .where(RuleRow.table_id == table_id,
-                       RuleFiringRow.event_id.in_(ids[i:i + 500]))).tuples().all())
+                       RuleFiringRow.event_id.in_(ids[i:i + 500]))).tuples()
+                if e is not None)
         return found
 
     def checks(self, table_id: int, limit: int) -> list[CheckLine]:
