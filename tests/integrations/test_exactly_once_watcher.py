@@ -53,7 +53,6 @@ def test_a_set_done_taken_by_the_triggerer_is_not_handed_over_again(
         setup: Any, store_url: str) -> None:  # noqa: F811
     from airflow.models.trigger import Trigger
     from airflow.triggers.base import TriggerEvent
-
     from partition_notify.integrations import shared
 
     app, conn_id = setup
