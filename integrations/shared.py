@@ -18,6 +18,7 @@ from partition_notify.subscriber import Subscriber
 
 from partition_notify.app import App, build_app
 from partition_notify.contract import SetDoneMessage, spec
+from partition_notify.contract.keys import delivery_key
 from partition_notify.settings import Settings
 
 if TYPE_CHECKING:
@@ -117,6 +118,8 @@ def payload(msg: SetDoneMessage, keys: Sequence[str]) -> dict[str, object]:
         "eventId": msg.event_id,
         "revision": msg.revision,
         "timestamp": msg.timestamp,
+        # The same for every delivery of this set-done: schedulers de-duplicate on it.
+        "key": delivery_key(msg),
     }
 
 

@@ -133,6 +133,17 @@ class Cursors:
                 name, stale_owner, {"lease_owner": owner, "lease_until": now + seconds,
                                     "updated_at": now}) == 1
 
+    def take(self, name: str, event_id: int) -> bool:
+        """Move ``name`` to ``event_id`` if it is still before it: False when another
+        reader of the same cursor took that event first (compare-and-set)."""
+        now = self.store.clock()
+        with UnitOfWork(self.store.engine, write=True) as uow:
+            stmt = (update(CursorRow)
+                    .where(CursorRow.name == name, CursorRow.event_id < event_id)
+                    .values(event_id=event_id, pending_event_id=None, pending_since=None,
+                            updated_at=now))
+            return affected_rows(uow.session.execute(stmt)) == 1
+
     def mark_pending(self, name: str, event_id: int, *, since: float | None = None) -> float:
         """Record that ``event_id`` is about to be sent (no lease: the caller holds one)."""
         now = self.store.clock() if since is None else since

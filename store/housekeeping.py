@@ -6,7 +6,8 @@ the set-done purge does (:func:`in_batches`), so writers get in between.
 * the event log: published (or discarded) events older than the log's
   horizon, at or below every consumer cursor, never the last event of a
   topic (subscribers compare topic sequences with it), never one still
-  waiting for its relay or held as a dead letter;
+  waiting for its relay or held as a dead letter, never one a completeness
+  rule has not evaluated yet (for at most the cursor retention);
 * idle consumer cursors.
 
 The features purge their own tables with the helpers here (Spark commits in
@@ -95,15 +96,23 @@ class Housekeeping:
         return self._db.uow(write=True)
 
     def purge_events(self, before: float, *, batch_size: int,
-                     between_batches: Callable[[], None] | None = None) -> int:
-        """Delete purgeable events created before ``before``; see the module docstring."""
+                     between_batches: Callable[[], None] | None = None,
+                     held_from: int | None = None, hold_until: float = 0.0) -> int:
+        """Delete purgeable events created before ``before``; see the module docstring.
+
+        ``held_from``: a feature's own cursor (the completeness rules' lowest,
+        which the store cannot read itself): events after it stay too, unless
+        created before ``hold_until`` (a cursor stuck that long holds no more).
+        """
         with self._write() as uow:
             floor = uow.session.scalar(select(func.min(CursorRow.event_id)))
             floor = _NO_FLOOR if floor is None else int(floor)
+            held = _NO_FLOOR if held_from is None else held_from
             later = aliased(EventRow)
             where = and_(
                 EventRow.created_at < before,
                 EventRow.event_id <= floor,
+                or_(EventRow.event_id <= held, EventRow.created_at < hold_until),
                 or_(EventRow.published_at.is_not(None), EventRow.discarded_at.is_not(None)),
                 exists().where(later.topic == EventRow.topic, later.topic_seq > EventRow.topic_seq),
             )

@@ -3,7 +3,8 @@
 Each set-done of a mapped table becomes ``POST /api/v2/assets/events`` with
 ``asset_id``, ``partition_key`` (the spec's values in partition-key order,
 ``|``-joined; a coarser set-done gives a shorter key, see docs/schedulers.md)
-and ``extra`` = messageId, eventId, revision, spec.
+and ``extra`` = messageId, eventId, revision, spec and ``key``, the delivery key
+(:mod:`partition_notify.contract.keys`): an earlier send is found by it.
 
 **One cursor per table.** Airflow does not de-duplicate asset events, so each
 mapped table has a cursor in our store (``airflow-push:<url>#<db.table>``)
@@ -44,6 +45,7 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from partition_notify.contract import SetDoneMessage, decode
+from partition_notify.contract.keys import delivery_key
 from partition_notify.contract.messages import HCAT_EVENT, PARTITION_DONE, PN_MESSAGE_ID, PN_TABLE
 from partition_notify.core.errors import (
     ConfigurationError,
@@ -225,7 +227,7 @@ class AirflowPushSink:
         info = self._table(table)
         key = str(payload(msg, info.partition_keys)["partition_key"])
         extra = {"messageId": msg.message_id, "eventId": msg.event_id,
-                 "revision": msg.revision, "spec": msg.spec}
+                 "revision": msg.revision, "spec": msg.spec, "key": delivery_key(msg)}
         try:
             self.client.post_event(self._resolved(table), key, extra)
         except PushRefused as exc:
@@ -279,10 +281,12 @@ class AirflowPushSink:
         return logged[0] if logged and logged[0].event_id == event_id else None
 
     def _was_sent(self, table: str, ev: LoggedEvent, since: float) -> bool | None:
-        """Matched by messageId (a UUID): event ids repeat across stores."""
+        """Matched by the delivery key (or, for events an older sink sent, the messageId)."""
         message_id = str(ev.headers.get(PN_MESSAGE_ID, ""))
+        msg = _set_done(ev)
+        key = delivery_key(msg) if msg is not None else None
         return self.client.was_sent(self._resolved(table), message_id, since - SKEW_SECONDS,
-                                    self.store.clock() + SKEW_SECONDS)
+                                    self.store.clock() + SKEW_SECONDS, key=key)
 
     def _settle(self, table: str, cur: Cursor) -> bool:
         """A crash left ``cur``'s pending event maybe-sent; False: this table waits."""
@@ -328,14 +332,19 @@ class AirflowPushSink:
         if ev is None or msg is None:
             self.letters.delivered(self.cursor, letter.event_id)  # gone from the log
             return 0
-        if letter.sending_since is not None:
-            found = self._was_sent(letter.table, ev, letter.sending_since)
-            if found is None:
-                return 0
-            if found:
-                self.recovered += 1
-                self.letters.delivered(self.cursor, letter.event_id)
-                return 0
+        # Always asked, not only after a cut redrive: a letter dead-lettered as "could
+        # not say" may well be in Airflow, and a redrive must not start a second run.
+        since = letter.sending_since if letter.sending_since is not None else msg.timestamp
+        try:
+            found = self._was_sent(letter.table, ev, since)
+        except PushRefused:
+            found = False  # the asset is gone: the send below dead-letters it again
+        if found is None:
+            return 0
+        if found:
+            self.recovered += 1
+            self.letters.delivered(self.cursor, letter.event_id)
+            return 0
         self._renew()
         self.letters.sending(self.cursor, letter.event_id)
         try:

@@ -101,8 +101,9 @@ class AirflowClient:
         return self._all(asset_id, since, FAR_FUTURE)
 
     def was_sent(self, asset_id: int, message_id: str, since: float,
-                 until: float) -> bool | None:
-        """Did an asset event with ``extra.messageId`` reach Airflow between the two times?
+                 until: float, *, key: str | None = None) -> bool | None:
+        """Did an asset event with ``extra.key`` (or ``extra.messageId``) reach Airflow
+        between the two times?
 
         None when Airflow cannot say. Airflow 3.3.2 answers a listing with 500
         when one listed event created a DAG run that is still queued (its
@@ -112,7 +113,7 @@ class AirflowClient:
         the answer "not sent".
         """
         try:
-            return any(_matches(e, message_id)
+            return any(_matches(e, message_id, key)
                        for e in self._all(asset_id, since, until))
         except PushError as exc:
             if exc.status != 500:
@@ -127,7 +128,7 @@ class AirflowClient:
                     raise
                 unreadable += 1
                 continue
-            if any(_matches(e, message_id) for e in page.get("asset_events", [])):
+            if any(_matches(e, message_id, key) for e in page.get("asset_events", [])):
                 return True
         return None if unreadable or total > MAX_PROBES else False
 
@@ -141,5 +142,7 @@ class AirflowClient:
                 return out
 
 
-def _matches(event: dict[str, Any], message_id: str) -> bool:
-    return bool((event.get("extra") or {}).get("messageId") == message_id)
+def _matches(event: dict[str, Any], message_id: str, key: str | None) -> bool:
+    extra = event.get("extra") or {}
+    return bool(extra.get("messageId") == message_id
+                or (key is not None and extra.get("key") == key))

@@ -146,6 +146,23 @@ class PartitionSetDoneEventTrigger(BaseEventTrigger):  # type: ignore[misc]
              "conn_id": self.conn_id},
         )
 
+    async def _take(self, cursors: Cursors, msg: SetDoneMessage) -> bool:
+        """Move the cursor past ``msg`` before handing it over; False: it was already.
+
+        The triggerer takes an event at the ``yield`` and persists the asset event
+        later, so no point of ours follows the persisting. Moved before the hand-over,
+        the cursor never lets the same set-done out twice (a triggerer killed before
+        the generator resumed, a trigger reassigned while its first triggerer still
+        ran it: the delivery key would repeat); a triggerer dying between this write
+        and Airflow's commit loses that one event, as it did after the write before.
+        A store error hands it over anyway: a possible repeat rather than a loss.
+        """
+        try:
+            return await asyncio.to_thread(cursors.take, self.cursor, msg.event_id)
+        except PartitionNotifyError as exc:
+            self.log.warning("could not store cursor %s: %s", self.cursor, exc)
+            return True
+
     async def run(self) -> AsyncIterator[TriggerEvent]:
         loop = asyncio.get_running_loop()
         inbox: asyncio.Queue[SetDoneMessage] = asyncio.Queue()
@@ -176,13 +193,9 @@ class PartitionSetDoneEventTrigger(BaseEventTrigger):  # type: ignore[misc]
         try:
             while True:
                 msg = await inbox.get()
+                if not await self._take(cursors, msg):
+                    continue  # handed over already: by an earlier life, or a twin
                 yield TriggerEvent({"status": DONE, **shared.payload(msg, info.partition_keys)})
-                # Resumed: the triggerer has taken the event. A failed write is
-                # retried with the next event (the cursor only moves forward).
-                try:
-                    await asyncio.to_thread(cursors.advance, self.cursor, msg.event_id)
-                except PartitionNotifyError as exc:
-                    self.log.warning("could not store cursor %s: %s", self.cursor, exc)
         finally:
             shared.armed.add(-1)
             follower.remove(watch)

@@ -119,7 +119,7 @@ def partition_set_done_sensor(
             for pk in partition_keys_for(msg, info.partition_keys, partitions_def,
                                          context.instance)
         ]
-        valid = _valid(wanted, partitions_def, context)
+        valid = _not_reported(_valid(wanted, partitions_def, context), key, context)
         materializations = [
             dg.AssetMaterialization(asset_key=key, partition=pk, metadata=_metadata(msg, info))
             for msg, pk in valid
@@ -155,6 +155,53 @@ def _valid(
         context.log.warning(f"skipped {len(bad)} partition key(s) not in the asset's "
                             f"PartitionsDefinition: {shown}")
     return keep
+
+
+def _not_reported(
+    wanted: list[tuple[SetDoneMessage, str | dg.MultiPartitionKey | None]],
+    key: dg.AssetKey,
+    context: dg.SensorEvaluationContext,
+) -> list[tuple[SetDoneMessage, str | dg.MultiPartitionKey | None]]:
+    """``wanted`` less what an earlier tick reported already: a redelivery.
+
+    The cursor is Dagster's; a tick replayed from an older cursor (reset, a
+    cursor lost with a restored instance, two code locations with one sensor)
+    reads set-dones again. Each partition's latest materialization carries the
+    delivery key's parts (``key``, ``eventId``): one for the same table at this
+    event or a later one means this set-done was reported (event ids grow with
+    commit order in the one store the sensor reads), and a second one would
+    make ``AutomationCondition`` run the downstream partition again.
+    """
+    latest: dict[str, tuple[str, int] | None] = {}
+    out = []
+    for msg, pk in wanted:
+        name = str(pk) if pk is not None else ""
+        if name not in latest:
+            latest[name] = _latest_reported(key, pk, context.instance)
+        seen = latest[name]
+        if seen is not None and seen[0] == f"{msg.db}.{msg.table}" and seen[1] >= msg.event_id:
+            continue
+        out.append((msg, pk))
+    if len(out) < len(wanted):
+        context.log.info(f"skipped {len(wanted) - len(out)} set-done(s) already reported "
+                         "(redelivered from an older cursor)")
+    return out
+
+
+def _latest_reported(key: dg.AssetKey, pk: str | dg.MultiPartitionKey | None,
+                     instance: dg.DagsterInstance) -> tuple[str, int] | None:
+    """(db.table, event id) of the partition's latest materialization we reported, if any."""
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=key, asset_partitions=None if pk is None else [str(pk)]),
+        limit=1).records
+    mat = records[0].asset_materialization if records else None
+    if mat is None:
+        return None
+    meta = mat.metadata
+    db, table, event_id = meta.get("db"), meta.get("table"), meta.get("eventId")
+    if db is None or table is None or event_id is None:
+        return None  # not ours: someone else materialized it
+    return f"{db.value}.{table.value}", int(str(event_id.value))
 
 
 def _set_dones(events: Sequence[LoggedEvent], info: TableInfo,

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 #: The kinds, here as well as in partition_notify.rules.kinds: the CLI parses its
 #: arguments before importing any feature (tests/rules/test_cli_and_restart.py checks
 #: the two agree).
-KINDS = ("all-of", "calendar", "cross-table")
+KINDS = ("all-of", "calendar", "cross-table", "quiet")
 KEY_FORMATS = ("YYYYMMDDHH", "YYYY-MM-DDTHH", "YYYYMMDD", "YYYY-MM-DD")
 INTO_FORMATS = ("YYYYMMDD", "YYYY-MM-DD", "YYYYMM", "YYYY-MM")
 
@@ -30,7 +30,7 @@ def params(args: argparse.Namespace) -> dict[str, object]:
     """The rule parameters the command line gave (the API validates them)."""
     given = {"inputs": args.input, "key": args.key, "values": args.values, "by": args.by,
              "keyFormat": args.key_format, "into": args.into, "intoFormat": args.into_format,
-             "timezone": args.timezone}
+             "timezone": args.timezone, "quietSeconds": args.quiet_seconds}
     return {k: v for k, v in given.items() if v is not None}
 
 
@@ -72,12 +72,14 @@ def _definition(sp: argparse.ArgumentParser, *, required: bool) -> None:
                     "the key holding hours or days (hour)")
     sp.add_argument("--values", type=keys_arg, help="all-of: every value required: us,eu,apac")
     sp.add_argument("--by", type=keys_arg,
-                    help="all-of, cross-table: the keys of the derived spec: datestamp")
+                    help="all-of, cross-table, quiet: the keys of the derived spec: datestamp")
     sp.add_argument("--key-format", choices=KEY_FORMATS,
                     help="calendar: hour keys are UTC hours; day keys calendar days")
     sp.add_argument("--into", help="calendar: the key of the derived day or month (datestamp)")
     sp.add_argument("--into-format", choices=INTO_FORMATS, help="calendar: its format")
     sp.add_argument("--timezone", help="calendar: IANA zone of the derived days (default UTC)")
+    sp.add_argument("--quiet-seconds", type=int, metavar="N",
+                    help="quiet: done once no new partition of the --by values came for N s")
 
 
 def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser]) -> None:

@@ -140,7 +140,7 @@ class DerivedFrom(BaseModel):
 
     table: str = Field(description="db.table the rule belongs to (the derived set-done's table).")
     rule: str = Field(description="Name of the rule (unique per table).")
-    kind: str = Field(description="all-of, calendar or cross-table.")
+    kind: str = Field(description="all-of, calendar, cross-table or quiet.")
     inputs: list[DerivedInput] = Field(description="The inputs that satisfied the rule.")
 
 

@@ -34,7 +34,8 @@ class RuleBody(BaseModel):
     params: dict[str, object] = Field(
         default_factory=dict,
         description="all-of: key, values, by; calendar: key, keyFormat, into, intoFormat, "
-        "timezone; cross-table: inputs, by; every kind: inputs (default: this table)")
+        "timezone; cross-table: inputs, by; quiet: by, quietSeconds; every kind: inputs "
+        "(default: this table)")
     fromNow: bool = Field(False, description="ignore the retained history")
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from partition_notify.contract import names, spec
-from partition_notify.core.errors import ValidationError
+from partition_notify.contract import decode, names, spec
+from partition_notify.contract.messages import PN_TABLE
+from partition_notify.core.errors import MalformedMessageError, ValidationError
 from partition_notify.publisher import Publisher
 from partition_notify.rules.evaluator import BATCH_EVENTS, Evaluator, contributions, definition
-from partition_notify.rules.kinds import Kind, build
+from partition_notify.rules.kinds import Kind, Quiet, build
 from partition_notify.rules.store import FiringInfo, RuleInfo, RuleStore
 from partition_notify.store import Store, TableInfo
 
@@ -115,6 +116,8 @@ class Rules:
 
 
 def _simulate(store: Store, target: TableInfo, kind: Kind, max_events: int) -> dict[str, object]:
+    if isinstance(kind, Quiet):
+        return _simulate_quiet(store, target, kind, max_events)
     counted: dict[str, dict[str, int]] = {}
     derived: dict[str, dict[str, object]] = {}
     cursor = read = 0
@@ -139,6 +142,53 @@ def _simulate(store: Store, target: TableInfo, kind: Kind, max_events: int) -> d
     more = bool(store.log.events_after(cursor, 1))
     pending = [{"spec": s, "missing": sorted(kind.required(s) - labels.keys())[:10]}
                for s, labels in list(counted.items())[-DRY_RUN_MAX_PENDING:]]
+    return {"table": target.qualified, "kind": kind.kind, "eventsRead": read,
+            "truncated": more, "wouldDerive": list(derived.values()), "pending": pending}
+
+
+def _simulate_quiet(store: Store, target: TableInfo, kind: Quiet,
+                    max_events: int) -> dict[str, object]:
+    """A quiet rule over the retained log, by the messages' commit times: a spec falls
+    quiet when the next partition of it came N s or more after the previous one, or
+    when its last one is N s old now."""
+    last: dict[str, tuple[float, int]] = {}  # open spec -> (commit time, event id)
+    derived: dict[str, dict[str, object]] = {}
+    cursor = read = 0
+
+    def quiet(s: str, at: float, event_id: int) -> None:
+        covered = bool(store.retention.set_done_covering(
+            target, spec.covering_specs(spec.parse(s))))
+        derived[s] = {"spec": s, "completedByEventId": event_id, "quietAt": at,
+                      "coveredNow": covered}
+        del last[s]
+
+    while read < max_events:
+        events = store.log.events_after(cursor, min(BATCH_EVENTS, max_events - read))
+        if not events:
+            break
+        read += len(events)
+        for ev in events:
+            table = str(ev.headers.get(PN_TABLE, ""))
+            if table not in kind.inputs:
+                continue
+            try:
+                msg = decode(ev.body)
+            except MalformedMessageError:  # not ours to judge here; the relay logs it
+                continue
+            at = (msg.timestamp_ms / 1000) if msg.timestamp_ms else float(msg.timestamp)
+            for s, _ in kind.contributions(table, msg):
+                if s in last and last[s][0] + kind.seconds <= at:
+                    quiet(s, last[s][0] + kind.seconds, last[s][1])
+                if s not in derived:
+                    last[s] = (at, ev.event_id)
+        cursor = events[-1].event_id
+    now = store.clock()
+    for s, (at, event_id) in list(last.items()):
+        if at + kind.seconds <= now:
+            quiet(s, at + kind.seconds, event_id)
+    more = bool(store.log.events_after(cursor, 1))
+    pending = [{"spec": s, "quietAt": at + kind.seconds}
+               for s, (at, _) in list(last.items())[-DRY_RUN_MAX_PENDING:]]
     return {"table": target.qualified, "kind": kind.kind, "eventsRead": read,
             "truncated": more, "wouldDerive": list(derived.values()), "pending": pending}
 

@@ -36,7 +36,8 @@ from partition_notify.contract import (
 from partition_notify.contract.messages import PN_TABLE
 from partition_notify.core.errors import MalformedMessageError, PartitionNotifyError, PublishError
 from partition_notify.publisher import Publisher
-from partition_notify.rules.kinds import MAX_LABEL_CHARS, Kind, build
+from partition_notify.rules.kinds import MAX_LABEL_CHARS, Kind, Quiet, build
+from partition_notify.rules.quiet import QuietTimer
 from partition_notify.rules.repositories import RuleRepository, RuleStateRepository
 from partition_notify.rules.schema import RuleFiringRow, RuleInputRow
 from partition_notify.rules.store import RuleInfo, RuleStore
@@ -59,6 +60,9 @@ class RunReport:
     late_inputs: int = 0
     events_read: int = 0
     lost_races: int = 0
+    #: Events purged from the log before a rule read them (a rule stuck longer
+    #: than the cursor retention; the purge waits for every other rule).
+    purged_unread: int = 0
 
 
 @dataclass
@@ -110,6 +114,7 @@ class Evaluator:
         self.log_store = store
         self.publisher = publisher
         self.store = RuleStore(store)
+        self.quiet = QuietTimer(store, publisher, self.store)
         self._busy = threading.Lock()
 
     def run_once(self) -> RunReport:
@@ -118,23 +123,68 @@ class Evaluator:
         with self._busy:
             tables = {t.qualified: t for t in self.log_store.catalog.tables()}
             by_id = {t.id: t for t in tables.values()}
+            purged_below = self.log_store.housekeeping.purged_below()
             for rule in self.store.rules():
                 target = by_id.get(rule.table_id)
                 if target is None:
                     continue
+                self._check_gap(rule, target, purged_below, report)
                 try:
-                    self._follow(rule, definition(rule, tables, target), target, report)
+                    kind = definition(rule, tables, target)
+                    caught_up = self._follow(rule, kind, target, report)
+                    if caught_up and isinstance(kind, Quiet):  # every input counted first
+                        self._fire_quiet(rule, kind, target, report)
                 except PartitionNotifyError as exc:
                     log.warning("rule %s of %s: evaluation failed: %s", rule.name,
                                 target.qualified, exc, extra={"pn_event": "rule.failed"})
         return report
 
-    def _follow(self, rule: RuleInfo, kind: Kind, target: TableInfo, report: RunReport) -> None:
+    @staticmethod
+    def _check_gap(rule: RuleInfo, target: TableInfo, purged_below: int,
+                   report: RunReport) -> None:
+        """Say so when the purge took events this rule had not read (it carries on after)."""
+        if rule.cursor_event_id + 1 < purged_below:
+            lost = purged_below - 1 - rule.cursor_event_id
+            report.purged_unread += lost
+            log.warning("rule %s of %s: events %d to %d were purged before it read them "
+                        "(it did not run for longer than PN_CURSOR_RETENTION_SECONDS); "
+                        "specs they completed stay open", rule.name, target.qualified,
+                        rule.cursor_event_id + 1, purged_below - 1,
+                        extra={"pn_event": "rule.purged_unread"})
+
+    def next_due(self) -> float | None:
+        """When the next open spec of a quiet rule falls quiet (None: none open)."""
+        due = [self.quiet.next_due(r, k) for r, k in self._quiet_rules()]
+        return min((d for d in due if d is not None), default=None)
+
+    def _quiet_rules(self) -> list[tuple[RuleInfo, Quiet]]:
+        tables = {t.qualified: t for t in self.log_store.catalog.tables()}
+        by_id = {t.id: t for t in tables.values()}
+        out = []
+        for rule in self.store.rules():
+            if rule.kind == Quiet.kind and rule.table_id in by_id:
+                kind = definition(rule, tables, by_id[rule.table_id])
+                assert isinstance(kind, Quiet)
+                out.append((rule, kind))
+        return out
+
+    def _fire_quiet(self, rule: RuleInfo, kind: Quiet, target: TableInfo,
+                    report: RunReport) -> None:
+        derived, covered = self.quiet.fire_due(
+            rule, kind, target, lambda s, origins: self._draft(target, rule, kind, s, origins))
+        report.already_done += covered
+        for msg in derived:
+            report.derived.append(msg)
+            log.info("derived set-done %s %s (rule %s, quiet for %d s)", target.qualified,
+                     msg.spec, rule.name, kind.seconds, extra={"pn_event": "rule.derived"})
+
+    def _follow(self, rule: RuleInfo, kind: Kind, target: TableInfo, report: RunReport) -> bool:
+        """Read the rule's events in batches; True once it has read to the log's end."""
         cursor = rule.cursor_event_id
         for _ in range(MAX_BATCHES_PER_RUN):
             events = self.log_store.log.events_after(cursor, BATCH_EVENTS)
             if not events:
-                return
+                return True
             report.events_read += len(events)
             try:
                 self._batch(rule, kind, target, cursor, events, report)
@@ -144,7 +194,8 @@ class Evaluator:
                 continue
             cursor = events[-1].event_id
             if len(events) < BATCH_EVENTS:
-                return
+                return True
+        return False
 
     def _batch(self, rule: RuleInfo, kind: Kind, target: TableInfo, cursor: int,
                events: list[LoggedEvent], report: RunReport) -> None:

@@ -16,6 +16,9 @@ do not matter.
   tells the repeated hour of a fall-back day apart.
 - ``cross-table``: done when every input table has a set-done whose keys are
   exactly ``by``, with the same values.
+- ``quiet``: done when no new partition with the ``by`` values arrived for
+  ``quietSeconds``. Its labels are the partitions themselves; no set of them
+  completes it (:data:`NEVER`), the evaluator's timer does (``rules/quiet.py``).
 """
 
 from __future__ import annotations
@@ -29,7 +32,12 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from partition_notify.contract import AddPartitionMessage, AnyMessage, SetDoneMessage, spec
 from partition_notify.core.errors import ValidationError
 
-KINDS = ("all-of", "calendar", "cross-table")
+KINDS = ("all-of", "calendar", "cross-table", "quiet")
+#: Longest quiet period (31 days: a month's partitions trickling in).
+MAX_QUIET_SECONDS = 31 * 86400
+#: What a quiet rule "requires": a label no input has (a canonical spec is never
+#: empty), so counting never completes it; its quiet period does.
+NEVER = frozenset({""})
 #: Most values an all-of rule may require (and the most inputs of a cross-table rule).
 MAX_VALUES = 1000
 #: Longest label (value, hour, day or table name) the evaluator stores.
@@ -141,6 +149,28 @@ class CrossTable(Kind):
 
 
 @dataclass(frozen=True)
+class Quiet(Kind):
+    by: tuple[str, ...]
+    seconds: int
+
+    kind = "quiet"
+
+    def contributions(self, table: str, msg: AnyMessage) -> Iterator[Contribution]:
+        # Only a new partition restarts the quiet period; a set-done announces none.
+        if table not in self.inputs or not isinstance(msg, AddPartitionMessage):
+            return
+        for s in msg.partitions:
+            if all(b in s for b in self.by):
+                yield spec.canonical({b: s[b] for b in self.by}), spec.canonical(s)
+
+    def required(self, derived: str) -> frozenset[str]:
+        return NEVER
+
+    def to_json(self) -> dict[str, object]:
+        return {"inputs": list(self.inputs), "by": list(self.by), "quietSeconds": self.seconds}
+
+
+@dataclass(frozen=True)
 class Calendar(Kind):
     key: str
     key_format: str
@@ -224,6 +254,8 @@ def build(kind: str, target: str, params: Mapping[str, object],
         raise _bad("inputs", list(inputs), f"one table for a {kind} rule")
     if kind == "all-of":
         return _all_of(target, inputs, params, table_keys)
+    if kind == "quiet":
+        return _quiet(target, inputs, params, table_keys)
     return _calendar(target, inputs, params, table_keys)
 
 
@@ -281,3 +313,16 @@ def _calendar(target: str, inputs: tuple[str, ...], params: Mapping[str, object]
     _has_keys("key", [key.lower()], inputs[0], table_keys)
     _has_keys("into", [into.lower()], target, table_keys)
     return Calendar(target, inputs, key.lower(), key_format, into.lower(), into_format, str(tz))
+
+
+def _quiet(target: str, inputs: tuple[str, ...], params: Mapping[str, object],
+           table_keys: Mapping[str, tuple[str, ...]]) -> Quiet:
+    by = _key_list("by", params.get("by"))
+    seconds = params.get("quietSeconds")
+    if (not isinstance(seconds, int) or isinstance(seconds, bool)
+            or not 1 <= seconds <= MAX_QUIET_SECONDS):
+        raise _bad("quietSeconds", seconds, f"whole seconds from 1 to {MAX_QUIET_SECONDS} "
+                   "(31 days), e.g. 1800")
+    _has_keys("by", by, inputs[0], table_keys)
+    _has_keys("by", by, target, table_keys)
+    return Quiet(target, inputs, by, seconds)

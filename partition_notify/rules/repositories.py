@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
-from sqlalchemy import Table, delete, select, update
+from sqlalchemy import Table, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from partition_notify.rules.schema import RuleFiringRow, RuleInputRow, RuleRow
@@ -40,6 +40,9 @@ class RuleRepository:
         """The rule's cursor as committed now (a fresh read, not the session's copy)."""
         stmt = select(RuleRow.cursor_event_id).where(RuleRow.id == rule_id)
         return self.session.execute(stmt).scalar_one_or_none()
+
+    def lowest_cursor(self) -> int | None:
+        return self.session.scalar(select(func.min(RuleRow.cursor_event_id)))
 
     def move_cursor(self, rule_id: int, expected: int, to: int) -> bool:
         stmt = (update(RuleRow).where(RuleRow.id == rule_id, RuleRow.cursor_event_id == expected)
@@ -83,6 +86,25 @@ class RuleStateRepository:
         stmt = (select(RuleFiringRow).where(RuleFiringRow.rule_id == rule_id)
                 .order_by(RuleFiringRow.id.desc()).limit(limit))
         return list(self.session.scalars(stmt))
+
+    def quiet_due(self, rule_id: int, before: float, limit: int) -> list[str]:
+        """Open specs whose newest input was counted at or before ``before`` (oldest first)."""
+        last = func.max(RuleInputRow.created_at)
+        stmt = (select(RuleInputRow.spec).where(RuleInputRow.rule_id == rule_id)
+                .group_by(RuleInputRow.spec).having(last <= before).order_by(last).limit(limit))
+        return list(self.session.scalars(stmt))
+
+    def last_input(self, rule_id: int, spec: str) -> float | None:
+        stmt = select(func.max(RuleInputRow.created_at)).where(
+            RuleInputRow.rule_id == rule_id, RuleInputRow.spec == spec)
+        return self.session.scalar(stmt)
+
+    def next_quiet(self, rule_id: int) -> float | None:
+        """When the first open spec's newest input was counted (its period ends N later)."""
+        newest = (select(func.max(RuleInputRow.created_at).label("t"))
+                  .where(RuleInputRow.rule_id == rule_id).group_by(RuleInputRow.spec).subquery())
+        first = self.session.scalar(select(func.min(newest.c.t)))
+        return None if first is None else float(first)
 
     def add_inputs(self, rows: Sequence[RuleInputRow]) -> None:
         self.session.add_all(rows)

@@ -55,13 +55,15 @@ class RuleStore:
 
     def add(self, table: TableInfo, name: str, kind: str, params: dict[str, object],
             *, from_now: bool) -> RuleInfo:
+        retained_from = self.store.housekeeping.purged_below()
         with self.uow(write=True) as uow:
             repo = RuleRepository(uow.session)
             if repo.get(table.id, name) is not None:
                 raise ConflictError(f"table {table.qualified} has a rule named {name!r} already "
                                     "(remove it first)")
-            # 0: the first run reads the retained history, so a rule added late still fires.
-            start = uow.events.max_id() if from_now else 0
+            # The first run reads the retained history, so a rule added late still fires;
+            # it starts where the purge left off, so a later purge gap is told apart.
+            start = uow.events.max_id() if from_now else retained_from - 1
             row = RuleRow(table_id=table.id, name=name, kind=kind, params=params,
                           cursor_event_id=start, created_at=self.store.clock())
             repo.add(row)
@@ -70,6 +72,11 @@ class RuleStore:
     def rules(self, table_ids: Sequence[int] | None = None) -> list[RuleInfo]:
         with self.uow() as uow:
             return [RuleInfo.of(r) for r in RuleRepository(uow.session).all(table_ids)]
+
+    def lowest_cursor(self) -> int | None:
+        """The lowest rule cursor: the log after it is still to be evaluated (None: no rules)."""
+        with self.uow() as uow:
+            return RuleRepository(uow.session).lowest_cursor()
 
     def get(self, table: TableInfo, name: str) -> RuleInfo:
         with self.uow() as uow:

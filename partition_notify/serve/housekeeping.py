@@ -74,8 +74,12 @@ def purge_all(app: App, size: int, pause: Pause) -> Purged:
     out = Purged()
     # Idle cursors first: a consumer gone for good must not hold the log.
     out.cursors = store.housekeeping.purge_cursors(now - s.cursor_retention_seconds)
+    # A rule's cursor holds the log like a consumer's: a lagging rule must not
+    # lose its inputs; one stuck past the cursor retention holds it no longer.
     out.events = store.housekeeping.purge_events(
-        now - event_log_horizon(app), batch_size=size, between_batches=pause)
+        now - event_log_horizon(app), batch_size=size, between_batches=pause,
+        held_from=RuleStore(store).lowest_cursor(),
+        hold_until=now - s.cursor_retention_seconds)
     out.spark_commits = purge_spark_commits(
         store, now - s.spark_commit_retention_seconds, batch_size=size, between_batches=pause)
     out.spark_commit_refusals = CommitRefusals(store).purge(

@@ -224,10 +224,20 @@ def rules(rt: Runtime) -> tuple[JobFn, float]:
     def job() -> None:
         try:
             report = evaluator.run_once()
+            nxt = evaluator.next_due()
         except PartitionNotifyError as exc:
             log.warning("rule evaluation failed: %s", exc, extra={"pn_event": "rule.failed"})
             return
         derived.inc(len(report.derived))
+        # A quiet rule's spec falls quiet between two runs: run again just then.
+        if nxt is not None and rt.scheduler.running and not rt.relay.stopping.is_set():
+            rt.scheduler.add_job(
+                job, "date", id="rules-next", replace_existing=True,
+                # Never sooner than shortly after now: a spec that cannot fire yet
+                # (events still unread) must not make this a busy loop.
+                run_date=datetime.fromtimestamp(
+                    max(nxt, rt.app.store.clock()) + AFTER_DEADLINE_SECONDS, UTC),
+            )
 
     return job, rt.app.settings.rules_interval_seconds
 

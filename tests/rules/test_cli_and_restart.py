@@ -103,3 +103,21 @@ def test_the_cli_choices_are_the_rule_kinds_and_formats() -> None:
     assert {units[f] for f in cli_rules.KEY_FORMATS} == {"hour", "day"}
     assert {units[f] for f in cli_rules.INTO_FORMATS} == {"day", "month"}
     assert set(cli_rules.KEY_FORMATS) | set(cli_rules.INTO_FORMATS) == set(kinds.FORMATS)
+
+
+def test_quiet_rule_from_the_command_line(app: App, store_url: str) -> None:
+    app.publisher.register_table("web", "clicks", ["datestamp", "hour"])
+    base = ["rule", "add", "web.clicks", "--name", "settled", "--kind", "quiet", "--by",
+            "datestamp"]
+    one_line_error(cli(store_url, *base, "--quiet-seconds", "0"), 1,
+                   "rule quietSeconds 0", "expected whole seconds from 1")
+    one_line_error(cli(store_url, *base, "--quiet-seconds", "soon"), 2,
+                   "--quiet-seconds", "invalid int value")
+    added = cli(store_url, *base, "--quiet-seconds", "1800")
+    assert added.returncode == 0, added.stderr
+    assert json.loads(added.stdout)["params"] == {
+        "inputs": ["web.clicks"], "by": ["datestamp"], "quietSeconds": 1800}
+    app.publisher.announce_partitions("web", "clicks", [{"datestamp": "20260301", "hour": "00"}])
+    dry = json.loads(cli(store_url, "rule", "dry-run", "web.clicks", "settled").stdout)
+    assert dry["wouldDerive"] == [] and [p["spec"] for p in dry["pending"]] == [
+        "datestamp=20260301"]

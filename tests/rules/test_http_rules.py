@@ -75,3 +75,21 @@ def test_bad_rules_are_422_problems_naming_the_field(server: Server) -> None:
         assert_problem(c.post(url, json={"name": "Bad Name", "kind": "cross-table"}), 422,
                        "body.name", "rule name 'Bad Name'")
         assert c.get(url).json()["rules"] == []
+
+
+def test_a_quiet_rule_over_http_and_its_bad_input(server: Server) -> None:
+    orders, _, _ = tables(server)
+    with server.client("admin") as c:
+        bad = {"name": "settled", "kind": "quiet", "params": {"by": ["datestamp"]}}
+        assert_problem(c.post(f"/v1/tables/{orders}/rules", json=bad), 422,
+                       "body.params.quietSeconds", "quietSeconds")
+        good = {"name": "settled", "kind": "quiet",
+                "params": {"by": ["datestamp"], "quietSeconds": 1}}
+        r = c.post(f"/v1/tables/{orders}/rules", json=good)
+        assert r.status_code == 201, r.text
+    db, name = orders.split(".")
+    server.app.publisher.announce_partitions(db, name, [{"datestamp": "20260301",
+                                                         "region": "us"}])
+    with server.app.subscriber() as sub:  # serve's rules job fires it a second later
+        msg = sub.wait_for_set_done(db, name, "datestamp=20260301", timeout=60)
+    assert msg.derived_from is not None and msg.derived_from.kind == "quiet"

@@ -47,6 +47,8 @@ class Cell:
     revision: int | None = None
     created_at: float | None = None
     done_event_id: int | None = None
+    #: the completeness rule that derived the covering set-done, if one did
+    done_rule: str = ""
 
     @property
     def label(self) -> str:
@@ -83,8 +85,17 @@ def _cell_html(c: Cell) -> str:
     return (f'<td><button type="button" class="cell {c.state}" '
             f'data-values="{escape(c.values_json)}" data-spec="{spec}" data-state="{c.state}" '
             f'data-event="{c.event_id or ""}" data-revision="{revision}" data-time="{time}" '
-            f'data-done-event="{c.done_event_id or ""}" aria-label="{spec}: {label}">'
-            f"{label}</button></td>")
+            f'data-done-event="{c.done_event_id or ""}" data-rule="{escape(c.done_rule)}" '
+            f'aria-label="{spec}: {label}{_derived_label(c.done_rule)}">'
+            f"{label}{_derived_mark(c.done_rule)}</button></td>")
+
+
+def _derived_label(rule: str) -> str:
+    return f" (derived by rule {escape(rule)})" if rule else ""
+
+
+def _derived_mark(rule: str) -> str:
+    return '<span class="derived" aria-hidden="true"> ⓡ</span>' if rule else ""
 
 
 class Announced(NamedTuple):
@@ -116,12 +127,15 @@ def pick_rows(first: str, values: Iterable[str], done: list[tuple[str, int, floa
 
 
 def build(keys: tuple[str, ...], rows: list[str], parts: list[Announced],
-          done: list[tuple[str, int, float]], checks: list[CheckLine], expected: bool) -> Board:
+          done: list[tuple[str, int, float]], checks: list[CheckLine], expected: bool,
+          derived: dict[int, str] | None = None) -> Board:
     """The grid of ``rows`` (:func:`pick_rows`) x the columns ``parts`` (the
-    partitions of those rows) have."""
+    partitions of those rows) have.
+    ``derived``: event id -> rule, for the set-dones a completeness rule derived."""
     board = Board(keys)
     first, rest = keys[0], keys[1:]
     done_specs = [(spec.coerce(s), eid) for s, eid, _ in done]
+    rules = derived or {}
     late_specs = [(spec.coerce(c.spec), c) for c in checks if c.outcome != "on_time"]
     board.rows = rows
     # Distinct tuples first: canonical strings only for the few distinct columns.
@@ -139,7 +153,10 @@ def build(keys: tuple[str, ...], rows: list[str], parts: list[Announced],
         for i, col in enumerate(board.columns):
             values = {first: row, **col}
             found = by_values.get(tuple(values.get(k, "") for k in keys))
-            board.cells[(row, i)] = _cell(values, found, row_done, row_late, expected)
+            cell = _cell(values, found, row_done, row_late, expected)
+            if cell.done_event_id is not None:
+                cell.done_rule = rules.get(cell.done_event_id, "")
+            board.cells[(row, i)] = cell
     return board
 
 

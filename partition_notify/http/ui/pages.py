@@ -122,16 +122,18 @@ def board(request: Request, table: str, ctx: Ctx) -> Response:
             info.id, keys, boards.ROWS, boards.READ_LIMIT)]
         done = repo.set_done(info.id, reads.now(), boards.READ_LIMIT)
         checks = repo.checks(info.id, boards.READ_LIMIT)
+        derived = repo.derived_by(info.id, [eid for _, eid, _ in done])
     # The partitions came for the greatest first-key values among them; set-done and
     # late checks may push some of those off the board.
     rows = boards.pick_rows(keys[0], {p.values[0] for p in parts}, done, checks)
     shown = set(rows)
     parts = [p for p in parts if p.values[0] in shown]
     expectations = ctx.app.deadlines.expectations(info.db, info.name)
-    grid = boards.build(info.partition_keys, rows, parts, done, checks, bool(expectations))
+    grid = boards.build(info.partition_keys, rows, parts, done, checks, bool(expectations),
+                        derived)
     return page(request, who, "board.html", table=info, board=grid, cursor=cursor,
                 expectations=expectations, labels=boards.LABELS, max_rows=boards.ROWS,
-                max_columns=boards.COLUMNS)
+                max_columns=boards.COLUMNS, rules=ctx.app.rules.rules(info.qualified))
 
 
 @router.get("/tables/{table}/events")
@@ -156,9 +158,9 @@ def events(
     with StatusReads(ctx.app.store).uow() as uow:
         rows = StatusReadRepository(uow.session).events(
             info.id, type_ or None, since_at, before, EVENTS_PAGE)
-    lines = [(e, _spec_of(e.body)) for e in rows]
+    lines = [(e, _spec_of(e.body), _derived_rule(e.body)) for e in rows]
     if wanted is not None:
-        lines = [(e, s) for e, s in lines if any(_related(wanted, x) for x in s)]
+        lines = [(e, s, r) for e, s, r in lines if any(_related(wanted, x) for x in s)]
     older = rows[-1].event_id if len(rows) == EVENTS_PAGE else None
     return page(request, who, "events.html", table=info, lines=lines, type=type_, spec=spec_,
                 since=since, types=EVENT_TYPES, older=older)
@@ -176,6 +178,15 @@ def _since(raw: str) -> float | None:
                          f"query.since: {raw[:40]!r} is not a date-time like "
                          "2026-11-25T08:00 (UTC)", field="query.since") from exc
     return (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp()
+
+
+def _derived_rule(body: str) -> str:
+    """The rule that derived a set-done (its ``derivedFrom``), or ''."""
+    try:
+        why = json.loads(body).get("derivedFrom")
+    except (ValueError, AttributeError):
+        return ""
+    return str(why.get("rule", "")) if isinstance(why, dict) else ""
 
 
 def _spec_of(body: str) -> list[dict[str, str]]:

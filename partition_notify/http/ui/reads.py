@@ -15,6 +15,7 @@ from sqlalchemy import Text, cast, func, or_, select
 from sqlalchemy.orm import Session
 
 from partition_notify.deadlines.schema import ExpectationCheckRow, ExpectationRow
+from partition_notify.rules.schema import RuleFiringRow, RuleRow
 from partition_notify.store.provider import Store
 from partition_notify.store.records import TableInfo
 from partition_notify.store.schema import EventRow, PartitionRow, SetDoneRow, TableRow
@@ -133,6 +134,22 @@ class StatusReadRepository:
             .where(SetDoneRow.table_id == table_id, SetDoneRow.expires_at > now)
             .order_by(SetDoneRow.published_at.desc()).limit(limit)
         ).tuples().all())
+
+    def derived_by(self, table_id: int, event_ids: Sequence[int]) -> dict[int, str]:
+        """Which of ``event_ids`` a completeness rule of the table derived: event id -> rule.
+
+        On the firings' (rule, spec) index through the table's few rules, in chunks
+        of ids (within SQLite's bound-parameter limit)."""
+        found: dict[int, str] = {}
+        ids = list(event_ids)
+        for i in range(0, len(ids), 500):
+            found.update((int(e), rule) for e, rule in self.session.execute(
+                select(RuleFiringRow.event_id, RuleRow.name)
+                .join(RuleRow, RuleFiringRow.rule_id == RuleRow.id)
+                .where(RuleRow.table_id == table_id,
+                       RuleFiringRow.event_id.in_(ids[i:i + 500]))).tuples()
+                if e is not None)
+        return found
 
     def checks(self, table_id: int, limit: int) -> list[CheckLine]:
         rows = self.session.execute(

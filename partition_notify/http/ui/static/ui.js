@@ -55,7 +55,7 @@
     cell.type = "button";
     cell.dataset.values = JSON.stringify(values);
     cell.dataset.spec = canonical(values);
-    for (const k of ["event", "revision", "time", "doneEvent"]) cell.dataset[k] = "";
+    for (const k of ["event", "revision", "time", "doneEvent", "rule"]) cell.dataset[k] = "";
     setState(cell, board.dataset.expected === "1" ? "expected" : "absent");
     td.append(cell);
     return td;
@@ -130,6 +130,7 @@
     place(s, false);
     each(s, (cell) => {
       cell.dataset.doneEvent = msg.eventId;
+      cell.dataset.rule = (msg.derivedFrom && msg.derivedFrom.rule) || "";
       setState(cell, cell.dataset.state === "late" ? "recovered" : "done");
     });
   }
@@ -173,6 +174,7 @@
     document.getElementById("d-revision").textContent = cell.dataset.revision || "—";
     document.getElementById("d-time").textContent = cell.dataset.time || "—";
     document.getElementById("d-done").replaceChildren(link(cell.dataset.doneEvent));
+    document.getElementById("d-rule").textContent = cell.dataset.rule || "—";
     details.hidden = false;
   }
   // Delegated: rows and columns added live get it too.
