@@ -31,6 +31,7 @@ from partition_notify.contract import (
     DerivedFrom,
     DerivedInput,
     PartitionDoneRetractedMessage,
+    PartitionWithdrawnMessage,
     SetDoneMessage,
     decode,
     spec,
@@ -98,6 +99,8 @@ def contributions(kind: Kind, events: list[LoggedEvent]) -> dict[str, Origins]:
         try:
             msg: AnyMessage = decode(ev.body)
         except MalformedMessageError:  # not ours to judge here; the relay logs it
+            continue
+        if isinstance(msg, PartitionWithdrawnMessage):  # takes labels back: retract.py
             continue
         for derived, label in kind.contributions(table, msg):
             if len(label) <= MAX_LABEL_CHARS:
