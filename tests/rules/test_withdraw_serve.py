@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from partition_notify.subscriber import Subscriber
 
 from partition_notify.app import App
 from partition_notify.contract import (
@@ -50,48 +51,58 @@ def next_of(inbox: queue.Queue[AnyMessage], kind: type, spec_: str) -> AnyMessag
     """The next message of ``kind`` for ``spec_`` the live subscription delivers."""
     while True:
         msg = inbox.get(timeout=DEADLINE)
-        if isinstance(msg, kind) and getattr(msg, "spec", None) == spec_:
-            if kind is not SetDoneMessage or msg.derived_from is not None:
-                return msg
+        derived = not isinstance(msg, SetDoneMessage) or msg.derived_from is not None
+        if isinstance(msg, kind) and getattr(msg, "spec", None) == spec_ and derived:
+            return msg
 
 
 def test_withdraw_over_http_retracts_and_re_announce_derives_again(server: Server) -> None:
     db, name = regions_table(server.app)
     table = f"{db}.{name}"
     inbox: queue.Queue[AnyMessage] = queue.Queue()
-    with server.app.subscriber() as sub, sub.subscribe(table, inbox.put, history=False):
-        with server.client("write") as c:
-            for r in ("us", "eu"):
-                assert c.post(f"/v1/tables/{table}/partitions", json={
-                    "partitions": [f"datestamp=20260101/region={r}"]}).status_code == 201
-        first = next_of(inbox, SetDoneMessage, "datestamp=20260101")
-        with server.client("read") as c:
-            url = f"/v1/tables/{table}/set-done/covering?spec=datestamp=20260101/region=us"
-            assert c.get(url).json()["done"] is True
-        with server.client("write") as c:
-            r = c.post(f"/v1/tables/{table}/withdrawals", json={
-                "spec": "datestamp=20260101/region=eu", "reason": "bad data: duplicates"})
-            assert r.status_code == 201, r.text
-            withdrawn = r.json()["withdrawn"]
-            assert withdrawn["eventType"] == "PARTITION_WITHDRAWN"
-            assert withdrawn["partitions"] == [{"datestamp": "20260101", "region": "eu"}]
-            assert [s["eventId"] for s in withdrawn["setDones"]] == [first.event_id]
-        retracted = next_of(inbox, PartitionDoneRetractedMessage, "datestamp=20260101")
-        assert isinstance(retracted, PartitionDoneRetractedMessage)
-        assert retracted.rule == "regions" and retracted.retracted_event_id == first.event_id
-        assert [(i.value, i.event_id) for i in retracted.withdrawn] == [
-            ("eu", withdrawn["eventId"])]
-        with server.client("read") as c:
-            assert c.get(url).json()["done"] is False
-        with pytest.raises(Exception, match="no set-done covering"):
-            sub.wait_for_set_done(db, name, "datestamp=20260101", timeout=0)
-        with server.client("write") as c:  # restatement: announce again at a new revision
+    with server.app.subscriber() as sub:
+        following = sub.subscribe(table, inbox.put, history=False)
+        try:
+            withdraw_and_restate(server, sub, table, inbox)
+        finally:
+            following.close()
+
+
+def withdraw_and_restate(server: Server, sub: Subscriber, table: str,
+                         inbox: queue.Queue[AnyMessage]) -> None:
+    db, name = table.split(".")
+    with server.client("write") as c:
+        for r in ("us", "eu"):
             assert c.post(f"/v1/tables/{table}/partitions", json={
-                "partitions": ["datestamp=20260101/region=eu"], "revision": 2}).status_code == 201
-        second = next_of(inbox, SetDoneMessage, "datestamp=20260101")
-        assert second.event_id > retracted.event_id
-        with server.client("read") as c:
-            assert c.get(url).json()["done"] is True
+                "partitions": [f"datestamp=20260101/region={r}"]}).status_code == 201
+    first = next_of(inbox, SetDoneMessage, "datestamp=20260101")
+    with server.client("read") as c:
+        url = f"/v1/tables/{table}/set-done/covering?spec=datestamp=20260101/region=us"
+        assert c.get(url).json()["done"] is True
+    with server.client("write") as c:
+        r = c.post(f"/v1/tables/{table}/withdrawals", json={
+            "spec": "datestamp=20260101/region=eu", "reason": "bad data: duplicates"})
+        assert r.status_code == 201, r.text
+        withdrawn = r.json()["withdrawn"]
+        assert withdrawn["eventType"] == "PARTITION_WITHDRAWN"
+        assert withdrawn["partitions"] == [{"datestamp": "20260101", "region": "eu"}]
+        assert [s["eventId"] for s in withdrawn["setDones"]] == [first.event_id]
+    retracted = next_of(inbox, PartitionDoneRetractedMessage, "datestamp=20260101")
+    assert isinstance(retracted, PartitionDoneRetractedMessage)
+    assert retracted.rule == "regions" and retracted.retracted_event_id == first.event_id
+    assert [(i.value, i.event_id) for i in retracted.withdrawn] == [
+        ("eu", withdrawn["eventId"])]
+    with server.client("read") as c:
+        assert c.get(url).json()["done"] is False
+    with pytest.raises(Exception, match="no set-done covering"):
+        sub.wait_for_set_done(db, name, "datestamp=20260101", timeout=0)
+    with server.client("write") as c:  # restatement: announce again at a new revision
+        assert c.post(f"/v1/tables/{table}/partitions", json={
+            "partitions": ["datestamp=20260101/region=eu"], "revision": 2}).status_code == 201
+    second = next_of(inbox, SetDoneMessage, "datestamp=20260101")
+    assert second.event_id > retracted.event_id
+    with server.client("read") as c:
+        assert c.get(url).json()["done"] is True
 
 
 def test_bad_withdrawals_are_4xx_problems(server: Server) -> None:

@@ -8,12 +8,15 @@ Each cell is one full spec; its state comes from what the store retains:
   ``ds=X/region=us``);
 - ``announced``: the partition was added, no set-done covers it yet;
 - ``expected``: the table has expectations and nothing of this cell exists yet;
+- ``withdrawn``: a withdrawal (PARTITION_WITHDRAWN) took it back and nothing
+  was announced or marked done for it since;
 - ``absent``: nothing at all.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from partition_notify.contract import spec
@@ -24,11 +27,24 @@ ROWS = 14
 COLUMNS = 40
 #: Rows of each source read to build a board; bounds the work per page.
 READ_LIMIT = 5_000
+#: Newest withdrawals of a table read for a board (each a stored body to parse).
+WITHDRAWN_LIMIT = 200
 
 LABELS = {
     "late": "late", "recovered": "late, then done", "done": "done",
-    "announced": "announced", "expected": "expected", "absent": "—",
+    "announced": "announced", "expected": "expected", "withdrawn": "withdrawn", "absent": "—",
 }
+#: A withdrawal on the board: its spec and the full partitions it removed.
+Withdrawal = tuple[dict[str, str], list[dict[str, str]]]
+
+
+def withdrawals(rows: list[tuple[str, int]]) -> list[Withdrawal]:
+    """The spec and removed partitions of each stored PARTITION_WITHDRAWN body."""
+    out: list[Withdrawal] = []
+    for body, _ in rows:
+        msg = json.loads(body)
+        out.append((dict(msg.get("partitionSpec") or {}), list(msg.get("partitions") or [])))
+    return out
 
 
 @dataclass(slots=True)
@@ -80,17 +96,20 @@ class Announced:
 
 
 def build(keys: tuple[str, ...], parts: list[Announced], done: list[tuple[str, int, float]],
-          checks: list[CheckLine], expected: bool) -> Board:
+          checks: list[CheckLine], expected: bool, withdrawn: Sequence[Withdrawal] = ()) -> Board:
     board = Board(keys)
     first, rest = keys[0], keys[1:]
+    gone = [s for s, _ in withdrawn]
     done_specs = [(spec.coerce(s), eid) for s, eid, _ in done]
     late_specs = [(spec.coerce(c.spec), c) for c in checks if c.outcome != "on_time"]
     rows: set[str] = {p.values[first] for p in parts if first in p.values}
     rows |= {s[first] for s, _ in done_specs if first in s}
     rows |= {s[first] for s, _ in late_specs if first in s}
+    rows |= {s[first] for s in gone if first in s}
     board.rows = sorted(rows, reverse=True)[:ROWS]
     # Distinct tuples first: canonical strings only for the few distinct columns.
     distinct = {tuple(p.values.get(k, "") for k in rest) for p in parts}
+    distinct |= {tuple(p.get(k, "") for k in rest) for _, removed in withdrawn for p in removed}
     cols = {spec.canonical(c) if c else "": c
             for c in (dict(zip(rest, t, strict=True)) for t in distinct)}
     board.column_specs = sorted(cols)[:COLUMNS] or [""]
@@ -104,7 +123,11 @@ def build(keys: tuple[str, ...], parts: list[Announced], done: list[tuple[str, i
         for i, col in enumerate(board.columns):
             values = {first: row, **col}
             found = by_values.get(tuple(values.get(k) for k in keys))
-            board.cells[(row, i)] = _cell(values, found, row_done, row_late, expected)
+            cell = _cell(values, found, row_done, row_late, expected)
+            if cell.state in ("absent", "expected") and any(spec.covers(g, values)
+                                                              for g in gone):
+                cell.state = "withdrawn"  # nothing announced or done since it was taken back
+            board.cells[(row, i)] = cell
     return board
 
 

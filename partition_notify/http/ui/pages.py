@@ -107,8 +107,9 @@ def board(request: Request, table: str, ctx: Ctx) -> Response:
         parts = [boards.Announced.of(p) for p in repo.recent_partitions(info.id, boards.READ_LIMIT)]
         done = repo.set_done(info.id, reads.now(), boards.READ_LIMIT)
         checks = repo.checks(info.id, boards.READ_LIMIT)
+        withdrawn = boards.withdrawals(repo.withdrawals(info.id, boards.WITHDRAWN_LIMIT))
     expectations = ctx.app.deadlines.expectations(info.db, info.name)
-    grid = boards.build(info.partition_keys, parts, done, checks, bool(expectations))
+    grid = boards.build(info.partition_keys, parts, done, checks, bool(expectations), withdrawn)
     return page(request, who, "board.html", table=info, board=grid, cursor=cursor,
                 expectations=expectations, labels=boards.LABELS, max_rows=boards.ROWS,
                 max_columns=boards.COLUMNS)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from sqlalchemy import Text, cast, func, or_, select
 from sqlalchemy.orm import Session
 
+from partition_notify.contract.messages import PARTITION_WITHDRAWN
 from partition_notify.deadlines.schema import ExpectationCheckRow, ExpectationRow
 from partition_notify.store.provider import Store
 from partition_notify.store.records import TableInfo
@@ -116,6 +117,14 @@ class StatusReadRepository:
             select(SetDoneRow.spec, SetDoneRow.event_id, SetDoneRow.published_at)
             .where(SetDoneRow.table_id == table_id, SetDoneRow.expires_at > now)
             .order_by(SetDoneRow.published_at.desc()).limit(limit)
+        ).tuples().all())
+
+    def withdrawals(self, table_id: int, limit: int) -> list[tuple[str, int]]:
+        """The newest PARTITION_WITHDRAWN bodies of the table (``ix_pn_events_table``)."""
+        return list(self.session.execute(
+            select(EventRow.body, EventRow.event_id)
+            .where(EventRow.table_id == table_id, EventRow.event_type == PARTITION_WITHDRAWN)
+            .order_by(EventRow.event_id.desc()).limit(limit)
         ).tuples().all())
 
     def checks(self, table_id: int, limit: int) -> list[CheckLine]:
