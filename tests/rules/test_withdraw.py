@@ -174,3 +174,23 @@ def test_bad_withdrawals_say_field_and_value(app: App) -> None:
     with pytest.raises(ValidationError, match=r"withdrawal reason of sales\.orders must be a str"):
         app.publisher.withdraw("sales", "orders", "datestamp=1", reason=None)  # type: ignore[arg-type]
     assert app.store.log.max_event_id() == 0
+
+
+def test_like_wildcards_and_escapes_in_values_match_exactly(app: App) -> None:
+    """The withdrawal's SQL match (store/withdrawals.py) is a LIKE: ``_``, ``%`` and
+    Hive-escaped ``/`` in values must match themselves only."""
+    app.publisher.register_table("sales", "orders", ["datestamp", "region"])
+    values = ["a_b", "axb", "a%b", "a%25b", "a/b", "a"]
+    app.publisher.announce_partitions("sales", "orders", [
+        {"datestamp": "1", "region": v} for v in values])
+    for v in values:
+        app.publisher.send_mark_set_done("sales", "orders", {"datestamp": "1", "region": v})
+    for v in ("a_b", "a%b", "a/b"):
+        msg = app.publisher.withdraw("sales", "orders", {"datestamp": "1", "region": v},
+                                     reason="bad")
+        assert msg.partitions == [{"datestamp": "1", "region": v}], v
+        assert [sd.spec for sd in msg.set_dones] == [
+            spec.canonical({"datestamp": "1", "region": v})], v
+    info = app.publisher.table("sales", "orders")
+    assert sorted(p.values["region"] for p in app.store.catalog.partitions(info)) == [
+        "a", "a%25b", "axb"]
