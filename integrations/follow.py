@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from partition_notify.integrations.withdrawn import taken_back
 from partition_notify.store import Store
 from partition_notify.transports.embedded import WAKEUP_FALLBACK_SECONDS, commit_signal
 
@@ -110,8 +111,9 @@ class LogFollower:
         low = min(w.position for w in watches)
         events = self.store.log.events_after(low, BATCH)
         self.queries += 1
+        undone = taken_back(events)  # withdrawn later in this read: no run for them
         for ev in events:
-            if ev.headers.get(HCAT_EVENT) != PARTITION_DONE:
+            if ev.headers.get(HCAT_EVENT) != PARTITION_DONE or ev.event_id in undone:
                 continue
             table = str(ev.headers.get(PN_TABLE, ""))
             behind = [w for w in watches if w.wants(ev.event_id, table)]

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from partition_notify.publisher import idempotent, validate
+from partition_notify.publisher import idempotent, validate, withdrawals
 from partition_notify.publisher.drops import Dropped, SpecLike, drop_drafts
 from partition_notify.publisher.marks import (
     DEFAULT_EXIT_TIMEOUT_SECONDS,
@@ -15,6 +15,7 @@ from partition_notify.publisher.marks import (
     DEFAULT_MAX_BATCH,
     MarkBatcher,
 )
+from partition_notify.publisher.undelivered import saved_but_undelivered
 from partition_notify.store import EventDraft, Store, TableInfo
 from partition_notify.store.provider import InTxn
 from partition_notify.transports import Transport
@@ -22,6 +23,7 @@ from partition_notify.transports import Transport
 from partition_notify.contract import (
     AddPartitionMessage,
     AnyMessage,
+    PartitionWithdrawnMessage,
     SetDoneMessage,
     TopicPolicy,
     names,
@@ -31,11 +33,7 @@ from partition_notify.contract import (
 )
 from partition_notify.contract.messages import DEFAULT_MAX_MESSAGE_BYTES
 from partition_notify.core import limits
-from partition_notify.core.errors import (
-    MessageRejected,
-    PublishError,
-    TransportError,
-)
+from partition_notify.core.errors import TransportError
 
 log = logging.getLogger(__name__)
 
@@ -226,6 +224,23 @@ class Publisher:
         assert isinstance(msg, SetDoneMessage)
         return msg
 
+    def withdraw(
+        self, db: str, table: str, partial_spec: SpecLike, *, reason: str,
+        revision: int | None = None, in_txn: InTxn | None = None,
+        idempotency_key: str | None = None,
+    ) -> PartitionWithdrawnMessage:
+        """Take a partition or a set back (:mod:`.withdrawals`): its partitions are removed,
+        set-dones sharing a partition no longer count, rules retract what they derived."""
+        info = self.table(db, table)
+        s = self.validate_set_done(info, partial_spec)
+        why = withdrawals.reason_text(reason, info.qualified)
+        revision = limits.revision(revision)
+        request = ["withdraw", info.qualified, spec.canonical(s), why, revision]
+        msg = self._append_once([withdrawals.draft(self, info, s, why, revision)],
+                                idempotency_key, request, False, in_txn)[0]
+        assert isinstance(msg, PartitionWithdrawnMessage)
+        return msg
+
     def announce_commit(
         self,
         db: str,
@@ -305,12 +320,6 @@ class Publisher:
         self, info: TableInfo, event_id: int, seq: int, now: float, revision: int | None = None
     ) -> dict[str, object]:
         """The envelope fields every message of ``info`` carries."""
-        return self._common(info, event_id, seq, now, revision)
-
-    # -- internals ------------------------------------------------------------
-    def _common(
-        self, info: TableInfo, event_id: int, seq: int, now: float, revision: int | None
-    ) -> dict[str, object]:
         return {
             "server": self.config.server,
             "servicePrincipal": self.config.service_principal,
@@ -333,7 +342,7 @@ class Publisher:
         def build(event_id: int, seq: int, now: float) -> AnyMessage:
             return AddPartitionMessage.model_validate(
                 {
-                    **self._common(info, event_id, seq, now, revision),
+                    **self.common_fields(info, event_id, seq, now, revision),
                     "partitions": [ordered],
                     "partitionKeys": list(info.partition_keys),
                     "locations": [location],
@@ -355,7 +364,7 @@ class Publisher:
         def build(event_id: int, seq: int, now: float) -> AnyMessage:
             return SetDoneMessage.model_validate(
                 {
-                    **self._common(info, event_id, seq, now, revision),
+                    **self.common_fields(info, event_id, seq, now, revision),
                     "partitionSpec": s,
                     "partitionSpecString": canon,
                     "expiresAt": int(now + info.retention_seconds),
@@ -375,26 +384,6 @@ class Publisher:
                 [to_envelope(m) for m in messages], timeout=self.config.publish_timeout_seconds
             )
         except TransportError as exc:
-            raise _saved_but_undelivered(exc, messages) from exc
+            raise saved_but_undelivered(exc, messages) from exc
         self.marks.add([m.event_id for m in messages])
 
-
-def _saved_but_undelivered(exc: TransportError, messages: Sequence[AnyMessage]) -> PublishError:
-    """The error for a write the store committed but the broker did not confirm.
-
-    It keeps the kind (PublishTimeout stays a timeout, MessageRejected keeps
-    what was refused) for callers that branch on it, says truthfully what
-    happens next, and names the saved events in ``logged``.
-    """
-    first, last = messages[0].event_id, messages[-1].event_id
-    if isinstance(exc, MessageRejected):
-        text = (f"{exc} — events {first}..{last} are saved, but the broker refused them for "
-                "good: the relay (partition-notify serve) retries and dead-letters them after "
-                "PN_RELAY_MAX_ATTEMPTS refusals (partition-notify dead-letters list)")
-        err: PublishError = MessageRejected(text, exc.rejected, exc.confirmed)
-    else:
-        text = (f"{exc} — events {first}..{last} are saved and will be delivered by the "
-                "relay (partition-notify serve)")
-        err = (type(exc) if isinstance(exc, PublishError) else PublishError)(text)
-    err.logged = tuple(m.event_id for m in messages)
-    return err

@@ -7,6 +7,7 @@ import sqlite3
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 
+from partition_notify.store import withdrawals
 from partition_notify.store.append_rows import DriverAppend, Rows
 from partition_notify.store.group_commit import FOLLOWER_WAIT_SECONDS, GroupCommit
 from partition_notify.store.records import EventDraft, LoggedEvent
@@ -84,7 +85,8 @@ class EventLog:
         """
         if not drafts and in_txn is None:
             return []
-        if len(drafts) == 1 and drafts[0].partition_spec is None and in_txn is None:
+        if (len(drafts) == 1 and drafts[0].partition_spec is None and in_txn is None
+                and drafts[0].withdraw is None):
             messages = self._append_one(drafts[0], published)
             self._committed()
             return messages
@@ -117,6 +119,7 @@ class EventLog:
             t: uow.sequences.take(f"topic:{t}", n)
             for t, n in Counter(d.table.topic for d in drafts).items()
         }
+        withdrawals.apply(uow.session, drafts, self._db.clock())
         rows = Rows.of(drafts, first, seqs, self._db.clock(), existing, published)
         for table_id, spec, values in rows.replaced:
             uow.partitions.replace(table_id, spec, values)

@@ -65,6 +65,18 @@ class EventDraft:
     revision: int | None = None
     #: A DROP_PARTITION: removes the partition (logged only if it is present).
     drop: bool = False
+    #: A PARTITION_WITHDRAWN of this (partial) spec: store/withdrawals.py fills
+    #: ``withdrawn`` inside the append, before ``build`` runs.
+    withdraw: dict[str, str] | None = None
+    withdrawn: Withdrawn | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Withdrawn:
+    """What a withdrawal removed: partitions (key-ordered values), set-dones (spec, id)."""
+
+    partitions: list[dict[str, str]]
+    set_dones: list[tuple[str, int]]
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,7 @@ from collections.abc import Callable
 from partition_notify.integrations.airflow.push_client import AirflowClient
 from partition_notify.integrations.airflow.push_owner import lease_owner, owner_is_gone
 from partition_notify.integrations.shared import payload
+from partition_notify.integrations.withdrawn import taken_back
 from partition_notify.store import LoggedEvent, Store, TableInfo
 from partition_notify.store.cursors import Cursor, Cursors
 from partition_notify.store.push_letters import PushLetter, PushLetters
@@ -204,9 +205,9 @@ class AirflowPushSink:
         cur = self.cursors.open(name)
         info = self._table(table)
         events = self.store.log.table_events_after(info.id, cur.event_id, self.config.batch_size)
-        sent = 0
+        sent, undone = 0, taken_back(events)  # withdrawn later in this read: no run
         for ev in events:
-            msg = _set_done(ev)
+            msg = None if ev.event_id in undone else _set_done(ev)
             if msg is None:
                 continue
             self._renew()

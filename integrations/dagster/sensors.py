@@ -6,6 +6,13 @@ backfilled) partitions; an ``AutomationCondition`` on downstream assets then
 decides what to run (see docs/schedulers.md for one that runs late partitions
 too, which ``eager()`` alone does not: it only looks at the latest time window).
 
+A withdrawal (``PARTITION_WITHDRAWN``) or a retracted derived set-done
+(``PARTITION_DONE_RETRACTED``) of the table is recorded as an
+``AssetObservation`` of the partitions it covers (metadata
+``partition_notify/withdrawn`` and the reason; no run, no materialization),
+and a set-done taken back later in the same tick is not materialized
+(:mod:`.observations`).
+
 A set-done maps onto the asset's partitions by dimension name = partition
 key: ``datestamp=20110228/region=us`` is ``MultiPartitionKey({"datestamp":
 "20110228", "region": "us"})``; a coarser ``datestamp=20110228`` stands for
@@ -28,9 +35,16 @@ from collections.abc import Iterator, Sequence
 
 import dagster as dg
 from partition_notify.integrations import shared
+from partition_notify.integrations.dagster.observations import observations
+from partition_notify.integrations.withdrawn import taken_back
 from partition_notify.store import LoggedEvent, TableInfo
 
-from partition_notify.contract import SetDoneMessage, decode
+from partition_notify.contract import (
+    PartitionDoneRetractedMessage,
+    PartitionWithdrawnMessage,
+    SetDoneMessage,
+    decode,
+)
 from partition_notify.contract.messages import HCAT_EVENT, PARTITION_DONE, PN_TABLE
 from partition_notify.core.errors import (
     ConfigurationError,
@@ -54,7 +68,7 @@ def _cursor(value: str | None, start: int) -> int:
 
 
 def partition_keys_for(
-    msg: SetDoneMessage,
+    msg: SetDoneMessage | PartitionWithdrawnMessage | PartitionDoneRetractedMessage,
     table_keys: Sequence[str],
     partitions_def: dg.PartitionsDefinition | None,
     dynamic_store: dg.DagsterInstance | None = None,
@@ -113,19 +127,22 @@ def partition_set_done_sensor(
         info = store.catalog.get_table(db, tname)
         after = _cursor(context.cursor, start_event_id)
         events = store.log.events_after(after, max_events_per_tick)
+        undone = taken_back(events)  # withdrawn later in this tick: not materialized
         wanted = [
             (msg, pk)
-            for msg in _set_dones(events, info, context.log)
+            for msg in _set_dones(events, info, context.log) if msg.event_id not in undone
             for pk in partition_keys_for(msg, info.partition_keys, partitions_def,
                                          context.instance)
         ]
         valid = _not_reported(_valid(wanted, partitions_def, context), key, context)
-        materializations = [
+        asset_events: list[dg.AssetMaterialization | dg.AssetObservation] = [
             dg.AssetMaterialization(asset_key=key, partition=pk, metadata=_metadata(msg, info))
             for msg, pk in valid
         ]
+        asset_events += observations(key, events, info, lambda m: partition_keys_for(
+            m, info.partition_keys, partitions_def, context.instance), context.log)
         cursor = str(events[-1].event_id) if events else str(after)
-        return dg.SensorResult(asset_events=materializations, cursor=cursor)
+        return dg.SensorResult(asset_events=asset_events, cursor=cursor)
 
     make = dg.sensor(
         name=name or f"partition_notify_{db}_{tname}",

@@ -26,6 +26,7 @@ from partition_notify.cli import (
     rules,
     spark,
     tables,
+    withdraw,
 )
 from partition_notify.cli.common import plain, undecodable
 from partition_notify.core.errors import (
@@ -43,7 +44,7 @@ EXIT_PENDING, EXIT_REFUSED = 5, 6
 DRIVER_LOGGERS = ("stomp.py", "kafka")
 #: The command groups, in ``--help`` order. Each module has
 #: ``add_parsers(sub, parser_class)``; adding a group is one entry here.
-GROUPS = (commands, tables, revisions, deadletters, http, deadlines, rules, spark)
+GROUPS = (commands, withdraw, tables, revisions, deadletters, http, deadlines, rules, spark)
 
 
 class Parser(argparse.ArgumentParser):

@@ -6,17 +6,22 @@ from partition_notify.contract.messages import (
     COMMITS_MISSED,
     DROP_PARTITION,
     PARTITION_DONE,
+    PARTITION_DONE_RETRACTED,
     PARTITION_LATE,
     PARTITION_LATE_RECOVERED,
+    PARTITION_WITHDRAWN,
     AddPartitionMessage,
     CommitsMissedMessage,
     DerivedFrom,
     DerivedInput,
     DropPartitionMessage,
     Envelope,
+    PartitionDoneRetractedMessage,
     PartitionLateMessage,
     PartitionLateRecoveredMessage,
+    PartitionWithdrawnMessage,
     SetDoneMessage,
+    WithdrawnSetDone,
     decode,
     json_schemas,
     to_envelope,
@@ -25,7 +30,8 @@ from partition_notify.contract.topics import TopicPolicy, topic_for, validate_to
 
 AnyMessage = (
     AddPartitionMessage | DropPartitionMessage | SetDoneMessage | PartitionLateMessage
-    | PartitionLateRecoveredMessage | CommitsMissedMessage
+    | PartitionLateRecoveredMessage | CommitsMissedMessage | PartitionWithdrawnMessage
+    | PartitionDoneRetractedMessage
 )
 
 __all__ = [
@@ -33,8 +39,10 @@ __all__ = [
     "COMMITS_MISSED",
     "DROP_PARTITION",
     "PARTITION_DONE",
+    "PARTITION_DONE_RETRACTED",
     "PARTITION_LATE",
     "PARTITION_LATE_RECOVERED",
+    "PARTITION_WITHDRAWN",
     "AddPartitionMessage",
     "AnyMessage",
     "CommitsMissedMessage",
@@ -42,10 +50,13 @@ __all__ = [
     "DerivedInput",
     "DropPartitionMessage",
     "Envelope",
+    "PartitionDoneRetractedMessage",
     "PartitionLateMessage",
     "PartitionLateRecoveredMessage",
+    "PartitionWithdrawnMessage",
     "SetDoneMessage",
     "TopicPolicy",
+    "WithdrawnSetDone",
     "decode",
     "json_schemas",
     "names",

@@ -9,7 +9,8 @@ are ignored by those consumers and used by ours.
 Headers (JMS string properties on ActiveMQ, record headers on Kafka):
 ``HCAT_EVENT`` (``ADD_PARTITION``, ``DROP_PARTITION`` or ``PARTITION_DONE``; ours:
 ``PARTITION_LATE`` and ``PARTITION_LATE_RECOVERED``, see :mod:`partition_notify.deadlines`,
-and ``COMMITS_MISSED``, see :mod:`partition_notify.writers.lakehouse`),
+``COMMITS_MISSED``, see :mod:`partition_notify.writers.lakehouse`, ``PARTITION_WITHDRAWN``
+and ``PARTITION_DONE_RETRACTED``, see :mod:`partition_notify.publisher.withdrawals`),
 ``HCAT_MESSAGE_VERSION``, ``HCAT_MESSAGE_FORMAT=json``, and ours,
 ``PN_EVENT_ID``, ``PN_MESSAGE_ID``, ``PN_TABLE`` (the routing key) and, on a
 set-done a completeness rule derived, ``PN_DERIVED_RULE`` (the rule's name);
@@ -42,8 +43,11 @@ PARTITION_DONE: Literal["PARTITION_DONE"] = "PARTITION_DONE"
 PARTITION_LATE: Literal["PARTITION_LATE"] = "PARTITION_LATE"
 PARTITION_LATE_RECOVERED: Literal["PARTITION_LATE_RECOVERED"] = "PARTITION_LATE_RECOVERED"
 COMMITS_MISSED: Literal["COMMITS_MISSED"] = "COMMITS_MISSED"
+PARTITION_WITHDRAWN: Literal["PARTITION_WITHDRAWN"] = "PARTITION_WITHDRAWN"
+PARTITION_DONE_RETRACTED: Literal["PARTITION_DONE_RETRACTED"] = "PARTITION_DONE_RETRACTED"
 EVENT_TYPES = (ADD_PARTITION, DROP_PARTITION, PARTITION_DONE, PARTITION_LATE,
-               PARTITION_LATE_RECOVERED, COMMITS_MISSED)
+               PARTITION_LATE_RECOVERED, COMMITS_MISSED, PARTITION_WITHDRAWN,
+               PARTITION_DONE_RETRACTED)
 #: The longest ``reason`` of a ``COMMITS_MISSED`` message (a longer one is cut).
 MAX_REASON_CHARS = 1000
 #: The publisher's default size limit (``PN_MAX_MESSAGE_BYTES``): the largest
@@ -217,9 +221,51 @@ class CommitsMissedMessage(_Message):
     reason: str = Field(max_length=MAX_REASON_CHARS, description="What was found missing.")
 
 
+class WithdrawnSetDone(BaseModel):
+    """A set-done a withdrawal took back: is-set-done no longer counts it."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
+    spec: str = Field(description="Canonical spec of the set-done.")
+    event_id: int = Field(alias="eventId", ge=1, description="Its PARTITION_DONE event.")
+
+
+class PartitionWithdrawnMessage(_Message):
+    """A writer or admin took a partition or a set back, e.g. its data is bad
+    (``PARTITION_WITHDRAWN``). The partitions listed are gone (as after a drop) and
+    the set-dones listed no longer count; a re-announce and set-done restate it."""
+
+    event_type: Literal["PARTITION_WITHDRAWN"] = Field(PARTITION_WITHDRAWN, alias="eventType")
+    partition_spec: dict[str, str] = Field(
+        alias="partitionSpec", description="The spec withdrawn (partial: a set), keys sorted.")
+    spec: str = Field(alias="partitionSpecString", description="Canonical string of the spec.")
+    partitions: list[dict[str, str]] = Field(
+        description="The announced partitions it matched (removed), in partition-key order.")
+    partition_keys: list[str] = Field(alias="partitionKeys")
+    set_dones: list[WithdrawnSetDone] = Field(
+        default_factory=list, alias="setDones",
+        description="Retained set-dones whose set shares a partition with the spec.")
+    reason: str = Field(max_length=MAX_REASON_CHARS, description="Why, as the caller said.")
+
+
+class PartitionDoneRetractedMessage(_Message):
+    """A derived set-done no longer holds: an input it counted was withdrawn
+    (``PARTITION_DONE_RETRACTED``). The rule derives the spec again once the input is back."""
+
+    event_type: Literal["PARTITION_DONE_RETRACTED"] = Field(
+        PARTITION_DONE_RETRACTED, alias="eventType")
+    partition_spec: dict[str, str] = Field(alias="partitionSpec", description="The derived spec.")
+    spec: str = Field(alias="partitionSpecString", description="Canonical string of the spec.")
+    rule: str = Field(description="The completeness rule that had derived it.")
+    retracted_event_id: int = Field(
+        alias="retractedEventId", ge=1, description="The derived PARTITION_DONE retracted.")
+    withdrawn: list[DerivedInput] = Field(
+        description="The withdrawn inputs: table, value and PARTITION_WITHDRAWN event id.")
+
+
 AnyWire = (
     AddPartitionMessage | DropPartitionMessage | SetDoneMessage | PartitionLateMessage
-    | PartitionLateRecoveredMessage | CommitsMissedMessage
+    | PartitionLateRecoveredMessage | CommitsMissedMessage | PartitionWithdrawnMessage
+    | PartitionDoneRetractedMessage
 )
 Message = Annotated[AnyWire, Field(discriminator="event_type")]
 _ADAPTER: pydantic.TypeAdapter[AnyWire] = pydantic.TypeAdapter(Message)
@@ -337,4 +383,7 @@ def json_schemas() -> dict[str, dict[str, object]]:
         "partition_late": PartitionLateMessage.model_json_schema(by_alias=True),
         "partition_late_recovered": PartitionLateRecoveredMessage.model_json_schema(by_alias=True),
         "commits_missed": CommitsMissedMessage.model_json_schema(by_alias=True),
+        "partition_withdrawn": PartitionWithdrawnMessage.model_json_schema(by_alias=True),
+        "partition_done_retracted": PartitionDoneRetractedMessage.model_json_schema(
+            by_alias=True),
     }

@@ -16,6 +16,7 @@ from partition_notify.http import (
     routes_ops,
     routes_read,
     routes_rules,
+    routes_withdraw,
     routes_write,
 )
 from partition_notify.http.context import HttpContext
@@ -38,6 +39,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     routes_read.router,
     routes_live.router,
     routes_write.router,
+    routes_withdraw.router,
     routes_deadlines.router,
     routes_rules.router,
     routes_commits.router,

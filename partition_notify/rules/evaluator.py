@@ -14,7 +14,8 @@ between inputs loses nothing, out-of-order inputs are counted all the same,
 and two evaluators publish one derived set-done per (rule, spec).
 
 An input arriving after its spec fired is not counted: no second derived
-set-done (withdrawal and restatement are not handled here). A spec a
+set-done, unless a withdrawal of an input retracted it first
+(:mod:`partition_notify.rules.retract`, each withdrawal a batch of its own). A spec a
 set-done already covers when the rule completes is recorded as fired with
 no event: the writer said it first.
 """
@@ -29,6 +30,8 @@ from partition_notify.contract import (
     AnyMessage,
     DerivedFrom,
     DerivedInput,
+    PartitionDoneRetractedMessage,
+    PartitionWithdrawnMessage,
     SetDoneMessage,
     decode,
     spec,
@@ -39,6 +42,7 @@ from partition_notify.publisher import Publisher
 from partition_notify.rules.kinds import MAX_LABEL_CHARS, Kind, Quiet, build
 from partition_notify.rules.quiet import QuietTimer
 from partition_notify.rules.repositories import RuleRepository, RuleStateRepository
+from partition_notify.rules.retract import Stale, retract, split
 from partition_notify.rules.schema import RuleFiringRow, RuleInputRow
 from partition_notify.rules.store import RuleInfo, RuleStore
 from partition_notify.store import EventDraft, LoggedEvent, Store, TableInfo
@@ -56,6 +60,7 @@ Origins = dict[str, tuple[str, int]]
 @dataclass
 class RunReport:
     derived: list[SetDoneMessage] = field(default_factory=list)
+    retracted: list[PartitionDoneRetractedMessage] = field(default_factory=list)
     already_done: int = 0
     late_inputs: int = 0
     events_read: int = 0
@@ -73,10 +78,6 @@ class _Plan:
     complete: dict[str, Origins] = field(default_factory=dict)
     covered: set[str] = field(default_factory=set)
     open_inputs: list[RuleInputRow] = field(default_factory=list)
-
-
-class _Stale(Exception):
-    """Raised inside the batch's transaction: another evaluator moved the cursor first."""
 
 
 def definition(rule: RuleInfo, tables: dict[str, TableInfo], target: TableInfo) -> Kind:
@@ -102,6 +103,8 @@ def contributions(kind: Kind, events: list[LoggedEvent]) -> dict[str, Origins]:
         try:
             msg: AnyMessage = decode(ev.body)
         except MalformedMessageError:  # not ours to judge here; the relay logs it
+            continue
+        if isinstance(msg, PartitionWithdrawnMessage):  # takes labels back: retract.py
             continue
         for derived, label in kind.contributions(table, msg):
             if len(label) <= MAX_LABEL_CHARS:
@@ -182,18 +185,23 @@ class Evaluator:
         """Read the rule's events in batches; True once it has read to the log's end."""
         cursor = rule.cursor_event_id
         for _ in range(MAX_BATCHES_PER_RUN):
-            events = self.log_store.log.events_after(cursor, BATCH_EVENTS)
-            if not events:
+            read = self.log_store.log.events_after(cursor, BATCH_EVENTS)
+            if not read:
                 return True
+            events, withdrawal = split(kind, read)
             report.events_read += len(events)
             try:
-                self._batch(rule, kind, target, cursor, events, report)
-            except _Stale:
+                if withdrawal:
+                    report.retracted += retract(self.log_store, self.publisher, rule, kind,
+                                                target, cursor, events[0])
+                else:
+                    self._batch(rule, kind, target, cursor, events, report)
+            except Stale:
                 report.lost_races += 1
                 cursor = self.store.get(target, rule.name).cursor_event_id
                 continue
             cursor = events[-1].event_id
-            if len(events) < BATCH_EVENTS:
+            if len(read) < BATCH_EVENTS and len(events) == len(read):
                 return True
         return False
 
@@ -204,7 +212,7 @@ class Evaluator:
         if not seen:  # nothing counted: only the cursor moves
             with self.store.uow(write=True) as uow:
                 if not RuleRepository(uow.session).move_cursor(rule.id, cursor, last):
-                    raise _Stale
+                    raise Stale
             return
         plan = self._plan(rule, kind, target, seen, report)
         drafts = [self._draft(target, rule, kind, s, o) for s, o in plan.complete.items()
@@ -213,7 +221,7 @@ class Evaluator:
         def in_txn(uow: UnitOfWork, messages: list[AnyMessage]) -> None:
             repo, state = RuleRepository(uow.session), RuleStateRepository(uow.session)
             if repo.cursor(rule.id) != cursor or state.fired(rule.id, list(plan.complete)):
-                raise _Stale
+                raise Stale
             now = self.log_store.clock()
             by_spec = {m.spec: m.event_id for m in messages if isinstance(m, SetDoneMessage)}
             for s in plan.complete:
@@ -222,7 +230,7 @@ class Evaluator:
             state.drop_inputs(rule.id, list(plan.complete))
             state.add_inputs(plan.open_inputs)
             if not repo.move_cursor(rule.id, cursor, last):  # checked above; never expected
-                raise _Stale
+                raise Stale
 
         try:
             logged = self.publisher.append_and_deliver(drafts, in_txn=in_txn)

@@ -29,7 +29,13 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from partition_notify.contract import AddPartitionMessage, AnyMessage, SetDoneMessage, spec
+from partition_notify.contract import (
+    AddPartitionMessage,
+    AnyMessage,
+    PartitionWithdrawnMessage,
+    SetDoneMessage,
+    spec,
+)
 from partition_notify.core.errors import ValidationError
 
 KINDS = ("all-of", "calendar", "cross-table", "quiet")
@@ -61,7 +67,15 @@ def _specs_of(msg: AnyMessage) -> list[Mapping[str, str]]:
         return list(msg.partitions)
     if isinstance(msg, SetDoneMessage):
         return [msg.partition_spec]
+    if isinstance(msg, PartitionWithdrawnMessage):
+        # What it took back, in the shapes an input was counted from: the evaluator
+        # treats these labels as withdrawn (partition_notify/rules/retract.py).
+        return [*msg.partitions, *withdrawn_set_dones(msg)]
     return []
+
+
+def withdrawn_set_dones(msg: PartitionWithdrawnMessage) -> list[spec.Spec]:
+    return [spec.parse(sd.spec) for sd in msg.set_dones]
 
 
 def _bad(field: str, value: object, expected: str) -> ValidationError:
@@ -137,9 +151,14 @@ class CrossTable(Kind):
     def contributions(self, table: str, msg: AnyMessage) -> Iterator[Contribution]:
         # Only a set-done of exactly the ``by`` keys says the input's spec is done:
         # a finer one covers part of it, a coarser one names no value to match.
-        if (table in self.inputs and isinstance(msg, SetDoneMessage)
-                and set(msg.partition_spec) == set(self.by)):
-            yield spec.canonical(msg.partition_spec), table
+        if table not in self.inputs:
+            return
+        done = ([msg.partition_spec] if isinstance(msg, SetDoneMessage)
+                else withdrawn_set_dones(msg) if isinstance(msg, PartitionWithdrawnMessage)
+                else [])
+        for s in done:
+            if set(s) == set(self.by):
+                yield spec.canonical(s), table
 
     def required(self, derived: str) -> frozenset[str]:
         return frozenset(self.inputs)

@@ -26,7 +26,7 @@ INTERNAL = {
     "partition_notify/deadlines/store.py": {"AlreadyDecided"},
     "transports/stomp/_pending.py": {"ReceiptFailed", "ReceiptTimeout"},
     "writers/lakehouse/commits.py": {"Gap"},  # raised by the readers, caught by the follower
-    "partition_notify/rules/evaluator.py": {"_Stale"},  # rolls back a batch another serve won
+    "partition_notify/rules/retract.py": {"Stale"},  # rolls back a batch another serve won
     "partition_notify/rules/quiet.py": {"_NotQuiet"},  # rolls back a firing another serve made
 }
 _BRANCH = re.compile(r"── (?P<name>[A-Z]\w+)")

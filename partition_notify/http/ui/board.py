@@ -8,6 +8,8 @@ Each cell is one full spec; its state comes from what the store retains:
   ``ds=X/region=us``);
 - ``announced``: the partition was added, no set-done covers it yet;
 - ``expected``: the table has expectations and nothing of this cell exists yet;
+- ``withdrawn``: a withdrawal (PARTITION_WITHDRAWN) took it back and nothing
+  was announced or marked done for it since;
 - ``absent``: nothing at all.
 """
 
@@ -30,11 +32,24 @@ ROWS = 14
 COLUMNS = 40
 #: Rows of each source read to build a board; bounds the work per page.
 READ_LIMIT = 5_000
+#: Newest withdrawals of a table read for a board (each a stored body to parse).
+WITHDRAWN_LIMIT = 200
 
 LABELS = {
     "late": "late", "recovered": "late, then done", "done": "done",
-    "announced": "announced", "expected": "expected", "absent": "—",
+    "announced": "announced", "expected": "expected", "withdrawn": "withdrawn", "absent": "—",
 }
+#: A withdrawal on the board: its spec and the full partitions it removed.
+Withdrawal = tuple[dict[str, str], list[dict[str, str]]]
+
+
+def withdrawals(rows: list[tuple[str, int]]) -> list[Withdrawal]:
+    """The spec and removed partitions of each stored PARTITION_WITHDRAWN body."""
+    out: list[Withdrawal] = []
+    for body, _ in rows:
+        msg = json.loads(body)
+        out.append((dict(msg.get("partitionSpec") or {}), list(msg.get("partitions") or [])))
+    return out
 
 
 @dataclass(slots=True)
@@ -116,10 +131,12 @@ class Announced(NamedTuple):
 
 
 def pick_rows(first: str, values: Iterable[str], done: list[tuple[str, int, float]],
-              checks: list[CheckLine]) -> list[str]:
+              checks: list[CheckLine], withdrawn: Sequence[Withdrawal] = ()) -> list[str]:
     """The board's rows: the greatest ``ROWS`` values of the first key among the
-    newest partitions (``values``), the retained set-done and the late checks."""
+    newest partitions (``values``), the retained set-done, the late checks and the
+    withdrawals."""
     rows = set(values)
+    rows |= {s[first] for s, _ in withdrawn if first in s}
     rows |= {s[first] for s in (spec.coerce(d[0]) for d in done) if first in s}
     rows |= {s[first] for s in (spec.coerce(c.spec) for c in checks if c.outcome != "on_time")
              if first in s}
@@ -128,18 +145,20 @@ def pick_rows(first: str, values: Iterable[str], done: list[tuple[str, int, floa
 
 def build(keys: tuple[str, ...], rows: list[str], parts: list[Announced],
           done: list[tuple[str, int, float]], checks: list[CheckLine], expected: bool,
-          derived: dict[int, str] | None = None) -> Board:
+          derived: dict[int, str] | None = None, withdrawn: Sequence[Withdrawal] = ()) -> Board:
     """The grid of ``rows`` (:func:`pick_rows`) x the columns ``parts`` (the
-    partitions of those rows) have.
+    partitions of those rows) and the withdrawn partitions have.
     ``derived``: event id -> rule, for the set-dones a completeness rule derived."""
     board = Board(keys)
     first, rest = keys[0], keys[1:]
+    gone = [s for s, _ in withdrawn]
     done_specs = [(spec.coerce(s), eid) for s, eid, _ in done]
     rules = derived or {}
     late_specs = [(spec.coerce(c.spec), c) for c in checks if c.outcome != "on_time"]
     board.rows = rows
     # Distinct tuples first: canonical strings only for the few distinct columns.
     distinct = {p.values[1:] for p in parts}
+    distinct |= {tuple(p.get(k, "") for k in rest) for _, removed in withdrawn for p in removed}
     cols = {spec.canonical(c) if c else "": c
             for c in (dict(zip(rest, t, strict=True)) for t in distinct)}
     board.column_specs = sorted(cols)[:COLUMNS] or [""]
@@ -156,6 +175,9 @@ def build(keys: tuple[str, ...], rows: list[str], parts: list[Announced],
             cell = _cell(values, found, row_done, row_late, expected)
             if cell.done_event_id is not None:
                 cell.done_rule = rules.get(cell.done_event_id, "")
+            if cell.state in ("absent", "expected") and any(spec.covers(g, values)
+                                                              for g in gone):
+                cell.state = "withdrawn"  # nothing announced or done since it was taken back
             board.cells[(row, i)] = cell
     return board
 

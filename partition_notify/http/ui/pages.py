@@ -123,14 +123,15 @@ def board(request: Request, table: str, ctx: Ctx) -> Response:
         done = repo.set_done(info.id, reads.now(), boards.READ_LIMIT)
         checks = repo.checks(info.id, boards.READ_LIMIT)
         derived = repo.derived_by(info.id, [eid for _, eid, _ in done])
+        withdrawn = boards.withdrawals(repo.withdrawals(info.id, boards.WITHDRAWN_LIMIT))
     # The partitions came for the greatest first-key values among them; set-done and
     # late checks may push some of those off the board.
-    rows = boards.pick_rows(keys[0], {p.values[0] for p in parts}, done, checks)
+    rows = boards.pick_rows(keys[0], {p.values[0] for p in parts}, done, checks, withdrawn)
     shown = set(rows)
     parts = [p for p in parts if p.values[0] in shown]
     expectations = ctx.app.deadlines.expectations(info.db, info.name)
     grid = boards.build(info.partition_keys, rows, parts, done, checks, bool(expectations),
-                        derived)
+                        derived, withdrawn)
     return page(request, who, "board.html", table=info, board=grid, cursor=cursor,
                 expectations=expectations, labels=boards.LABELS, max_rows=boards.ROWS,
                 max_columns=boards.COLUMNS, rules=ctx.app.rules.rules(info.qualified))

@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import Text, cast, func, or_, select
 from sqlalchemy.orm import Session
 
+from partition_notify.contract.messages import PARTITION_WITHDRAWN
 from partition_notify.deadlines.schema import ExpectationCheckRow, ExpectationRow
 from partition_notify.rules.schema import RuleFiringRow, RuleRow
 from partition_notify.store.provider import Store
@@ -150,6 +151,14 @@ class StatusReadRepository:
                        RuleFiringRow.event_id.in_(ids[i:i + 500]))).tuples()
                 if e is not None)
         return found
+
+    def withdrawals(self, table_id: int, limit: int) -> list[tuple[str, int]]:
+        """The newest PARTITION_WITHDRAWN bodies of the table (``ix_pn_events_table``)."""
+        return list(self.session.execute(
+            select(EventRow.body, EventRow.event_id)
+            .where(EventRow.table_id == table_id, EventRow.event_type == PARTITION_WITHDRAWN)
+            .order_by(EventRow.event_id.desc()).limit(limit)
+        ).tuples().all())
 
     def checks(self, table_id: int, limit: int) -> list[CheckLine]:
         rows = self.session.execute(

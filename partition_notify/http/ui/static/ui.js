@@ -7,7 +7,7 @@
 "use strict";
 (function () {
   const LABELS = { late: "late", recovered: "late, then done", done: "done",
-    announced: "announced", expected: "expected", absent: "—" };
+    announced: "announced", expected: "expected", withdrawn: "withdrawn", absent: "—" };
   const board = document.getElementById("board");
   if (!board) return;
   const live = document.getElementById("live");
@@ -119,7 +119,7 @@
         cell.dataset.revision = msg.revision == null ? "" : msg.revision;
         cell.dataset.time = new Date(msg.timestamp * 1000).toISOString();
         const s = cell.dataset.state;
-        if (s === "absent" || s === "expected") setState(cell, "announced");
+        if (s === "absent" || s === "expected" || s === "withdrawn") setState(cell, "announced");
       });
       missing = missing || !placed || !hit;
     }
@@ -142,7 +142,19 @@
       setState(cell, st === "done" || st === "recovered" ? "recovered" : "late");
     });
   }
+  // A withdrawal took the cells back; a retracted derived set-done leaves them announced.
+  function onWithdrawn(msg) {
+    place(msg.partitionSpec || {}, false);
+    each(msg.partitionSpec || {}, (cell) => { delete cell.dataset.doneEvent; setState(cell, "withdrawn"); });
+  }
+  function onRetracted(msg) {
+    each(msg.partitionSpec || {}, (cell) => {
+      const s = cell.dataset.state;
+      if (s === "done" || s === "recovered") setState(cell, cell.dataset.event ? "announced" : "absent");
+    });
+  }
   const handlers = { ADD_PARTITION: onAdd, PARTITION_DONE: onDone, PARTITION_LATE: onLate,
+    PARTITION_WITHDRAWN: onWithdrawn, PARTITION_DONE_RETRACTED: onRetracted,
     PARTITION_LATE_RECOVERED: (msg) => each(msg.partitionSpec || {}, (c) => setState(c, "recovered")) };
 
   const url = "/ui/tables/" + encodeURIComponent(board.dataset.table) +
