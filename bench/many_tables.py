@@ -65,14 +65,15 @@ def child(args: argparse.Namespace) -> None:
     app = build_app(store_url=args.store_url, transport_url=args.transport,
                     topic_policy=args.policy, connect_timeout_seconds=60)
     sub = app.subscriber()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     sub.subscribe([("many", f"t{i:06d}") for i in range(args.child)], on_message)
-    took = time.perf_counter() - started
+    took, cpu = time.perf_counter() - started, time.process_time() - cpu
     proc = psutil.Process()
     store_file = args.store_url.split("///", 1)[-1]
     tcp = [c for c in proc.net_connections("tcp") if c.status == psutil.CONN_ESTABLISHED]
     files = [f for f in proc.open_files() if f.path == store_file]
-    print(json.dumps({"subscribe_s": took, "threads": proc.num_threads(),
+    print(json.dumps({"subscribe_s": took, "subscribe_cpu_s": cpu,
+                      "threads": proc.num_threads(),
                       "rss_mb": proc.memory_info().rss / 2**20,
                       "connections": len(tcp) if tcp else len(files)}), flush=True)
     wanted = sys.stdin.readline().strip()
@@ -108,6 +109,8 @@ def one(args: argparse.Namespace, url: str, n: int, python: str, k: int) -> dict
             proc.stdin.flush()
             done = json.loads(proc.stdout.readline() or "{}")
             ready["delivery_s"] = done["at"] - t0 if done.get("delivered") else None
+            # Arrived before its id was read: the first run's callback dropped it.
+            ready["before_asked"] = done.get("before_asked")
         return ready
     finally:
         proc.wait(120)
@@ -117,7 +120,8 @@ def median_of(runs: list[dict[str, object]]) -> dict[str, object]:
     out: dict[str, object] = {}
     for key in runs[0]:
         vals = [r.get(key) for r in runs]
-        nums = [float(v) for v in vals if isinstance(v, (int, float))]  # type: ignore[arg-type]
+        nums = [float(v) for v in vals  # type: ignore[arg-type]
+                if isinstance(v, (int, float)) and not isinstance(v, bool)]
         out[key] = round(statistics.median(nums), 3) if len(nums) == len(vals) else vals
     return out
 
