@@ -93,12 +93,6 @@ TOPIC_EVENTS_AFTER = (
     .order_by(_EVENTS_T.c.topic_seq)
     .limit(bindparam("limit"))
 )
-#: The last sequence number each topic logged (index-backed: max per topic).
-TOPIC_LAST_SEQ = (
-    select(_EVENTS_T.c.topic, func.max(_EVENTS_T.c.topic_seq).label("last_seq"))
-    .where(_EVENTS_T.c.topic.in_(bindparam("topics", expanding=True)))
-    .group_by(_EVENTS_T.c.topic)
-)
 _INSERT_PARTITIONS = insert(cast(Table, PartitionRow.__table__))
 INSERT_SET_DONE = insert(cast(Table, SetDoneRow.__table__))
 
@@ -391,7 +385,6 @@ __all__ = [
     "INSERT_EVENTS",
     "INSERT_SET_DONE",
     "TOPIC_EVENTS_AFTER",
-    "TOPIC_LAST_SEQ",
     "EventRepository",
     "PartitionRepository",
     "SequenceRepository",

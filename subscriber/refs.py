@@ -46,6 +46,23 @@ def _one(ref: object, whole: object) -> tuple[str, str]:
     raise InvalidNameError(f"table reference {ref!r} in {whole!r} is not one of: {_SHAPES}")
 
 
+def _many(refs: list[object], whole: object) -> list[tuple[str, str]]:
+    """Each db name is checked once however many tables name it (100,000 share one)."""
+    dbs: dict[object, str] = {}
+    out: list[tuple[str, str]] = []
+    for ref in refs:
+        if type(ref) is tuple and len(ref) == 2:
+            db, name = ref
+            if type(db) is str and type(name) is str and "." not in db and "." not in name:
+                checked = dbs.get(db)
+                if checked is None:
+                    checked = dbs[db] = names.db_name(db)
+                out.append((checked, names.table_name(name)))
+                continue
+        out.append(_one(ref, whole))
+    return out
+
+
 def table_keys(tables: TableRef | Iterable[TableRef]) -> list[tuple[str, str]]:
     """The (db, table) pairs ``tables`` names, in order; see the module docstring."""
     if isinstance(tables, str) or _is_pair(tables):
@@ -64,4 +81,4 @@ def table_keys(tables: TableRef | Iterable[TableRef]) -> list[tuple[str, str]]:
         raise InvalidNameError(f"tables must be {_SHAPES}, got {type(tables).__name__}")
     if not refs:
         raise InvalidNameError("subscribe needs at least one table")
-    return [_one(ref, tables) for ref in refs]
+    return _many(refs, tables)

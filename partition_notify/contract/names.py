@@ -16,6 +16,9 @@ MAX_NAME_LENGTH = 128
 MAX_PARTITION_KEYS = 12
 _OBJECT_NAME = re.compile(r"[a-z0-9_]+")
 _KEY_NAME = re.compile(r"[a-z_][a-z0-9_]*")
+#: A name already in normal form passes every check of :func:`_check` unchanged:
+#: one match instead of five steps (subscribing to 100,000 tables checks 200,000).
+_NORMAL_OBJECT_NAME = re.compile(rf"[a-z0-9_]{{1,{MAX_NAME_LENGTH}}}")
 
 
 def _check(kind: str, value: object, pattern: re.Pattern[str], expected: str) -> str:
@@ -43,11 +46,15 @@ def _check(kind: str, value: object, pattern: re.Pattern[str], expected: str) ->
 
 def db_name(value: object) -> str:
     """Validate and normalise a database name."""
+    if type(value) is str and _NORMAL_OBJECT_NAME.fullmatch(value):
+        return value
     return _check("database name", value, _OBJECT_NAME, "letters, digits and '_'")
 
 
 def table_name(value: object) -> str:
     """Validate and normalise a table name."""
+    if type(value) is str and _NORMAL_OBJECT_NAME.fullmatch(value):
+        return value
     return _check("table name", value, _OBJECT_NAME, "letters, digits and '_'")
 
 
