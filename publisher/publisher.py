@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from partition_notify.publisher import idempotent, validate
+from partition_notify.publisher.build import once
 from partition_notify.publisher.drops import Dropped, SpecLike, drop_drafts
 from partition_notify.publisher.marks import (
     DEFAULT_EXIT_TIMEOUT_SECONDS,
@@ -38,7 +39,6 @@ from partition_notify.core.errors import (
 )
 
 log = logging.getLogger(__name__)
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,21 +325,21 @@ class Publisher:
             "revision": revision,
         }
 
+    def _fixed(self, info: TableInfo, revision: int | None) -> dict[str, object]:
+        """The fields of ``_common`` that every build of one draft shares."""
+        return {"server": self.config.server, "servicePrincipal": self.config.service_principal,
+                "db": info.db, "table": info.name, "topic": info.topic, "revision": revision}
+
     def _partition_draft(
         self, info: TableInfo, s: spec.Spec, location: str | None, revision: int | None
     ) -> EventDraft:
         ordered = spec.in_key_order(s, info.partition_keys)
-
-        def build(event_id: int, seq: int, now: float) -> AnyMessage:
-            return AddPartitionMessage.model_validate(
-                {
-                    **self._common(info, event_id, seq, now, revision),
-                    "partitions": [ordered],
-                    "partitionKeys": list(info.partition_keys),
-                    "locations": [location],
-                }
-            )
-
+        build = once(AddPartitionMessage, {
+            **self._fixed(info, revision),
+            "partitions": [ordered],
+            "partitionKeys": list(info.partition_keys),
+            "locations": [location],
+        })
         return EventDraft(
             info,
             build,
@@ -350,18 +350,10 @@ class Publisher:
         )
 
     def _set_done_draft(self, info: TableInfo, s: spec.Spec, revision: int | None) -> EventDraft:
-        canon = spec.canonical(s)
-
-        def build(event_id: int, seq: int, now: float) -> AnyMessage:
-            return SetDoneMessage.model_validate(
-                {
-                    **self._common(info, event_id, seq, now, revision),
-                    "partitionSpec": s,
-                    "partitionSpecString": canon,
-                    "expiresAt": int(now + info.retention_seconds),
-                }
-            )
-
+        fixed = {**self._fixed(info, revision), "partitionSpec": s,
+                 "partitionSpecString": spec.canonical(s)}
+        build = once(SetDoneMessage, fixed,
+                     lambda now: {"expires_at": int(now + info.retention_seconds)})
         return EventDraft(info, build)
 
     def _check_size(self, draft: EventDraft, what: str, location_field: str | None) -> None:
