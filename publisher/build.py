@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
-from typing import TypeVar
+from typing import cast
+
+from pydantic import BaseModel
 
 from partition_notify.contract import AnyMessage
 
-M = TypeVar("M", bound=AnyMessage)
-Build = Callable[[int, int, float], M]
+Build = Callable[[int, int, float], AnyMessage]
 
 
 def ids(event_id: int, seq: int, now: float) -> dict[str, object]:
@@ -30,20 +31,20 @@ def ids(event_id: int, seq: int, now: float) -> dict[str, object]:
     }
 
 
-def once(model: type[M], fixed: Mapping[str, object],
-         varying: Callable[[float], Mapping[str, object]] | None = None) -> Build[M]:
+def once(model: type[BaseModel], fixed: Mapping[str, object],
+         varying: Callable[[float], Mapping[str, object]] | None = None) -> Build:
     """A build that validates ``fixed`` plus the ids on its first call and copies after.
 
     ``varying(now)``: further fields that depend on the time (a set-done's expiry).
     """
-    template: list[M] = []
+    template: list[AnyMessage] = []
 
-    def build(event_id: int, seq: int, now: float) -> M:
+    def build(event_id: int, seq: int, now: float) -> AnyMessage:
         fields = ids(event_id, seq, now)
         if varying is not None:
             fields.update(varying(now))
         if not template:
-            template.append(model.model_validate({**fixed, **fields}))
+            template.append(cast(AnyMessage, model.model_validate({**fixed, **fields})))
             return template[0]
         return template[0].model_copy(update=fields)
 

@@ -217,10 +217,11 @@ class Publisher:
         """
         info = self.table(db, table)
         done = self.validate_set_done(info, partial_spec)
+        canon = spec.canonical(done)  # once: each call re-validates the spec
         revision = limits.revision(revision)
-        draft = self._set_done_draft(info, done, revision)
-        self._check_size(draft, f"set-done {spec.canonical(done)!r}", None)
-        request = ["set-done", info.qualified, spec.canonical(done), revision]
+        draft = self._set_done_draft(info, done, revision, canon)
+        self._check_size(draft, f"set-done {canon!r}", None)
+        request = ["set-done", info.qualified, canon, revision]
         logged = self._append_once([draft], idempotency_key, request, False, in_txn)
         msg = logged[0]
         assert isinstance(msg, SetDoneMessage)
@@ -349,9 +350,10 @@ class Publisher:
             revision=revision,
         )
 
-    def _set_done_draft(self, info: TableInfo, s: spec.Spec, revision: int | None) -> EventDraft:
+    def _set_done_draft(self, info: TableInfo, s: spec.Spec, revision: int | None,
+                        canon: str | None = None) -> EventDraft:
         fixed = {**self._fixed(info, revision), "partitionSpec": s,
-                 "partitionSpecString": spec.canonical(s)}
+                 "partitionSpecString": spec.canonical(s) if canon is None else canon}
         build = once(SetDoneMessage, fixed,
                      lambda now: {"expires_at": int(now + info.retention_seconds)})
         return EventDraft(info, build)
