@@ -16,7 +16,9 @@ rounds, medians:
   eager    our publishes/s marking each publish in its own commit (interval 0, the
            mark path before; --no-eager on a tree without the setting)
 
-Goal: default >= 1,500 publishes/s. Needs ``eval "$(bash scripts/services.sh env)"``.
+Each row also prints the client's CPU per call (all its threads, median of the
+rounds), steadier than wall rates on a loaded machine. Goal: default >= 1,500
+publishes/s. Needs ``eval "$(bash scripts/services.sh env)"``.
 
 ``--threads 1,4,16``: instead, N threads publish at once (n per round in all), group
 commit (concurrent appends share a transaction: store/group_commit.py) against one
@@ -125,14 +127,20 @@ def threads_main(args: argparse.Namespace, tmp: str) -> None:
 
 
 def interleaved(rounds: int, n: int, runs: dict[str, Callable[[int], None]]) -> dict[str, float]:
+    """Median rate of each contender, and as ``NAME_cpu_us`` its median client CPU per
+    call: on a loaded machine wall rates swing with the disk, CPU is steadier."""
     rates: dict[str, list[float]] = {name: [] for name in runs}
+    cpu: dict[str, list[float]] = {name: [] for name in runs}
     for r in range(rounds):
         order = list(runs.items()) if r % 2 == 0 else list(reversed(runs.items()))
         for name, fn in order:
-            started = time.perf_counter()
+            started, c0 = time.perf_counter(), time.process_time()
             fn(n)
             rates[name].append(n / (time.perf_counter() - started))
-    return {name: statistics.median(v) for name, v in rates.items()}
+            cpu[name].append((time.process_time() - c0) / n * 1e6)
+    out = {name: statistics.median(v) for name, v in rates.items()}
+    out.update({f"{name}_cpu_us": statistics.median(v) for name, v in cpu.items()})
+    return out
 
 
 def main() -> None:
@@ -184,17 +192,20 @@ def report(args: argparse.Namespace, f: dict[str, float]) -> None:
     floor = 1 / (1 / f["sqlite"] + 1 / f["stomp"])
     print(f"\nDurable publish, one at a time: SQLite synchronous=FULL + {args.url} "
           f"(median of {args.rounds} alternating rounds of {args.n})\n")
-    print(f"{'raw sqlite3 INSERT+COMMIT':36}{f['sqlite']:>9.0f} /s  ({1e3 / f['sqlite']:.3f} ms)")
-    print(f"{'raw stomp.py SEND+RECEIPT':36}{f['stomp']:>9.0f} /s  ({1e3 / f['stomp']:.3f} ms)")
+    print(f"{'raw sqlite3 INSERT+COMMIT':36}{f['sqlite']:>9.0f} /s  ({1e3 / f['sqlite']:.3f} ms)"
+          f"  cpu {f['sqlite_cpu_us']:.0f} us")
+    print(f"{'raw stomp.py SEND+RECEIPT':36}{f['stomp']:>9.0f} /s  ({1e3 / f['stomp']:.3f} ms)"
+          f"  cpu {f['stomp_cpu_us']:.0f} us")
     print(f"{'floor (both, back to back)':36}{floor:>9.0f} /s  ({1e3 / floor:.3f} ms)")
     lazy = f["lazy"]
     verdict = "ok" if lazy >= GOAL else "MISS"
     print(f"{'send_mark_set_done, default':36}{lazy:>9.0f} /s  ({1e3 / lazy:.3f} ms)"
-          f"  {lazy / floor:.2f}x floor  goal >= {GOAL:,.0f}/s {verdict}")
+          f"  {lazy / floor:.2f}x floor  goal >= {GOAL:,.0f}/s {verdict}"
+          f"  cpu {f['lazy_cpu_us']:.0f} us")
     if "eager" in f:
         eager = f["eager"]
         print(f"{'send_mark_set_done, eager marks':36}{eager:>9.0f} /s  ({1e3 / eager:.3f} ms)"
-              f"  {eager / floor:.2f}x floor")
+              f"  {eager / floor:.2f}x floor  cpu {f['eager_cpu_us']:.0f} us")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from partition_notify.publisher import idempotent, validate, withdrawals
+from partition_notify.publisher.build import once
 from partition_notify.publisher.drops import Dropped, SpecLike, drop_drafts
 from partition_notify.publisher.marks import (
     DEFAULT_EXIT_TIMEOUT_SECONDS,
@@ -36,7 +37,6 @@ from partition_notify.core import limits
 from partition_notify.core.errors import TransportError
 
 log = logging.getLogger(__name__)
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,10 +215,11 @@ class Publisher:
         """
         info = self.table(db, table)
         done = self.validate_set_done(info, partial_spec)
+        canon = spec.canonical(done)  # once: each call re-validates the spec
         revision = limits.revision(revision)
-        draft = self._set_done_draft(info, done, revision)
-        self._check_size(draft, f"set-done {spec.canonical(done)!r}", None)
-        request = ["set-done", info.qualified, spec.canonical(done), revision]
+        draft = self._set_done_draft(info, done, revision, canon)
+        self._check_size(draft, f"set-done {canon!r}", None)
+        request = ["set-done", info.qualified, canon, revision]
         logged = self._append_once([draft], idempotency_key, request, False, in_txn)
         msg = logged[0]
         assert isinstance(msg, SetDoneMessage)
@@ -334,21 +335,21 @@ class Publisher:
             "revision": revision,
         }
 
+    def _fixed(self, info: TableInfo, revision: int | None) -> dict[str, object]:
+        """The fields of ``_common`` that every build of one draft shares."""
+        return {"server": self.config.server, "servicePrincipal": self.config.service_principal,
+                "db": info.db, "table": info.name, "topic": info.topic, "revision": revision}
+
     def _partition_draft(
         self, info: TableInfo, s: spec.Spec, location: str | None, revision: int | None
     ) -> EventDraft:
         ordered = spec.in_key_order(s, info.partition_keys)
-
-        def build(event_id: int, seq: int, now: float) -> AnyMessage:
-            return AddPartitionMessage.model_validate(
-                {
-                    **self.common_fields(info, event_id, seq, now, revision),
-                    "partitions": [ordered],
-                    "partitionKeys": list(info.partition_keys),
-                    "locations": [location],
-                }
-            )
-
+        build = once(AddPartitionMessage, {
+            **self._fixed(info, revision),
+            "partitions": [ordered],
+            "partitionKeys": list(info.partition_keys),
+            "locations": [location],
+        })
         return EventDraft(
             info,
             build,
@@ -358,19 +359,12 @@ class Publisher:
             revision=revision,
         )
 
-    def _set_done_draft(self, info: TableInfo, s: spec.Spec, revision: int | None) -> EventDraft:
-        canon = spec.canonical(s)
-
-        def build(event_id: int, seq: int, now: float) -> AnyMessage:
-            return SetDoneMessage.model_validate(
-                {
-                    **self.common_fields(info, event_id, seq, now, revision),
-                    "partitionSpec": s,
-                    "partitionSpecString": canon,
-                    "expiresAt": int(now + info.retention_seconds),
-                }
-            )
-
+    def _set_done_draft(self, info: TableInfo, s: spec.Spec, revision: int | None,
+                        canon: str | None = None) -> EventDraft:
+        fixed = {**self._fixed(info, revision), "partitionSpec": s,
+                 "partitionSpecString": spec.canonical(s) if canon is None else canon}
+        build = once(SetDoneMessage, fixed,
+                     lambda now: {"expires_at": int(now + info.retention_seconds)})
         return EventDraft(info, build)
 
     def _check_size(self, draft: EventDraft, what: str, location_field: str | None) -> None:
