@@ -83,9 +83,11 @@ class Rules:
         return _view(target, info)
 
     def rules(self, table: str | None = None) -> list[RuleView]:
+        if table is not None:  # the board asks on every render: not the whole catalog
+            target = self._table(table)
+            return [_view(target, r) for r in self.store.rules([target.id])]
         tables = {t.id: t for t in self.log_store.catalog.tables()}
-        ids = None if table is None else [self._table(table).id]
-        return [_view(tables[r.table_id], r) for r in self.store.rules(ids)]
+        return [_view(tables[r.table_id], r) for r in self.store.rules(None)]
 
     def remove(self, table: str, name: str) -> RuleView:
         target = self._table(table)
