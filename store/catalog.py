@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import cast
 
 from partition_notify.store.records import PartitionInfo, TableInfo
@@ -25,6 +25,12 @@ _TABLE_INFOS_BY_NAMES = select(*_TABLES_T.c).where(
     _TABLES_T.c.db.in_(bindparam("dbs", expanding=True)),
     _TABLES_T.c.name.in_(bindparam("names", expanding=True)),
 )
+#: Tables by id (serve's jobs read the tables their rules and expectations name).
+_TABLE_INFOS_BY_IDS = select(*_TABLES_T.c).where(
+    _TABLES_T.c.id.in_(bindparam("ids", expanding=True)))
+_TABLE_INFOS_WITH_LOCATION = select(*_TABLES_T.c).where(
+    _TABLES_T.c.location.is_not(None)).order_by(_TABLES_T.c.db, _TABLES_T.c.name)
+_LONGEST_RETENTION = select(func.max(_TABLES_T.c.retention_seconds))
 _TABLE_COLUMNS = (
     "id", "db", "name", "partition_keys", "topic", "retention_seconds", "location",
     "topic_override",
@@ -215,20 +221,47 @@ class Catalog:
         names per query: subscribing to 100,000 tables spent most of its time
         building ORM objects for the whole catalog (bench/many_tables.py).
         """
-        dbs = sorted({db for db, _ in refs})
+        found = self.find_tables(refs)
+        missing = [f"{db}.{name}" for db, name in refs if (db, name) not in found]
+        if missing:
+            more = f" (and {len(missing) - 5} more)" if len(missing) > 5 else ""
+            raise UnknownTableError(f"table(s) {', '.join(missing[:5])}{more} not registered")
+        return [found[ref] for ref in refs]
+
+    def find_tables(self, refs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], TableInfo]:
+        """The registered ones of ``refs`` by ``(db, name)``; unknown ones are left out."""
         wanted = set(refs)
-        names = sorted({name for _, name in refs})
+        dbs = sorted({db for db, _ in wanted})
+        names = sorted({name for _, name in wanted})
         found: dict[tuple[str, str], TableInfo] = {}
         step = max(1, NAMES_PER_READ - len(dbs))
         for i in range(0, len(names), step):
             for info in self._tables_named(dbs, names[i : i + step]):
                 if (info.db, info.name) in wanted:
                     found[info.db, info.name] = info
-        missing = [f"{db}.{name}" for db, name in refs if (db, name) not in found]
-        if missing:
-            more = f" (and {len(missing) - 5} more)" if len(missing) > 5 else ""
-            raise UnknownTableError(f"table(s) {', '.join(missing[:5])}{more} not registered")
-        return [found[ref] for ref in refs]
+        return found
+
+    def tables_by_id(self, ids: Iterable[int]) -> dict[int, TableInfo]:
+        """The registered ones of ``ids``, a chunk per query.
+
+        serve's periodic jobs (rules, deadlines, followers) read only the tables
+        they work on: loading all 10,000 tables each tick held the GIL long enough
+        to stall the /ui pages served by the same process (bench/ui_render.py)."""
+        wanted = sorted(set(ids))
+        out: dict[int, TableInfo] = {}
+        for i in range(0, len(wanted), NAMES_PER_READ):
+            for row in self._db.read(_TABLE_INFOS_BY_IDS, {"ids": wanted[i : i + NAMES_PER_READ]}):
+                out[row.id] = TableInfo.of(row)
+        return out
+
+    def tables_with_location(self) -> list[TableInfo]:
+        """Tables registered with a location (the Spark commit pick-up's spool folders)."""
+        return [TableInfo.of(r) for r in self._db.read(_TABLE_INFOS_WITH_LOCATION, {})]
+
+    def longest_retention(self) -> int:
+        """The largest ``retention_seconds`` of any table (0 with none registered)."""
+        rows = self._db.read(_LONGEST_RETENTION, {})
+        return int(rows[0][0] or 0) if rows else 0
 
     def _tables_named(self, dbs: list[str], names: list[str]) -> list[TableInfo]:
         """Tables of any of ``dbs`` named any of ``names`` (a superset of the pairs asked)."""

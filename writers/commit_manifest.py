@@ -215,8 +215,20 @@ class Target:
 _unmatched = SeenOnce()
 
 
+def candidates(publisher: Publisher, table: str | None) -> list[TableInfo]:
+    """The tables a commit can belong to: the one it names, and those with a location
+    (matched by path). Not the whole catalog: with 10,000 tables that read was most
+    of a pick-up."""
+    catalog = publisher.store.catalog
+    named: list[TableInfo] = []
+    if table:
+        db, _, name = table.lower().rpartition(".")
+        named = list(catalog.find_tables([(db, name)]).values())
+    return [*named, *catalog.tables_with_location()]
+
+
 def _ignored(publisher: Publisher, manifest: CommitManifest, default_fs: str | None) -> Outcome:
-    tables = publisher.store.catalog.tables()
+    tables = publisher.store.catalog.tables_with_location()
     staged = staging_table(tables, manifest.output_path, default_fs)
     if staged is not None:
         # NotifyingWriter's own staging commit: it announces the write itself.
@@ -257,7 +269,7 @@ def plan(
     if already_processed(publisher, manifest.job_id):
         return Outcome("duplicate", manifest.job_id, manifest.table)
     info, prefix = resolve_table(
-        publisher.store.catalog.tables(), manifest.table, manifest.output_path, default_fs)
+        candidates(publisher, manifest.table), manifest.table, manifest.output_path, default_fs)
     if info is None:
         return _ignored(publisher, manifest, default_fs)
     return Target(info, prefix)

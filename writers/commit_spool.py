@@ -113,7 +113,7 @@ def spool_dirs(
     publisher: Publisher, extra: Iterable[str] = (), default_fs: str | None = None
 ) -> list[SpoolDir]:
     out: list[SpoolDir] = []
-    for t in publisher.store.catalog.tables():
+    for t in publisher.store.catalog.tables_with_location():
         d = local_dir(t.location, default_fs) if t.location else None
         if d is not None:
             out.append(SpoolDir(d / SPOOL, t))

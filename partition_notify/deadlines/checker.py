@@ -99,8 +99,10 @@ class DeadlineChecker:
         report = CheckReport()
         with self._busy:
             now = self.clock()
-            tables = {t.id: t for t in self.log_store.catalog.tables()}
-            for exp in self.store.expectations():
+            exps = self.store.expectations()
+            # The expectations' tables only: not the whole catalog every tick.
+            tables = self.log_store.catalog.tables_by_id(e.table_id for e in exps)
+            for exp in exps:
                 info = tables.get(exp.table_id)
                 if info is not None:
                     self._check_expectation(exp, info, now, report)

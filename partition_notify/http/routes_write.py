@@ -150,7 +150,7 @@ def _same_as_stored(info: TableInfo, body: RegisterBody) -> None:
 
 
 def _exists(ctx: HttpContext, db: str, name: str) -> bool:
-    return any(t.db == db and t.name == name for t in ctx.app.store.catalog.tables())
+    return bool(ctx.app.store.catalog.find_tables([(db, name)]))
 
 
 @router.post(

@@ -80,11 +80,15 @@ class _Plan:
     open_inputs: list[RuleInputRow] = field(default_factory=list)
 
 
+def input_names(rule: RuleInfo) -> list[str]:
+    """The other tables a rule reads (``db.table``), as its parameters list them."""
+    listed = rule.params.get("inputs")
+    return [t for t in listed if isinstance(t, str)] if isinstance(listed, list) else []
+
+
 def definition(rule: RuleInfo, tables: dict[str, TableInfo], target: TableInfo) -> Kind:
     """The rule's :class:`Kind`, checked against the tables as they are now."""
-    listed = rule.params.get("inputs")
-    extra = [t for t in listed if isinstance(t, str)] if isinstance(listed, list) else []
-    names = [target.qualified, *extra]
+    names = [target.qualified, *input_names(rule)]
     missing = [n for n in names if n not in tables]
     if missing:
         raise PartitionNotifyError(f"rule {rule.name!r} of {target.qualified}: input table "
@@ -124,10 +128,11 @@ class Evaluator:
         """Follow every rule up to the log's end (bounded per run). Thread-safe."""
         report = RunReport()
         with self._busy:
-            tables = {t.qualified: t for t in self.log_store.catalog.tables()}
+            rules = self.store.rules()
+            tables = self._tables_for(rules)
             by_id = {t.id: t for t in tables.values()}
             purged_below = self.log_store.housekeeping.purged_below()
-            for rule in self.store.rules():
+            for rule in rules:
                 target = by_id.get(rule.table_id)
                 if target is None:
                     continue
@@ -160,12 +165,25 @@ class Evaluator:
         due = [self.quiet.next_due(r, k) for r, k in self._quiet_rules()]
         return min((d for d in due if d is not None), default=None)
 
+    def _tables_for(self, rules: list[RuleInfo]) -> dict[str, TableInfo]:
+        """The rules' own tables and the input tables they name, by ``db.table``.
+
+        Only those: serve runs this every tick, and reading the whole catalog
+        (10,000 tables) held the GIL long enough to stall /ui in the same process."""
+        catalog = self.log_store.catalog
+        tables = {t.qualified: t for t in catalog.tables_by_id(r.table_id for r in rules).values()}
+        named = {n for r in rules for n in input_names(r)} - tables.keys()
+        refs = [(db, name) for db, _, name in (n.partition(".") for n in named) if name]
+        tables.update({t.qualified: t for t in catalog.find_tables(refs).values()})
+        return tables
+
     def _quiet_rules(self) -> list[tuple[RuleInfo, Quiet]]:
-        tables = {t.qualified: t for t in self.log_store.catalog.tables()}
+        rules = [r for r in self.store.rules() if r.kind == Quiet.kind]
+        tables = self._tables_for(rules)
         by_id = {t.id: t for t in tables.values()}
         out = []
-        for rule in self.store.rules():
-            if rule.kind == Quiet.kind and rule.table_id in by_id:
+        for rule in rules:
+            if rule.table_id in by_id:
                 kind = definition(rule, tables, by_id[rule.table_id])
                 assert isinstance(kind, Quiet)
                 out.append((rule, kind))

@@ -63,7 +63,7 @@ def event_log_horizon(app: App) -> float:
     """How long published events stay: the setting, widened to what other parts
     still read (a table's retention: its set-done replays; the deadline look-back)."""
     s = app.settings
-    longest_table = max((t.retention_seconds for t in app.store.catalog.tables()), default=0)
+    longest_table = app.store.catalog.longest_retention()
     return max(s.event_log_retention_seconds, longest_table, s.deadline_lookback_seconds)
 
 

@@ -125,7 +125,7 @@ class Follower:
             del self._seen[gone]
         if not followed:
             return stats
-        infos = {t.id: t for t in self.publisher.store.catalog.tables()}
+        infos = self.publisher.store.catalog.tables_by_id(f.table_id for f in followed)
         wanted = [f.table_id for f in followed if f.table_id in infos]
         for i in range(0, len(wanted), BATCH):
             if self.should_stop():

@@ -19,11 +19,11 @@ from pathlib import Path
 
 from partition_notify.core.errors import InvalidManifestError, PartitionNotifyError
 from partition_notify.publisher import Publisher
-from partition_notify.store import TableInfo
 from partition_notify.writers.commit_locations import resolve_table
 from partition_notify.writers.commit_manifest import (
     Outcome,
     Target,
+    candidates,
     check_binding,
     parse_manifest,
 )
@@ -77,7 +77,6 @@ def set_aside(publisher: Publisher, extra_dirs: list[str], default_fs: str | Non
 def _explain(publisher: Publisher, found: list[tuple[SpoolDir, str, str]],
              default_fs: str | None, keys: list[bytes], end: float) -> list[SetAside]:
     out: list[SetAside] = []
-    tables = publisher.store.catalog.tables() if found else []
     for d, status, name in found:
         path = d.path / name
         try:
@@ -85,18 +84,19 @@ def _explain(publisher: Publisher, found: list[tuple[SpoolDir, str, str]],
         except OSError:
             continue  # taken (a retry applied it, the sweep removed it) since the listing
         in_time = time.monotonic() < end
-        why = _reason(tables, path, d, status, default_fs, keys) if in_time else \
+        why = _reason(publisher, path, d, status, default_fs, keys) if in_time else \
             "not checked (the listing reached its time budget)"
         out.append(SetAside(status, name.split(".json", 1)[0],
                             d.table.qualified if d.table else None, str(path), at, why))
     return sorted(out, key=lambda s: s.at, reverse=True)
 
 
-def _reason(tables: list[TableInfo], path: Path, d: SpoolDir, status: str,
+def _reason(publisher: Publisher, path: Path, d: SpoolDir, status: str,
             default_fs: str | None, keys: list[bytes]) -> str:
     try:
         manifest = parse_manifest(verify(read_manifest_file(path), keys))
         # The pick-up's plan() without its side effects (its once-per-location warning).
+        tables = candidates(publisher, manifest.table)
         info, prefix = resolve_table(tables, manifest.table, manifest.output_path, default_fs)
         target: Outcome | Target = Target(info, prefix) if info is not None else \
             Outcome("ignored", manifest.job_id, manifest.table, reason="unmatched")
