@@ -14,10 +14,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from partition_notify.core.errors import ConfigurationError
-from partition_notify.settings import Settings, load_settings
 
 if TYPE_CHECKING:
     from airflow.sdk import Connection
+
+    from partition_notify.settings import Settings
 
 #: Connection fields that are not settings.
 _SECRET_FIELDS = frozenset({"broker_password"})
@@ -26,6 +27,9 @@ _SECRET_FIELDS = frozenset({"broker_password"})
 def settings_from(login: str | None, password: str | None,
                   extra: Mapping[str, object]) -> Settings:
     """Settings from a connection's parts; unknown extra keys are an error naming them."""
+    # Imported here: triggers load this module on the triggerer's event loop, settings in a thread.
+    from partition_notify.settings import Settings, load_settings
+
     known = set(Settings.model_fields)
     unknown = sorted(k for k in extra if k not in known or k in _SECRET_FIELDS)
     if unknown:
@@ -52,19 +56,25 @@ def _from_connection(conn: Connection) -> Settings:
     return settings_from(conn.login, conn.password, extra)
 
 
+def _from_environment() -> Settings:
+    from partition_notify.settings import load_settings
+
+    return load_settings()
+
+
 def get_settings(conn_id: str | None) -> Settings:
     """Blocking: for operators (workers), never on an event loop."""
     if conn_id is None:
-        return load_settings()
+        return _from_environment()
     from partition_notify.integrations.airflow._compat import BaseHook
 
     return _from_connection(BaseHook.get_connection(conn_id))
 
 
 async def aget_settings(conn_id: str | None) -> Settings:
-    """For triggers: the connection is fetched without blocking the event loop."""
+    """For triggers: the connection is fetched, and settings built, without blocking the loop."""
     if conn_id is None:
-        return await asyncio.to_thread(load_settings)
+        return await asyncio.to_thread(_from_environment)
     from partition_notify.integrations.airflow._compat import BaseHook
 
     getter = getattr(BaseHook, "aget_connection", None)
@@ -72,4 +82,4 @@ async def aget_settings(conn_id: str | None) -> Settings:
         conn = await getter(conn_id)
     else:  # Airflow 2.x
         conn = await asyncio.to_thread(BaseHook.get_connection, conn_id)
-    return _from_connection(conn)
+    return await asyncio.to_thread(_from_connection, conn)

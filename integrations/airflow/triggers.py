@@ -6,6 +6,12 @@ the triggerer's event loop: set-up runs in a worker thread with a deadline
 dispatcher or the log follower thread through ``loop.call_soon_threadsafe``.
 Every trigger of a process shares one connection per partition-notify
 connection (:mod:`partition_notify.integrations.shared`).
+
+Airflow imports a trigger's module on the triggerer's event loop (3.3.2:
+``TriggerRunner.get_trigger_by_classpath``), so this module imports only
+Airflow's trigger base and our errors at load time; the store, subscriber,
+settings and contract modules (over a second under load) are imported by the
+first set-up, in its worker thread (tests/integrations/test_airflow_trigger_import.py).
 """
 
 from __future__ import annotations
@@ -13,21 +19,24 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
-from partition_notify.integrations import shared
 from partition_notify.integrations.airflow._compat import (
     BaseEventTrigger,
     BaseTrigger,
     TriggerEvent,
 )
 from partition_notify.integrations.airflow.connection import aget_settings
-from partition_notify.integrations.follow import LogFollower, Watch
-from partition_notify.store import TableInfo
-from partition_notify.store.cursors import Cursor, Cursors
-from partition_notify.subscriber.subscription import Subscription
 
-from partition_notify.contract import AnyMessage, SetDoneMessage, spec
 from partition_notify.core.errors import PartitionNotifyError
+
+if TYPE_CHECKING:
+    from partition_notify.integrations.follow import LogFollower, Watch
+    from partition_notify.store import TableInfo
+    from partition_notify.store.cursors import Cursors
+    from partition_notify.subscriber.subscription import Subscription
+
+    from partition_notify.contract import AnyMessage, SetDoneMessage
 
 DONE = "done"
 TIMEOUT = "timeout"
@@ -39,7 +48,7 @@ def _resolve(fut: asyncio.Future[AnyMessage], msg: AnyMessage) -> None:
         fut.set_result(msg)
 
 
-def _close_when_armed(done: asyncio.Future[tuple[TableInfo, Subscription]]) -> None:
+def _close_when_armed(done: asyncio.Future[tuple[TableInfo, Subscription, str]]) -> None:
     if not done.cancelled() and done.exception() is None:
         done.result()[1].close()
 
@@ -84,31 +93,40 @@ class PartitionSetDoneTrigger(BaseTrigger):  # type: ignore[misc]
             loop.call_soon_threadsafe(_resolve, fut, msg)
 
         settings = await aget_settings(self.conn_id)
-        db, name = shared.split_table(self.table)
-        wanted = spec.coerce(self.spec)
 
-        def arm() -> tuple[TableInfo, Subscription]:  # blocking: one worker-thread hop
+        def arm() -> tuple[TableInfo, Subscription, str]:  # blocking: one worker-thread hop
+            from partition_notify.integrations import shared
+
+            from partition_notify.contract import spec
+
+            db, name = shared.split_table(self.table)
+            wanted = spec.coerce(self.spec)
             subscriber = shared.subscriber(settings)
             info = subscriber.store.catalog.get_table(db, name)
             sub = subscriber.watch_set_done(
                 db, name, wanted, on_message, timeout=settings.connect_timeout_seconds
             )
-            return info, sub
+            return info, sub, spec.canonical(wanted)
 
         arming = asyncio.ensure_future(asyncio.to_thread(arm))
         try:
-            info, sub = await asyncio.shield(arming)
+            info, sub, canonical = await asyncio.shield(arming)
         except asyncio.CancelledError:
             # Cancelled mid-subscribe: close the subscription once it exists.
             arming.add_done_callback(_close_when_armed)
             raise
+        # Loaded by arm(): these are look-ups now, not imports on the loop.
+        from partition_notify.integrations import shared
+
+        from partition_notify.contract import SetDoneMessage
+
         shared.armed.add(1)
         try:
             left = max(self.deadline - time.time(), 0.0)
             msg = await asyncio.wait_for(fut, timeout=left)
             assert isinstance(msg, SetDoneMessage)  # watch_set_done accepts only those
         except TimeoutError:
-            return {"status": TIMEOUT, "table": info.qualified, "spec": spec.canonical(wanted)}
+            return {"status": TIMEOUT, "table": info.qualified, "spec": canonical}
         finally:
             shared.armed.add(-1)
             sub.close()  # no I/O: marks it closed and forgets it
@@ -170,24 +188,28 @@ class PartitionSetDoneEventTrigger(BaseEventTrigger):  # type: ignore[misc]
         def on_message(msg: SetDoneMessage) -> None:  # the log follower's thread
             loop.call_soon_threadsafe(inbox.put_nowait, msg)
         settings = await aget_settings(self.conn_id)
-        db, name = shared.split_table(self.table)
-        wanted = spec.coerce(self.spec) if self.spec else None
 
-        def arm() -> tuple[TableInfo, Cursors, Cursor, LogFollower]:  # blocking: one hop
+        def arm() -> tuple[TableInfo, Cursors, Watch, LogFollower]:  # blocking: one hop
+            from partition_notify.integrations import shared
+            from partition_notify.integrations.follow import Watch
+            from partition_notify.store.cursors import Cursors
+
+            from partition_notify.contract import spec
+
+            db, name = shared.split_table(self.table)
+            wanted = spec.coerce(self.spec) if self.spec else None
             store = shared.entry(settings).app.store
             info = store.catalog.get_table(db, name)
             if wanted is not None:
                 spec.check_against(wanted, info.partition_keys, full=False, table=info.qualified)
             cursors = Cursors(store)
-            return info, cursors, cursors.open(self.cursor), shared.follower(settings)
+            start = cursors.open(self.cursor)
+            watch = Watch(frozenset({info.qualified}), start.event_id, on_message, wanted)
+            return info, cursors, watch, shared.follower(settings)
 
-        info, cursors, start, follower = await asyncio.to_thread(arm)
-        watch = Watch(
-            frozenset({info.qualified}),
-            start.event_id,
-            on_message,
-            wanted,
-        )
+        info, cursors, watch, follower = await asyncio.to_thread(arm)
+        from partition_notify.integrations import shared  # loaded by arm(): a look-up
+
         follower.add(watch)
         shared.armed.add(1)
         try:

@@ -1,0 +1,258 @@
+"""Spark commit -> ``serve`` -> Airflow acts, with real processes; ours vs Airflow's share.
+
+    PYTHONPATH=$PWD .venv/bin/python bench/e2e_airflow.py [--rounds 5] [--poke-interval S]
+
+(needs ``.venv-sched``: ``bash scripts/bootstrap_sched.sh``). Started here,
+each in its own process group and all stopped at the end (also on Ctrl-C or a
+failure): ``partition-notify serve`` with the HTTP API on a temporary SQLite
+store (embedded transport), one Spark driver (``bench/e2e_spark_child.py``,
+core venv) with the commit protocol on, and Airflow 3's ``scheduler``,
+``triggerer``, ``dag-processor`` and ``api-server`` (LocalExecutor, SQLite,
+a temporary AIRFLOW_HOME with generated DAGs, Airflow's default timings).
+
+Each round: trigger a run of ``pn_e2e_sensor`` (``conf.day`` = a new
+partition) with two sensors for ``datestamp=<day>``: ours
+(``PartitionSetDoneSensor``, deferrable) and Airflow's stock ``FileSensor``
+on the partition directory (poke mode, default ``poke_interval``: the
+baseline). Once ours is deferred with its trigger started and the stock
+sensor runs, wait until a uniformly random phase of the poke interval (so the
+baseline is not flattered or penalised by a fixed phase), then the Spark job
+appends to the partition and marks it done. ``pn_e2e_watched`` is scheduled
+on an asset whose ``AssetWatcher`` runs our ``PartitionSetDoneEventTrigger``.
+
+Times (one wall clock: every process runs on this machine):
+
+* t0 = the Spark job's commit: ``committedAtMs``, taken by the driver when
+  ``commitJob`` returned, carried as the set-done's ``revision``;
+* logged = the set-done's ``timestampMs`` (``serve`` logged it);
+* t1 = "Trigger fired event" in the triggerer's log (the trigger yielded);
+* sensor: the task instance's ``scheduled_when`` (Airflow stored the event),
+  ``queued_when``, ``start_date`` and ``end_date`` = t2 (success);
+* watcher: the asset event's ``timestamp``, the DAG run's ``queued_at`` and
+  ``start_date`` = t2;
+* baseline: the ``FileSensor`` task's ``end_date``.
+
+Ours = t1 - t0; Airflow's = t2 - t1. Read through Airflow's REST API only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from core_common import machine_note
+from e2e_airflow_stack import (
+    TABLE,
+    Airflow,
+    airflow_env,
+    start_airflow,
+    write_dags,
+)
+from e2e_procs import LineReader, Procs, http_ok, wait_for
+from e2e_report import fired_times, log_time, loop_blocks, report
+
+ROOT = Path(__file__).resolve().parents[1]
+#: BaseSensorOperator's poke_interval default (the DAG leaves it unset unless --poke-interval).
+AIRFLOW_DEFAULT_POKE = 60.0
+#: How long a round may take past one poke interval (task start-up on a loaded machine).
+ROUND_SLACK_SECONDS = 240.0
+SPARK_START_TIMEOUT = 300.0
+SERVE_START_TIMEOUT = 60.0
+WATCH_CURSOR = "bench-e2e"
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--poke-interval", type=float, default=None,
+                   help=f"the stock sensor's (default: Airflow's, {AIRFLOW_DEFAULT_POKE:g} s)")
+    p.add_argument("--keep", action="store_true", help="keep the temp dir (logs, DBs)")
+    p.add_argument("--seed", type=int, default=None, help="seed of the random write phase")
+    p.add_argument("--json", type=Path, default=None, help="also write the raw rounds here")
+    args = p.parse_args()
+    if args.rounds < 1:
+        p.error(f"--rounds {args.rounds}: expected at least 1")
+    if args.poke_interval is not None and args.poke_interval <= 0:
+        p.error(f"--poke-interval {args.poke_interval}: expected > 0 seconds")
+    return args
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace, tmp: Path, procs: Procs) -> None:
+        self.args, self.tmp, self.procs = args, tmp, procs
+        self.poke = args.poke_interval or AIRFLOW_DEFAULT_POKE
+        self.rng = random.Random(args.seed)
+        self.table_path = str(tmp / "warehouse" / "orders")
+
+    def setup(self) -> None:
+        from partition_notify.app import build_app
+        from partition_notify.http.store import HttpStore
+        from tests.support.net import free_port
+
+        self.store_url = f"sqlite:///{self.tmp}/pn-store.db"
+        self.app = build_app(store_url=self.store_url, transport_url="embedded://")
+        db, name = TABLE.split(".")
+        self.app.publisher.register_table(db, name, ["datestamp"],
+                                          location=f"file:{self.table_path}")
+        token = HttpStore(self.app.store).create_token("bench-e2e", "write")[1]
+        core_py, sched = ROOT / ".venv" / "bin" / "python", ROOT / ".venv-sched" / "bin"
+        if not (sched / "airflow").exists():
+            raise SystemExit("no .venv-sched: run `bash scripts/bootstrap_sched.sh` first")
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        port = free_port()
+        serve_url = f"http://127.0.0.1:{port}"
+        self.procs.start("serve", [str(core_py), "-m", "partition_notify.cli", "serve"], {
+            **env, "PN_STORE_URL": self.store_url, "PN_TRANSPORT_URL": "embedded://",
+            "PN_HTTP_BIND": f"127.0.0.1:{port}"}, cwd=str(ROOT))
+        wait_for(lambda: http_ok(f"{serve_url}/readyz"), SERVE_START_TIMEOUT, "serve",
+                 self.procs.check_alive)
+        spark = self.procs.start(
+            "spark", [str(core_py), str(ROOT / "bench" / "e2e_spark_child.py"),
+                      "--table-path", self.table_path, "--serve-url", serve_url],
+            {**env, "PN_WRITER_TOKEN": token}, cwd=str(ROOT), stdin=-1, stdout_pipe=True)
+        self.spark, self.spark_out = spark, LineReader(spark)
+        if self.spark_out.read(SPARK_START_TIMEOUT) != "ready":
+            raise RuntimeError("the Spark child did not say ready")
+        home = self.tmp / "airflow"
+        home.mkdir()
+        write_dags(home / "dags", self.table_path, self.poke + ROUND_SLACK_SECONDS,
+                   self.args.poke_interval)
+        password = uuid.uuid4().hex
+        pw_file = home / "passwords.json"
+        pw_file.write_text(json.dumps({"pn-bench": password}))
+        af_port = free_port()
+        af_env = airflow_env(env, home, af_port, self.store_url, pw_file)
+        self.airflow: Airflow = start_airflow(self.procs, sched, home, af_port, af_env, password)
+        from partition_notify.store.cursors import Cursors
+
+        cursors = Cursors(self.app.store)
+        # The watcher's trigger opens its cursor when armed; a new cursor starts at the log's
+        # end, so a set-done before that would not fire it.
+        wait_for(lambda: cursors.get(WATCH_CURSOR) is not None, 240.0,
+                 "the AssetWatcher's trigger to arm", self.procs.check_alive)
+
+    def round(self, i: int) -> dict[str, Any]:
+        day = f"r{i:02d}{uuid.uuid4().hex[:6]}"
+        run_id = f"e2e_{day}"
+        known_watched = {r["dag_run_id"] for r in self.airflow.watched_runs()}
+        self.airflow.trigger_sensor_run(run_id, day)
+        deadline_s = self.poke + ROUND_SLACK_SECONDS
+
+        def armed() -> bool:
+            tis = self.airflow.task_instances(run_id)
+            ours, stock = tis.get("ours", {}), tis.get("stock", {})
+            return (ours.get("state") == "deferred" and stock.get("state") == "running"
+                    and log_time(self.airflow.task_log(run_id, "ours", trigger=True),
+                                 " starting") is not None
+                    and log_time(self.airflow.task_log(run_id, "stock"), "Poking for") is not None)
+
+        wait_for(armed, deadline_s, f"round {i}: our sensor deferred with its trigger started, "
+                 "the FileSensor poking", self.procs.check_alive)
+        first_poke = log_time(self.airflow.task_log(run_id, "stock"), "Poking for")
+        assert first_poke is not None
+        # A uniformly random phase of the poke interval: the stock sensor's latency is then
+        # what a write at a random moment sees, neither its best nor its worst case.
+        target = first_poke + self.rng.uniform(0.0, self.poke)
+        while target < time.time() + 1.0:
+            target += self.poke
+        time.sleep(target - time.time())  # pacing the workload, not waiting for an event
+        assert self.spark.stdin is not None
+        self.spark.stdin.write(f"write {day}\n".encode())
+        self.spark.stdin.flush()
+        wrote = json.loads(self.spark_out.read(deadline_s))
+        done = self._wait_done(run_id, day, known_watched, deadline_s)
+        return {"day": day, "run_id": run_id, "wrote": wrote, **done}
+
+    def _wait_done(self, run_id: str, day: str, known: set[str],
+                   timeout: float) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+
+        def finished() -> bool:
+            if "tis" not in found:
+                tis = self.airflow.task_instances(run_id)
+                states = {t: tis[t]["state"] for t in ("ours", "stock")}
+                if "failed" in states.values():
+                    raise RuntimeError(f"{run_id}: a sensor failed: {states}")
+                if all(s == "success" for s in states.values()):
+                    found["tis"] = tis
+            if "watched" not in found:
+                for run in self.airflow.watched_runs():
+                    if run["dag_run_id"] in known or run["start_date"] is None:
+                        continue
+                    events = self.airflow.upstream_events(run["dag_run_id"])
+                    specs = [e["extra"]["payload"]["spec"] for e in events]
+                    if f"datestamp={day}" in specs:
+                        found["watched"] = {"run": run, "events": events}
+            return len(found) == 2
+
+        wait_for(finished, timeout, f"{run_id}: both sensors to succeed and the watched "
+                 "DAG run to start", self.procs.check_alive)
+        return found
+
+    def set_done_of(self, day: str) -> dict[str, Any]:
+        from partition_notify.contract import SetDoneMessage, decode
+
+        for ev in reversed(self.app.store.log.events_after(0, limit=100_000)):
+            msg = decode(ev.body)
+            if isinstance(msg, SetDoneMessage) and msg.spec == f"datestamp={day}":
+                return {"eventId": ev.event_id, "revision": msg.revision,
+                        "timestampMs": json.loads(ev.body)["timestampMs"]}
+        raise RuntimeError(f"no set-done of datestamp={day} in the store")
+
+
+def main() -> int:
+    args = parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="pn-e2e-airflow-"))
+    (tmp / "logs").mkdir()
+    print(f"# bench/e2e_airflow.py: {args.rounds} rounds; temp dir {tmp}")
+    print(machine_note(), flush=True)
+    rows: list[dict[str, Any]] = []
+    try:
+        with Procs(tmp / "logs") as procs:
+            bench = Bench(args, tmp, procs)
+            t = time.monotonic()
+            bench.setup()
+            print(f"started serve, Spark and Airflow's four processes in "
+                  f"{time.monotonic() - t:.0f} s", flush=True)
+            for i in range(1, args.rounds + 1):
+                r = bench.round(i)
+                r["event"] = bench.set_done_of(r["day"])
+                r["fired"] = fired_times(bench.airflow, procs.log_text("triggerer"),
+                                         r["event"]["eventId"], r["run_id"])
+                r["resumed"] = log_time(bench.airflow.task_log(r["run_id"], "ours"), "set-done ",
+                                        after=r["event"]["revision"] / 1000)
+                r["stock_detect"] = log_time(bench.airflow.task_log(r["run_id"], "stock"),
+                                             "Poking for", after=r["event"]["revision"] / 1000)
+                rows.append(r)
+                print(f"round {i}: done ({machine_note().split(', ', 1)[1]})", flush=True)
+            bench.app.close()
+            triggerer_log = procs.log_text("triggerer")
+        if args.json is not None:
+            args.json.write_text(json.dumps(rows, indent=1, default=str))
+        report(rows, bench.poke, args.poke_interval is None)
+        blocks = loop_blocks(triggerer_log)
+        print(f"triggerer: Airflow warned {len(blocks)} time(s) that its event loop was blocked"
+              + (f", longest {max(b for _, b in blocks):.2f} s: "
+                 + ", ".join(f"{b:.2f} s at {time.strftime('%H:%M:%S', time.gmtime(t))}Z"
+                             for t, b in blocks) if blocks else ""))
+        print(machine_note(), flush=True)
+    finally:
+        if args.keep:
+            print(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
