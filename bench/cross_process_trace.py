@@ -67,7 +67,7 @@ def _instrument(stamps: dict[str, Any]) -> None:
     from partition_notify.transports.embedded import CommitSignal
 
     _stamp_on(CommitSignal, "committed", stamps, "wake")
-    _stamp_on(InotifyWaker, "_relevant", stamps, "inotify", when=bool)
+    _stamp_on(InotifyWaker, "_events", stamps, "inotify", when=any)
     _stamp_on(Subscriber, "_decode", stamps, "disp")
     original = EventLog.events_after
 

@@ -18,7 +18,7 @@ from partition_notify.store.repositories import (
     reserve,
 )
 from partition_notify.store.uow import Access, InTxn, UnitOfWork, map_db_error, map_driver_error
-from partition_notify.store.wakeups import NOTIFY_SQL
+from partition_notify.store.wakeups import NOTIFY_SQL, wake_file
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -42,6 +42,8 @@ class EventLog:
     def __init__(self, access: Access) -> None:
         self._db = access
         self._listeners: list[CommitListener] = []
+        #: SQLite: tells readers in other processes that a commit is visible.
+        self._wake = wake_file(access.engine)
         self._driver_append = DriverAppend() if access.engine.dialect.name == "sqlite" else None
         #: Concurrent one-event appends share a commit; False: one commit each (the bench's
         #: baseline).
@@ -63,6 +65,8 @@ class EventLog:
         self._listeners = [f for f in self._listeners if f is not listener]
 
     def _committed(self) -> None:
+        if self._wake is not None:
+            self._wake.touch()
         for listener in self._listeners:
             try:
                 listener()

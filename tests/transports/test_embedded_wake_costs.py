@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from partition_notify.store.wakeups import SETTLE_SECONDS, InotifyWaker
+from partition_notify.store.wakeups import SETTLE_SECONDS, WAKE_SUFFIX, InotifyWaker
 
 from partition_notify.app import build_app
 
@@ -102,3 +102,28 @@ def test_the_consumer_reads_the_log_once_per_commit(store_url: str) -> None:
     finally:
         other.close()
         app.close()
+
+
+class TouchOnlyWaker(InotifyWaker):
+    """The real waker without its WAL-write settle: only the wake file can wake it."""
+
+    def _settle(self, conn: sqlite3.Connection, last: int, fd: int) -> int:
+        return last
+
+
+def test_an_append_touches_the_wake_file_which_alone_wakes_a_reader(tmp_path: Path) -> None:
+    # The settle reads data_version ever less often while a slow fsync runs;
+    # the touch after the commit is the exact signal and needs no reads.
+    db = tmp_path / "store.db"
+    with build_app(store_url=f"sqlite:///{db}", transport_url="embedded://") as app:
+        app.publisher.register_table("wake", "t", ["ds"])
+        woke = threading.Event()
+        waker = TouchOnlyWaker(db, woke.set).start()
+        try:
+            assert woke.wait(WAIT), "the waker never started"
+            woke.clear()
+            app.publisher.send_mark_set_done("wake", "t", {"ds": "1"})
+            assert (tmp_path / f"store.db{WAKE_SUFFIX}").exists()
+            assert woke.wait(WAIT), "the append's touch did not wake the reader"
+        finally:
+            waker.close(5)
