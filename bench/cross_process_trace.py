@@ -67,7 +67,10 @@ def _instrument(stamps: dict[str, Any]) -> None:
     from partition_notify.transports.embedded import CommitSignal
 
     _stamp_on(CommitSignal, "committed", stamps, "wake")
-    _stamp_on(InotifyWaker, "_events", stamps, "inotify", when=any)
+    # The inotify parser: ``_events`` (pending, touched) since the wake file, ``_relevant`` before.
+    parser = "_events" if hasattr(InotifyWaker, "_events") else "_relevant"
+    _stamp_on(InotifyWaker, parser, stamps, "inotify",
+              when=lambda r: any(r) if isinstance(r, tuple) else bool(r))
     _stamp_on(Subscriber, "_decode", stamps, "disp")
     original = EventLog.events_after
 
