@@ -12,8 +12,17 @@ baseline  the previous behaviour: no wake-ups, the log is read every 20 ms
 wakeups   the default: PostgreSQL LISTEN/NOTIFY, SQLite inotify + data_version
           (fallback read every 1 s)
 
+Two figures per message, on one clock (``time.time()``, system-wide on Linux):
+
+commit -> callback   from the commit's completion in this process (the event
+                     log's after-commit listener) to the callback in the other:
+                     issue 20's figure
+call -> callback     from the ``send_mark_set_done`` call: the publish itself
+                     (SQLite FULL fsync, PostgreSQL round trips) included
+
 Per mode: the median over rounds of each round's p50 and p99, and the
 subscriber process's CPU while idle (no commits) as % of one core.
+bench/cross_process_trace.py breaks commit -> callback into its stages.
 """
 
 from __future__ import annotations
@@ -42,9 +51,10 @@ def subscriber(url: str, wakeups: bool, poll: float, ready: Any, out: Any, stop:
         stop.wait(3600)
 
 
-def one_round(url: str, mode: str, n: int, idle: float) -> tuple[float, float, float]:
-    from partition_notify.app import build_app
+Round = dict[str, float]
 
+
+def one_round(url: str, mode: str, n: int, idle: float) -> Round:
     wakeups, poll = MODES[mode]
     ctx = multiprocessing.get_context("spawn")
     ready, stop, out = ctx.Event(), ctx.Event(), ctx.Queue()
@@ -58,23 +68,37 @@ def one_round(url: str, mode: str, n: int, idle: float) -> tuple[float, float, f
         time.sleep(idle)  # measuring idle CPU: nothing to wait for but time
         after = ps.cpu_times()
         cpu = max(0.0, (after.user + after.system - before.user - before.system) / idle * 100)
-        latency: list[float] = []
-        with build_app(store_url=url, transport_url="embedded://") as app:
-            for i in range(n + 20):
-                t0 = time.time()
-                msg = app.publisher.send_mark_set_done("bench", "wake", f"ds={mode}{i}{t0}")
-                got_id, t_recv = out.get(timeout=TIMEOUT)
-                if got_id != msg.message_id:
-                    raise SystemExit(f"expected {msg.message_id}, got {got_id}")
-                if i >= 20:
-                    latency.append(t_recv - t0)
-        q = statistics.quantiles(latency, n=100)
-        return q[49] * 1000, q[98] * 1000, cpu
+        from_commit, from_call = publish(url, mode, n, out)
+        c, p = statistics.quantiles(from_commit, n=100), statistics.quantiles(from_call, n=100)
+        return {"commit_p50": c[49] * 1000, "commit_p99": c[98] * 1000,
+                "call_p50": p[49] * 1000, "call_p99": p[98] * 1000, "idle_cpu": cpu}
     finally:
         stop.set()
         proc.join(30)
         if proc.is_alive():
             proc.kill()
+
+
+def publish(url: str, mode: str, n: int, out: Any) -> tuple[list[float], list[float]]:
+    """One set-done at a time, the next once the last arrived: (commit->, call->) callback."""
+    from partition_notify.app import build_app
+
+    from_commit: list[float] = []
+    from_call: list[float] = []
+    with build_app(store_url=url, transport_url="embedded://") as app:
+        commits: list[float] = []
+        app.store.log.add_listener(lambda: commits.append(time.time()))
+        for i in range(n + 20):
+            t_call = time.time()
+            msg = app.publisher.send_mark_set_done("bench", "wake", f"ds={mode}{i}{t_call}")
+            got_id, t_recv = out.get(timeout=TIMEOUT)
+            if got_id != msg.message_id:
+                raise SystemExit(f"expected {msg.message_id}, got {got_id}")
+            if i >= 20:
+                from_commit.append(t_recv - commits[-1])
+                from_call.append(t_recv - t_call)
+            del commits[:-1]  # bounded: only the last commit's time is read
+    return from_commit, from_call
 
 
 def main() -> None:
@@ -90,7 +114,8 @@ def main() -> None:
     for backend in backends(args.backend):
         print(f"\n== {backend}: {args.n} set-dones per round, {args.rounds} rounds per mode, "
               "alternating ==")
-        results: dict[str, list[tuple[float, float, float]]] = {m: [] for m in MODES}
+        results: dict[str, list[Round]] = {m: [] for m in MODES}
+        print(f"  at start: {machine_note()}")
         with scratch_store_url(backend) as url:
             with build_app(store_url=url, transport_url="embedded://") as app:
                 app.publisher.register_table("bench", "wake", ["ds"])
@@ -98,16 +123,24 @@ def main() -> None:
                 order = list(MODES) if r % 2 == 0 else list(reversed(MODES))
                 for mode in order:
                     results[mode].append(one_round(url, mode, args.n, args.idle_seconds))
-        for mode, rows in results.items():
-            p50 = statistics.median(x[0] for x in rows)
-            p99 = statistics.median(x[1] for x in rows)
-            cpu = statistics.median(x[2] for x in rows)
-            print(f"  {mode:9} commit->callback p50 {p50:7.2f} ms  p99 {p99:7.2f} ms  "
-                  f"idle CPU {cpu:5.2f} % of a core")
-        base, ours = results["baseline"], results["wakeups"]
-        ratio = statistics.median(b[1] / o[1] for b, o in zip(base, ours, strict=True))
-        print(f"  p99 baseline/wakeups, paired by round: {ratio:.1f}x")
-        print(f"  {machine_note()}")
+        report(results)
+        print(f"  at end: {machine_note()}")
+
+
+def report(results: dict[str, list[Round]]) -> None:
+    print(f"  {'mode':9} {'commit->callback p50 / p99':>27} {'call->callback p50 / p99':>26}"
+          f" {'idle CPU':>9}")
+    for mode, rows in results.items():
+        med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
+        print(f"  {mode:9} {med['commit_p50']:12.2f} / {med['commit_p99']:7.2f} ms"
+              f" {med['call_p50']:11.2f} / {med['call_p99']:7.2f} ms"
+              f" {med['idle_cpu']:6.2f} %")
+    base, ours = results["baseline"], results["wakeups"]
+    for key in ("commit_p99", "call_p99"):
+        ratio = statistics.median(b[key] / o[key] for b, o in zip(base, ours, strict=True))
+        print(f"  {key.replace('_', ' ')} baseline/wakeups, paired by round: {ratio:.1f}x")
+    print("  per round (commit->callback p99, ms): " + "; ".join(
+        f"{m} " + " ".join(f"{r['commit_p99']:.1f}" for r in rows) for m, rows in results.items()))
 
 
 if __name__ == "__main__":

@@ -117,7 +117,8 @@ class Settings(BaseSettings):
     cross_process_wakeups: bool = Field(
         True,
         description="wake log readers on other processes' commits (PostgreSQL LISTEN/NOTIFY, "
-        "SQLite inotify); false behind a pooler that breaks LISTEN (PgBouncer transaction mode)",
+        "SQLite inotify on the WAL and on `<db>-pn-commit`, which appends touch once "
+        "committed); false behind a pooler that breaks LISTEN (PgBouncer transaction mode)",
     )
 
     purge_interval_seconds: float = Field(

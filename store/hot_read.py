@@ -21,7 +21,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from partition_notify.store.uow import map_db_error
 from sqlalchemy import Engine
@@ -75,7 +75,7 @@ def _driver_errors(
 
 
 class HotReader:
-    """Runs one SELECT of one text column on a kept raw connection."""
+    """Runs one SELECT on a kept raw connection (the store's one: see :class:`Store`)."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
@@ -90,6 +90,11 @@ class HotReader:
 
     def column(self, sql: str, params: Sequence[object]) -> list[str] | None:
         """The first (text) column of every row, or None when no connection is free."""
+        rows = self.rows(sql, params)
+        return None if rows is None else [r[0] for r in rows]
+
+    def rows(self, sql: str, params: Sequence[object]) -> list[tuple[Any, ...]] | None:
+        """Every row as the driver returns it, or None when no connection is free."""
         if self._generation != _fork_generation:
             self._forget_inherited()
         try:
@@ -114,7 +119,7 @@ class HotReader:
         except SQLAlchemyError as exc:  # the pool timing out while we connect
             raise map_db_error(exc) from exc
 
-    def _run(self, conn: Conn, sql: str, params: Sequence[object]) -> list[str]:
+    def _run(self, conn: Conn, sql: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
         try:
             if isinstance(conn, sqlite3.Connection):
                 rows = conn.execute(sql, params).fetchall()
@@ -128,7 +133,7 @@ class HotReader:
             self._discard(conn)
         else:
             self._idle.append(conn)
-        return [r[0] for r in rows]
+        return [tuple(r) for r in rows]
 
     def _connect(self) -> Conn | None:
         with self._lock:

@@ -14,6 +14,7 @@ import time
 from partition_notify.store.catalog import Catalog
 from partition_notify.store.engine import DEFAULT_SQLITE_SYNCHRONOUS, make_engine
 from partition_notify.store.event_log import EventLog
+from partition_notify.store.hot_read import HotReader
 from partition_notify.store.housekeeping import Housekeeping
 from partition_notify.store.migrate import migrate
 from partition_notify.store.records import (
@@ -36,9 +37,12 @@ class Store:
         self.engine = engine
         self.clock = clock
         access = Access(engine, clock)
+        # Raw connections kept for the hot single-statement reads: the waits'
+        # look-up and the log followers' read. Shared, so their bound is the store's.
+        self._hot = HotReader(engine)
         self.catalog = Catalog(access)
-        self.log = EventLog(access)
-        self.retention = Retention(access)
+        self.log = EventLog(access, self._hot)
+        self.retention = Retention(access, self._hot)
         self.housekeeping = Housekeeping(access)
 
     @classmethod
@@ -64,7 +68,7 @@ class Store:
         return cls(engine, clock=clock)
 
     def close(self) -> None:
-        self.retention.close()
+        self._hot.close()  # kept connections: the engine's pool does not own them
         self.engine.dispose()
 
     @property

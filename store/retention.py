@@ -23,7 +23,7 @@ _HISTORY_SQL = (
 class Retention:
     """Set-done rows kept for each table's retention; each method is one unit of work."""
 
-    def __init__(self, access: Access) -> None:
+    def __init__(self, access: Access, hot: HotReader) -> None:
         self._db = access
         self._reader = access.reader
         self.clock = access.clock
@@ -31,11 +31,7 @@ class Retention:
         # compiling the expanding IN on every call was most of its CPU.
         self._covering_sql: dict[int, str] = {}
         self._placeholder = "?" if access.engine.dialect.paramstyle == "qmark" else "%s"
-        self._hot = HotReader(access.engine)
-
-    def close(self) -> None:
-        """Close the look-up's kept connections (the engine's pool does not own them)."""
-        self._hot.close()
+        self._hot = hot
 
     def set_done_covering(self, table: TableInfo, specs: Sequence[str]) -> list[str]:
         """Unexpired set-done bodies of ``table`` whose canonical spec is in ``specs``.

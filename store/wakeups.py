@@ -7,10 +7,13 @@ here, from the database's own signal:
 - PostgreSQL: every append sends ``NOTIFY pn_events`` inside its transaction
   (delivered at commit, never for a rollback); a listener thread holds one
   connection with ``LISTEN pn_events``.
-- SQLite: a commit writes the WAL (or, outside WAL mode, the database file);
-  a thread waits on inotify for the database's directory (Linux). Where
-  inotify is missing it polls ``PRAGMA data_version`` every
-  :data:`DATA_VERSION_POLL_SECONDS` instead.
+- SQLite: an append of this library touches a wake file beside the database
+  once its commit is visible (:class:`WakeFile`); any commit writes the WAL
+  (or, outside WAL mode, the database file) before it is visible. A thread
+  waits on inotify for the database's directory (Linux): a touch wakes
+  readers at once, a write starts a short ``PRAGMA data_version`` watch (for
+  writers that do not touch). Where inotify is missing it polls
+  ``data_version`` every :data:`DATA_VERSION_POLL_SECONDS` instead.
 
 A wake-up is a hint, never the truth: a lost notification (a dropped
 listener connection, an inotify queue overflow) costs latency only, because
@@ -51,10 +54,22 @@ STOP_CHECK_SECONDS = 0.25
 DATA_VERSION_POLL_SECONDS = 0.002
 SETTLE_SECONDS = 1.0
 #: After a WAL write the commit is usually visible within the fsync (about a
-#: millisecond): a finer poll for that short window.
+#: millisecond): the settle's first reads are this far apart, each next one
+#: SETTLE_BACKOFF times further, up to SETTLE_MAX_POLL_SECONDS. A write whose
+#: commit was already reported (a commit's later WAL writes queue behind the
+#: wake-up its first one caused) then costs a few dozen reads, not one every
+#: 0.2 ms for a second; a commit's own latency grows by at most a quarter of
+#: its fsync time, or not at all where its writer touches the wake file.
 SETTLE_POLL_SECONDS = 0.0002
+SETTLE_BACKOFF = 1.25
+SETTLE_MAX_POLL_SECONDS = 0.02
+#: Beside an SQLite database ``<db>`` + WAKE_SUFFIX: every append of this
+#: library touches it once its commit is visible, an exact signal for readers
+#: in other processes (the WAL writes come before the commit is visible).
+WAKE_SUFFIX = "-pn-commit"
 
-_IN_MODIFY, _IN_CREATE, _IN_MOVED_TO, _IN_Q_OVERFLOW = 0x2, 0x100, 0x80, 0x4000
+_IN_MODIFY, _IN_ATTRIB, _IN_CREATE, _IN_MOVED_TO = 0x2, 0x4, 0x100, 0x80
+_IN_Q_OVERFLOW = 0x4000
 _EVENT_HEADER = struct.Struct("iIII")  # wd, mask, cookie, len (struct inotify_event)
 
 OnCommit = Callable[[], None]
@@ -153,13 +168,15 @@ class InotifyWaker(DataVersionWaker):
     them and only then publishes the commit in the shared-memory index, which
     inotify does not see. A reader woken by the write could read before the
     commit is visible and then sleep until the fallback poll; so after a write
-    we poll ``data_version`` until it moves (at most :data:`SETTLE_SECONDS`).
+    we poll ``data_version`` until it moves (at most :data:`SETTLE_SECONDS`),
+    or until the writer touches the wake file (:class:`WakeFile`).
     """
 
     def __init__(self, database: Path, on_commit: OnCommit) -> None:
         super().__init__(database, on_commit, "sqlite-inotify")
         self._dir = database.parent
         self._names = {database.name, f"{database.name}-wal", f"{database.name}-journal"}
+        self._wake_name = f"{database.name}{WAKE_SUFFIX}"
 
     def follow(self, conn: sqlite3.Connection, last: int) -> None:
         libc = _libc()
@@ -167,27 +184,56 @@ class InotifyWaker(DataVersionWaker):
         if fd < 0:
             raise OSError(ctypes.get_errno(), "inotify_init1 failed")
         try:
-            mask = _IN_MODIFY | _IN_CREATE | _IN_MOVED_TO
+            mask = _IN_MODIFY | _IN_ATTRIB | _IN_CREATE | _IN_MOVED_TO
             if libc.inotify_add_watch(fd, os.fsencode(self._dir), mask) < 0:
                 raise OSError(ctypes.get_errno(), f"inotify_add_watch {self._dir} failed")
             last = self._woken_if_changed(conn, last)  # committed before the watch began
             while not self.stop.is_set():
                 ready, _, _ = select.select([fd], [], [], STOP_CHECK_SECONDS)
-                if ready and self._relevant(os.read(fd, 64 * 1024)):
-                    last = self._settle(conn, last)
+                if not ready:
+                    continue
+                pending, touched = self._events(os.read(fd, 64 * 1024))
+                if touched:
+                    last = self._woken_if_changed(conn, last)
+                if pending:
+                    last = self._settle(conn, last, fd)
         finally:
             os.close(fd)
 
-    def _settle(self, conn: sqlite3.Connection, last: int) -> int:
+    def _settle(self, conn: sqlite3.Connection, last: int, fd: int) -> int:
+        """Read ``data_version`` until it moves, at ever longer intervals.
+
+        The wait between reads is on the inotify descriptor: the writer's touch
+        of the wake file after the writes ends it at once, their commit being
+        visible by then; another write starts the fine reads again.
+        """
         until = time.monotonic() + SETTLE_SECONDS
-        while time.monotonic() < until and not self.stop.is_set():
+        interval = SETTLE_POLL_SECONDS
+        while not self.stop.is_set():
             now = self._woken_if_changed(conn, last)
             if now != last:
                 return now
-            time.sleep(SETTLE_POLL_SECONDS)  # the commit's fsync is not an event
+            left = until - time.monotonic()
+            if left <= 0:
+                break
+            ready, _, _ = select.select([fd], [], [], min(interval, left))
+            if not ready:
+                interval = min(interval * SETTLE_BACKOFF, SETTLE_MAX_POLL_SECONDS)
+                continue
+            pending, touched = self._events(os.read(fd, 64 * 1024))
+            if pending:  # its commit may follow as soon as its fsync
+                until, interval = time.monotonic() + SETTLE_SECONDS, SETTLE_POLL_SECONDS
+            elif touched:
+                return self._woken_if_changed(conn, last)
         return last
 
-    def _relevant(self, data: bytes) -> bool:
+    def _events(self, data: bytes) -> tuple[bool, bool]:
+        """(a database file was written after the last touch of the wake file, it was touched).
+
+        inotify keeps a directory's events in order, and the wake file is touched
+        once a commit is visible: writes before a touch belong to visible commits.
+        """
+        pending = touched = False
         offset = 0
         while offset + _EVENT_HEADER.size <= len(data):
             _, mask, _, length = _EVENT_HEADER.unpack_from(data, offset)
@@ -195,8 +241,49 @@ class InotifyWaker(DataVersionWaker):
             name = data[start:start + length].rstrip(b"\0").decode(errors="replace")
             offset = start + length
             if mask & _IN_Q_OVERFLOW or name in self._names:
-                return True
-        return False
+                pending = True
+            elif name == self._wake_name:
+                pending, touched = False, True
+        return pending, touched
+
+
+class WakeFile:
+    """Touched by the appending process once its commit is visible (SQLite).
+
+    A failed touch costs readers in other processes latency only (the WAL
+    watch and the fallback read remain): it is reported once, then skipped.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._failed = False
+
+    def touch(self) -> None:
+        if self._failed:
+            return
+        try:
+            try:
+                os.utime(self.path)  # IN_ATTRIB: one syscall, no data written
+            except FileNotFoundError:
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o666))  # IN_CREATE
+        except OSError as exc:
+            self._failed = True
+            log.warning("cannot touch %s (%s): other processes' readers of this store "
+                        "hear its commits from the WAL instead, a little later", self.path, exc)
+
+
+def wake_file(engine: Engine) -> WakeFile | None:
+    """The wake file of ``engine``'s SQLite database; None for PostgreSQL or in memory."""
+    database = _sqlite_database(engine)
+    return None if database is None else WakeFile(database.with_name(
+        database.name + WAKE_SUFFIX))
+
+
+def _sqlite_database(engine: Engine) -> Path | None:
+    url = engine.url
+    if engine.dialect.name != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    return Path(str(url.database))
 
 
 def _data_version(conn: sqlite3.Connection) -> int:
@@ -217,9 +304,9 @@ def cross_process_waker(engine: Engine, on_commit: OnCommit, *,
     if engine.dialect.name == "postgresql":
         conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
         return PostgresWaker(conninfo, connect_timeout, on_commit).start()
-    if engine.dialect.name != "sqlite" or url.database in (None, "", ":memory:"):
+    database = _sqlite_database(engine)
+    if database is None:
         return None
-    database = Path(str(url.database))
     if inotify:
         try:
             _libc()

@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 
 #: With cross-process wake-ups, readers still read the log at least this often.
 WAKEUP_FALLBACK_SECONDS = FALLBACK_SECONDS
+#: Events per read of the log.
+READ_LIMIT = 1000
 
 
 class CommitSignal:
@@ -182,7 +184,7 @@ class EmbeddedConsumer(Consumer):
                 cursor = self._cursor or 0
             generation = self._signal.generation()
             try:
-                batch = self._store.log.events_after(cursor, 1000)
+                batch = self._store.log.events_after(cursor, READ_LIMIT)
             except PartitionNotifyError as exc:
                 log.warning("embedded consumer: reading the log failed, retrying: %s", exc)
                 backoff.wait(self._stop, backoff.failed())
@@ -205,7 +207,12 @@ class EmbeddedConsumer(Consumer):
             if batch:
                 with self._lock:
                     self._cursor = batch[-1].event_id
-                continue
+            if len(batch) == READ_LIMIT:
+                continue  # maybe more behind it
+            # A short batch held everything committed before the read began; a commit
+            # since then moved the generation, and the wait returns at once. Reading
+            # again regardless cost a read per message, competing for the GIL with
+            # the dispatcher (bench/cross_process_trace.py).
             self._signal.wait(generation, self._fallback, self._stop)
 
     def close(self, timeout: float) -> None:

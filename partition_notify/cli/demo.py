@@ -30,7 +30,8 @@ def _say(t0: float, who: str, text: str) -> None:
 #: Written into a workdir the demo made, so a re-run knows it may clean it.
 MARKER = ".partition-notify-demo"
 #: What a run creates in its workdir; a re-run removes exactly these, nothing else.
-OWN_ENTRIES = ("store.db", "store.db-wal", "store.db-shm", "store.db-journal", "warehouse")
+OWN_ENTRIES = ("store.db", "store.db-wal", "store.db-shm", "store.db-journal",
+               "store.db-pn-commit", "warehouse")
 
 
 def prepare_workdir(workdir: str) -> Path:

@@ -133,11 +133,17 @@ def _event(name: str, mask: int = 0x2) -> bytes:
 def test_only_the_database_files_count_as_a_commit(tmp_path: Path) -> None:
     # The parser alone: an inotify queue is shared by every file of the directory,
     # and a write to a log file beside the database must not start a settle loop.
+    # (writes pending a settle, the wake file touched)
     waker = InotifyWaker(tmp_path / "store.db", lambda: None)
-    assert not waker._relevant(_event("notes.txt") + _event("store.db.bak"))
-    assert waker._relevant(_event("notes.txt") + _event("store.db-wal"))
-    assert waker._relevant(_event("store.db"))
-    assert waker._relevant(_event("", mask=0x4000))  # queue overflow: assume a commit
+    assert waker._events(_event("notes.txt") + _event("store.db.bak")) == (False, False)
+    assert waker._events(_event("notes.txt") + _event("store.db-wal")) == (True, False)
+    assert waker._events(_event("store.db")) == (True, False)
+    assert waker._events(_event("", mask=0x4000)) == (True, False)  # overflow: assume a commit
+    # A touch follows its commit's writes: only writes after the last touch are pending.
+    assert waker._events(_event("store.db-wal") + _event("store.db-pn-commit", 0x4)) == (
+        False, True)
+    assert waker._events(_event("store.db-pn-commit", 0x4) + _event("store.db-wal")) == (
+        True, True)
 
 
 @pytest.mark.parametrize("store_url", ["postgresql"], indirect=True)
