@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from partition_notify.store.records import Clock, EventDraft
 from partition_notify.store.schema import EventRow, SequenceRow, SetDoneRow
-from sqlalchemy import Connection, Table
-from sqlalchemy.engine.interfaces import DBAPICursor
+from sqlalchemy import Table
 
 from partition_notify.contract import (
     AddPartitionMessage,
@@ -142,10 +142,9 @@ class DriverAppend:
         self._event = _insert(cast(Table, EventRow.__table__), _EVENT_COLUMNS)
         self._set_done = _insert(cast(Table, SetDoneRow.__table__), _SET_DONE_COLUMNS)
 
-    def run(self, conn: Connection, draft: EventDraft, clock: Clock, published: bool) -> Rows:
-        """Append ``draft`` in ``conn``'s open write transaction (the caller commits)."""
-        raw = conn.connection.dbapi_connection
-        assert raw is not None, "a connection in a transaction has its driver connection"
+    def run(self, raw: sqlite3.Connection, draft: EventDraft, clock: Clock,
+            published: bool) -> Rows:
+        """Append ``draft`` in ``raw``'s open write transaction (the caller commits)."""
         cur = raw.cursor()
         try:
             first = self._take(cur, "event")
@@ -160,7 +159,7 @@ class DriverAppend:
             cur.close()
         return rows
 
-    def _take(self, cur: DBAPICursor, name: str) -> int:
+    def _take(self, cur: sqlite3.Cursor, name: str) -> int:
         cur.execute(self._reserve, (name,))
         row = cur.fetchone()
         if row is None:  # a counter's first use starts it at 1

@@ -17,6 +17,7 @@ from partition_notify.store.repositories import (
     TOPIC_EVENTS_AFTER,
     reserve,
 )
+from partition_notify.store.sqlite_writer import SQLiteWriter
 from partition_notify.store.uow import Access, InTxn, UnitOfWork, map_db_error, map_driver_error
 from partition_notify.store.wakeups import NOTIFY_SQL
 from sqlalchemy.engine import Connection, Engine
@@ -42,12 +43,22 @@ class EventLog:
     def __init__(self, access: Access) -> None:
         self._db = access
         self._listeners: list[CommitListener] = []
-        self._driver_append = DriverAppend() if access.engine.dialect.name == "sqlite" else None
+        sqlite = access.engine.dialect.name == "sqlite"
+        self._driver_append = DriverAppend() if sqlite else None
+        # A file's one-event appends commit on a connection of their own, on the driver
+        # (store/sqlite_writer.py); an in-memory database has just the one connection.
+        memory = access.engine.url.database in (None, "", ":memory:")
+        self._writer = SQLiteWriter(access.engine) if sqlite and not memory else None
         #: Concurrent one-event appends share a commit; False: one commit each (the bench's
         #: baseline).
         self.group_commit = True
         self._group: GroupCommit[tuple[EventDraft, bool], list[AnyMessage]] = GroupCommit(
             self._append_batch, wait_seconds=FOLLOWER_WAIT_SECONDS)
+
+    def close(self) -> None:
+        """Close the appends' own connection (the store closes its engine after)."""
+        if self._writer is not None:
+            self._writer.close()
 
     @property
     def engine(self) -> Engine:
@@ -188,6 +199,8 @@ class EventLog:
         (bench/durable_publish.py); on SQLite as prebuilt driver SQL. Same
         statements, locks and order as the general path.
         """
+        if self._writer is not None and self._driver_append is not None:
+            return self._append_on_writer(self._writer, self._driver_append, items)
         try:
             with self._db.writer.begin() as conn:
                 logged = [self._append_in_conn(conn, d, published) for d, published in items]
@@ -199,10 +212,23 @@ class EventLog:
             raise map_driver_error(exc) from exc
         return logged
 
+    def _append_on_writer(self, writer: SQLiteWriter, append: DriverAppend,
+                          items: Sequence[tuple[EventDraft, bool]]) -> list[list[AnyMessage]]:
+        """:meth:`_append_batch` on SQLite: the same statements, begun and committed on
+        the driver (no SQLAlchemy Connection or pool checkout per commit)."""
+        try:
+            with writer.transaction() as raw:
+                return [append.run(raw, d, self._db.clock, published).messages
+                        for d, published in items]
+        except sqlite3.Error as exc:
+            raise map_driver_error(exc) from exc
+
     def _append_in_conn(self, conn: Connection, draft: EventDraft,
                         published: bool) -> list[AnyMessage]:
         if self._driver_append is not None:
-            return self._driver_append.run(conn, draft, self._db.clock, published).messages
+            raw = conn.connection.driver_connection
+            assert isinstance(raw, sqlite3.Connection), "a SQLite connection in a transaction"
+            return self._driver_append.run(raw, draft, self._db.clock, published).messages
         topic = draft.table.topic
         first = reserve(conn, "event", 1)
         seqs = {topic: reserve(conn, f"topic:{topic}", 1)}

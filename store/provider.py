@@ -65,6 +65,7 @@ class Store:
 
     def close(self) -> None:
         self.retention.close()
+        self.log.close()
         self.engine.dispose()
 
     @property
