@@ -8,13 +8,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from partition_notify.store.records import Clock, EventDraft
+from partition_notify.store.records import Clock, EventDraft, Logged
 from partition_notify.store.schema import EventRow, SequenceRow, SetDoneRow
 from sqlalchemy import Table
 
 from partition_notify.contract import (
     AddPartitionMessage,
     AnyMessage,
+    Envelope,
     SetDoneMessage,
     to_envelope,
 )
@@ -25,6 +26,7 @@ class Rows:
     """The messages of an append and the rows it writes."""
 
     messages: list[AnyMessage] = field(default_factory=list)
+    envelopes: list[Envelope] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     parts: list[dict[str, Any]] = field(default_factory=list)
     #: (table id, spec, new values) of partitions announced again (an overwrite).
@@ -32,6 +34,9 @@ class Rows:
     dones: list[dict[str, Any]] = field(default_factory=list)
     #: (table id, spec) of partitions dropped (DROP_PARTITION).
     dropped: list[tuple[int, str]] = field(default_factory=list)
+
+    def logged(self) -> Logged:
+        return Logged(self.messages, self.envelopes)
 
     @classmethod
     def of(
@@ -69,6 +74,7 @@ class Rows:
         env = to_envelope(msg)
         body = env.body.decode()
         self.messages.append(msg)
+        self.envelopes.append(env)
         self.events.append(
             {
                 "event_id": event_id,

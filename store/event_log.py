@@ -146,7 +146,7 @@ class EventLog:
         uow.set_done.add_many(rows.dones)
         if in_txn is not None:
             in_txn(uow, rows.messages)
-        return rows.messages
+        return rows.logged()
 
     @staticmethod
     def _reserve(
@@ -218,7 +218,7 @@ class EventLog:
         the driver (no SQLAlchemy Connection or pool checkout per commit)."""
         try:
             with writer.transaction() as raw:
-                return [append.run(raw, d, self._db.clock, published).messages
+                return [append.run(raw, d, self._db.clock, published).logged()
                         for d, published in items]
         except sqlite3.Error as exc:
             raise map_driver_error(exc) from exc
@@ -228,7 +228,7 @@ class EventLog:
         if self._driver_append is not None:
             raw = conn.connection.driver_connection
             assert isinstance(raw, sqlite3.Connection), "a SQLite connection in a transaction"
-            return self._driver_append.run(raw, draft, self._db.clock, published).messages
+            return self._driver_append.run(raw, draft, self._db.clock, published).logged()
         topic = draft.table.topic
         first = reserve(conn, "event", 1)
         seqs = {topic: reserve(conn, f"topic:{topic}", 1)}
@@ -236,7 +236,7 @@ class EventLog:
         conn.execute(INSERT_EVENTS, rows.events)
         if rows.dones:
             conn.execute(INSERT_SET_DONE, rows.dones)
-        return rows.messages
+        return rows.logged()
 
     # -- reads ----------------------------------------------------------------
     def max_event_id(self) -> int:

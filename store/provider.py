@@ -19,6 +19,7 @@ from partition_notify.store.migrate import migrate
 from partition_notify.store.records import (
     Clock,
     EventDraft,
+    Logged,
     LoggedEvent,
     PartitionInfo,
     TableInfo,
@@ -77,6 +78,7 @@ __all__ = [
     "Clock",
     "EventDraft",
     "InTxn",
+    "Logged",
     "LoggedEvent",
     "PartitionInfo",
     "Store",
