@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from partition_notify.publisher import idempotent, validate, withdrawals
-from partition_notify.publisher.build import once
+from partition_notify.publisher.build import once, with_cached_table
 from partition_notify.publisher.drops import Dropped, SpecLike, drop_drafts
 from partition_notify.publisher.marks import (
     DEFAULT_EXIT_TIMEOUT_SECONDS,
@@ -213,11 +213,19 @@ class Publisher:
         With ``idempotency_key`` a retry returns the first call's message and
         logs nothing (:mod:`partition_notify.publisher.idempotent`).
         """
-        info = self.table(db, table)
+        revision = limits.revision(revision)
+        return with_cached_table(
+            self.store.catalog, names.db_name(db), names.table_name(table),
+            lambda info, version: self._set_done(info, version, partial_spec, revision,
+                                                 in_txn, idempotency_key))
+
+    def _set_done(self, info: TableInfo, version: int | None, partial_spec: SpecLike,
+                  revision: int | None, in_txn: InTxn | None,
+                  idempotency_key: str | None) -> SetDoneMessage:
         done = self.validate_set_done(info, partial_spec)
         canon = spec.canonical_normal(done)  # once, and validate.set_done normalised it
-        revision = limits.revision(revision)
         draft = self._set_done_draft(info, done, revision, canon)
+        draft.catalog_version = version
         self._check_size(draft, f"set-done {canon!r}", None)
         request = ["set-done", info.qualified, canon, revision]
         logged = self._append_once([draft], idempotency_key, request, False, in_txn)

@@ -19,6 +19,7 @@ from partition_notify.contract import (
     SetDoneMessage,
     to_envelope,
 )
+from partition_notify.core.errors import CatalogChanged
 
 
 @dataclass(slots=True)
@@ -125,6 +126,21 @@ _EVENT_COLUMNS = (
 _SET_DONE_COLUMNS = ("table_id", "spec", "event_id", "body", "published_at", "expires_at")
 
 
+#: The counter every catalog write advances (store/catalog.py): a cached table is
+#: current while the counter still has the value it was read with.
+CATALOG_COUNTER = "catalog"
+
+
+def check_catalog(draft: EventDraft, row: Sequence[object] | None) -> None:
+    """Raise CatalogChanged unless the catalog counter read in the append's transaction
+    (``row``; None: never advanced) is the one ``draft``'s table was cached at."""
+    version = 0 if row is None else int(cast(int, row[0]))
+    if version != draft.catalog_version:
+        raise CatalogChanged(
+            f"table {draft.table.qualified}: the catalog changed (version "
+            f"{draft.catalog_version} -> {version}) since it was read; nothing was logged")
+
+
 def _insert(table: Table, columns: Sequence[str]) -> str:
     return (f"INSERT INTO {table.name} ({', '.join(columns)}) "
             f"VALUES ({', '.join('?' * len(columns))})")
@@ -147,12 +163,16 @@ class DriverAppend:
         self._new_counter = f"INSERT INTO {seq.name} (name, next_value) VALUES (?, 2)"
         self._event = _insert(cast(Table, EventRow.__table__), _EVENT_COLUMNS)
         self._set_done = _insert(cast(Table, SetDoneRow.__table__), _SET_DONE_COLUMNS)
+        self._catalog = f"SELECT next_value FROM {seq.name} WHERE name = '{CATALOG_COUNTER}'"
 
     def run(self, raw: sqlite3.Connection, draft: EventDraft, clock: Clock,
             published: bool) -> Rows:
         """Append ``draft`` in ``raw``'s open write transaction (the caller commits)."""
         cur = raw.cursor()
         try:
+            if draft.catalog_version is not None:
+                cur.execute(self._catalog)
+                check_catalog(draft, cur.fetchone())
             first = self._take(cur, "event")
             seq = self._take(cur, f"topic:{draft.table.topic}")
             rows = Rows.of([draft], first, {draft.table.topic: seq}, clock(), {}, published)

@@ -8,7 +8,12 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 
 from partition_notify.store import withdrawals
-from partition_notify.store.append_rows import DriverAppend, Rows
+from partition_notify.store.append_rows import (
+    CATALOG_COUNTER,
+    DriverAppend,
+    Rows,
+    check_catalog,
+)
 from partition_notify.store.group_commit import FOLLOWER_WAIT_SECONDS, GroupCommit
 from partition_notify.store.records import EventDraft, LoggedEvent
 from partition_notify.store.repositories import (
@@ -32,6 +37,9 @@ log = logging.getLogger(__name__)
 TOPICS_PER_READ = 900
 _LAST_SEQ_SQL = ("SELECT topic, max(topic_seq) FROM pn_events WHERE topic IN ({}) "
                  "GROUP BY topic")
+
+#: The catalog counter, read in an append's transaction (store/catalog.py's cache).
+CATALOG_SQL = f"SELECT next_value FROM pn_sequence WHERE name = '{CATALOG_COUNTER}'"
 
 #: Called after an append commits (in the appending thread, outside the transaction).
 CommitListener = Callable[[], None]
@@ -126,6 +134,11 @@ class EventLog:
             if in_txn is not None:
                 in_txn(uow, [])
             return []
+        cached = [d for d in drafts if d.catalog_version is not None]
+        if cached:  # under the write lock, as the driver append checks it
+            row = uow.session.connection().exec_driver_sql(CATALOG_SQL).first()
+            for d in cached:
+                check_catalog(d, row)
         first, existing, drafts = self._reserve(uow, drafts, replace_partitions)
         if not drafts:
             if in_txn is not None:

@@ -69,6 +69,9 @@ class EventDraft:
     #: ``withdrawn`` inside the append, before ``build`` runs.
     withdraw: dict[str, str] | None = None
     withdrawn: Withdrawn | None = None
+    #: The catalog version ``table`` was read at when it came from the cache
+    #: (store/catalog.py): the append checks it in its transaction. None: read fresh.
+    catalog_version: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
