@@ -128,6 +128,7 @@ class Catalog:
                 if location is not None:
                     row.location = location
                 return TableInfo.of(row), False
+            uow.sequences.take(CATALOG_COUNTER, 1)  # add() flushes: _write would not see it
             row = uow.tables.add(
                 TableRow(
                     db=db,
@@ -185,7 +186,7 @@ class Catalog:
         The event log keeps what was logged (the relay still delivers it;
         housekeeping purges it with the rest).
         """
-        with self._write() as uow:
+        with self._write(changes=True) as uow:
             row = uow.tables.get(db, name)
             if row is None:
                 raise UnknownTableError(f"table {db}.{name} is not registered")
@@ -204,15 +205,19 @@ class Catalog:
             return TableInfo.of(row)
 
     @contextmanager
-    def _write(self) -> Iterator[UnitOfWork]:
-        """A unit of work that writes the catalog: it advances the catalog counter, so
-        every cached read of a table, in any process, is refused by the next append
-        (the append reads the counter in its own transaction)."""
+    def _write(self, *, changes: bool = False) -> Iterator[UnitOfWork]:
+        """A unit of work on the catalog. If it changed a table (``changes``: it
+        deleted one) it advances the catalog counter, so every cached read of a
+        table, in any process, is refused by the next append (the append reads
+        the counter in its own transaction). An identical re-registration
+        changes nothing, counter included."""
         self._cache.clear()
         try:
             with self._db.uow(write=True) as uow:
-                uow.sequences.take(CATALOG_COUNTER, 1)
                 yield uow
+                s = uow.session
+                if changes or s.new or s.deleted or any(s.is_modified(o) for o in s.dirty):
+                    uow.sequences.take(CATALOG_COUNTER, 1)
         finally:
             self._cache.clear()  # a read racing the write may have cached the old row
 
