@@ -42,6 +42,7 @@ from broker_common import (  # noqa: E402
     rate,
     sample_envelopes,
 )
+from core_common import machine_note  # noqa: E402
 from partition_notify.subscriber import Subscriber  # noqa: E402
 
 from partition_notify.app import App, build_app  # noqa: E402
@@ -239,6 +240,8 @@ def main() -> None:
     p.add_argument("--latency-n", type=int, default=500)
     p.add_argument("--tables", type=int, default=10_000)
     p.add_argument("--json", default=None, help="also write the figures here")
+    p.add_argument("--only-batch", action="store_true",
+                   help="only the batch rows (10,000 pipelined, announce_partitions)")
     p.add_argument("--child-follow", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child_follow:
@@ -252,6 +255,11 @@ def main() -> None:
     app = app_for(args, store_url)
     raw = RawSender(host, int(port), args.user, args.password)
     try:
+        if args.only_batch:
+            batch = bench_batch(args, app, raw)
+            report_batch(args, batch)
+            print(machine_note())
+            return
         sync = bench_sync(args, app, raw)
         batch = bench_batch(args, app, raw)
         latency = bench_latency(args, app, store_url)
@@ -266,6 +274,16 @@ def main() -> None:
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(figures, fh, indent=2)
+
+
+def report_batch(args: argparse.Namespace, b: dict[str, float]) -> None:
+    print(f"\nSTOMP batch rows (median of {args.rounds} alternating rounds of "
+          f"{args.batch_n}; in brackets: client CPU per message)")
+    print(f"{'raw stomp.py pipelined':34}{b['raw']:>9.0f}/s ({b['raw_cpu_us']:.0f} us)")
+    for label, key in (("StompTransport.publish", "transport"),
+                       ("announce_partitions end to end", "publisher")):
+        print(f"{label:34}{b[key]:>9.0f}/s ({b[key + '_cpu_us']:.0f} us)"
+              f"{b[key] / b['raw']:>7.2f}x raw")
 
 
 def report(args: argparse.Namespace, f: dict[str, Any]) -> None:

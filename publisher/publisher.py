@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from partition_notify.publisher import idempotent, validate, withdrawals
-from partition_notify.publisher.build import once
+from partition_notify.publisher.build import once, with_cached_table
 from partition_notify.publisher.drops import Dropped, SpecLike, drop_drafts
 from partition_notify.publisher.marks import (
     DEFAULT_EXIT_TIMEOUT_SECONDS,
@@ -17,7 +17,7 @@ from partition_notify.publisher.marks import (
     MarkBatcher,
 )
 from partition_notify.publisher.undelivered import saved_but_undelivered
-from partition_notify.store import EventDraft, Store, TableInfo
+from partition_notify.store import EventDraft, Logged, Store, TableInfo
 from partition_notify.store.provider import InTxn
 from partition_notify.transports import Transport
 
@@ -213,11 +213,19 @@ class Publisher:
         With ``idempotency_key`` a retry returns the first call's message and
         logs nothing (:mod:`partition_notify.publisher.idempotent`).
         """
-        info = self.table(db, table)
-        done = self.validate_set_done(info, partial_spec)
-        canon = spec.canonical(done)  # once: each call re-validates the spec
         revision = limits.revision(revision)
+        return with_cached_table(
+            self.store.catalog, names.db_name(db), names.table_name(table),
+            lambda info, version: self._set_done(info, version, partial_spec, revision,
+                                                 in_txn, idempotency_key))
+
+    def _set_done(self, info: TableInfo, version: int | None, partial_spec: SpecLike,
+                  revision: int | None, in_txn: InTxn | None,
+                  idempotency_key: str | None) -> SetDoneMessage:
+        done = self.validate_set_done(info, partial_spec)
+        canon = spec.canonical_normal(done)  # once, and validate.set_done normalised it
         draft = self._set_done_draft(info, done, revision, canon)
+        draft.catalog_version = version
         self._check_size(draft, f"set-done {canon!r}", None)
         request = ["set-done", info.qualified, canon, revision]
         logged = self._append_once([draft], idempotency_key, request, False, in_txn)
@@ -274,11 +282,11 @@ class Publisher:
                           locations: Sequence[str | None] | None,
                           revision: int | None) -> list[EventDraft]:
         """Validated add-partition drafts: specs, locations (text rules) and size."""
-        specs = self.validate_partitions(info, partitions)
+        specs = validate.partitions_canon(info, partitions)
         locs = validate.locations(locations, len(specs), info.qualified)
         drafts = [
-            self._partition_draft(info, s, loc, revision)
-            for s, loc in zip(specs, locs, strict=True)
+            self._partition_draft(info, s, loc, revision, canon)
+            for (s, canon), loc in zip(specs, locs, strict=True)
         ]
         for i, d in enumerate(drafts):
             self._check_size(d, f"partition #{i} ({d.partition_spec})", f"locations[{i}]")
@@ -341,7 +349,8 @@ class Publisher:
                 "db": info.db, "table": info.name, "topic": info.topic, "revision": revision}
 
     def _partition_draft(
-        self, info: TableInfo, s: spec.Spec, location: str | None, revision: int | None
+        self, info: TableInfo, s: spec.Spec, location: str | None, revision: int | None,
+        canon: str | None = None,
     ) -> EventDraft:
         ordered = spec.in_key_order(s, info.partition_keys)
         build = once(AddPartitionMessage, {
@@ -353,7 +362,7 @@ class Publisher:
         return EventDraft(
             info,
             build,
-            partition_spec=spec.canonical(s),
+            partition_spec=spec.canonical(s) if canon is None else canon,
             partition_values=ordered,
             location=location,
             revision=revision,
@@ -373,10 +382,12 @@ class Publisher:
     def _deliver(self, messages: Sequence[AnyMessage]) -> None:
         if not messages or self.transport.uses_store_log:
             return
+        # The envelopes the append encoded for the log; a retry answered from the
+        # idempotency record brings messages only.
+        envelopes = (messages.envelopes if isinstance(messages, Logged)
+                     else [to_envelope(m) for m in messages])
         try:
-            self.transport.publish(
-                [to_envelope(m) for m in messages], timeout=self.config.publish_timeout_seconds
-            )
+            self.transport.publish(envelopes, timeout=self.config.publish_timeout_seconds)
         except TransportError as exc:
             raise saved_but_undelivered(exc, messages) from exc
         self.marks.add([m.event_id for m in messages])

@@ -21,13 +21,19 @@ _WIDEST_ID = 2**63 - 1
 
 
 def partitions(info: TableInfo, partitions: Iterable[SpecLike]) -> list[spec.Spec]:
+    return [s for s, _ in partitions_canon(info, partitions)]
+
+
+def partitions_canon(info: TableInfo,
+                     partitions: Iterable[SpecLike]) -> list[tuple[spec.Spec, str]]:
+    """:func:`partitions` with each one's canonical string (computed once, here)."""
     if isinstance(partitions, str | bytes | Mapping):
         # A str would be iterated per character, a mapping per key.
         raise InvalidSpecError(
             f"partitions must be a list of specs, got {type(partitions).__name__} "
             f"{partitions!r:.80}; wrap a single spec in a list"
         )
-    out: list[spec.Spec] = []
+    out: list[tuple[spec.Spec, str]] = []
     seen: set[str] = set()
     for i, raw in enumerate(partitions):
         try:
@@ -35,17 +41,17 @@ def partitions(info: TableInfo, partitions: Iterable[SpecLike]) -> list[spec.Spe
             spec.check_against(s, info.partition_keys, full=True, table=info.qualified)
         except InvalidSpecError as exc:
             raise InvalidSpecError(f"partition #{i}: {exc}") from exc
-        canon = _bounded(spec.canonical(s))
+        canon = _bounded(spec.canonical_normal(s))
         if canon in seen:
             raise InvalidSpecError(f"partition #{i} {canon!r} is listed twice")
         seen.add(canon)
-        out.append(s)
+        out.append((s, canon))
     return out
 
 def set_done(info: TableInfo, partial_spec: SpecLike) -> spec.Spec:
     s = spec.coerce(partial_spec)
     spec.check_against(s, info.partition_keys, full=False, table=info.qualified)
-    _bounded(spec.canonical(s))
+    _bounded(spec.canonical_normal(s))
     return s
 
 

@@ -2,11 +2,19 @@
 
 from partition_notify.store.engine import make_engine
 from partition_notify.store.migrate import migrate
-from partition_notify.store.provider import EventDraft, LoggedEvent, PartitionInfo, Store, TableInfo
+from partition_notify.store.provider import (
+    EventDraft,
+    Logged,
+    LoggedEvent,
+    PartitionInfo,
+    Store,
+    TableInfo,
+)
 from partition_notify.store.uow import UnitOfWork
 
 __all__ = [
     "EventDraft",
+    "Logged",
     "LoggedEvent",
     "PartitionInfo",
     "Store",

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import cast
 
+from partition_notify.store.append_rows import CATALOG_COUNTER
 from partition_notify.store.records import PartitionInfo, TableInfo
 from partition_notify.store.repositories import TABLE_INFO_BY_NAME
 from partition_notify.store.schema import PartitionRow, SetDoneRow, TableRow
-from partition_notify.store.uow import Access, DriverRow
+from partition_notify.store.uow import Access, DriverRow, UnitOfWork
 from sqlalchemy import Table, bindparam, func, select
 from sqlalchemy.orm import Session
 
@@ -19,6 +21,8 @@ from partition_notify.core.errors import ConflictError, UnknownTableError
 #: Names per query of :meth:`Catalog.get_tables`: within every driver's bound-parameter
 #: limit (SQLite builds from 999 up, PostgreSQL 65,535), few round trips for 100,000.
 NAMES_PER_READ = 900
+#: Tables :meth:`Catalog.cached_table` keeps at most (cleared when full).
+CACHED_TABLES = 4096
 _TABLES_T = cast(Table, TableRow.__table__)
 #: Many tables' rows by name (subscribing to many): the dbs asked, names in chunks.
 _TABLE_INFOS_BY_NAMES = select(*_TABLES_T.c).where(
@@ -81,11 +85,18 @@ class Catalog:
         self._db = access
         t = cast(Table, TableRow.__table__)
         # Every publish reads its table: on SQLite as driver SQL (see Access.read_driver).
+        sqlite = access.engine.dialect.name == "sqlite"
         self._table_sql = (
             f"SELECT {', '.join(_TABLE_COLUMNS)} FROM {t.name} WHERE db = ? AND name = ?"
-            if access.engine.dialect.name == "sqlite"
-            else None
+            if sqlite else None
         )
+        # One statement, one snapshot: the row and the counter it is current at.
+        self._versioned_sql = (
+            f"SELECT {', '.join(_TABLE_COLUMNS)}, (SELECT next_value FROM pn_sequence "
+            f"WHERE name = '{CATALOG_COUNTER}') FROM {t.name} WHERE db = ? AND name = ?"
+            if sqlite else None
+        )
+        self._cache: dict[tuple[str, str], tuple[TableInfo, int]] = {}
 
     def register_table(
         self,
@@ -104,7 +115,7 @@ class Catalog:
         Re-registering an existing table applies a given ``location`` and, with
         ``update_retention``, the retention; different keys or topic conflict.
         """
-        with self._db.uow(write=True) as uow:
+        with self._write() as uow:
             row = uow.tables.get(db, name)
             if row is not None:
                 info = TableInfo.of(row)
@@ -123,6 +134,7 @@ class Catalog:
                 if location is not None:
                     row.location = location
                 return TableInfo.of(row), False
+            uow.sequences.take(CATALOG_COUNTER, 1)  # add() flushes: _write would not see it
             row = uow.tables.add(
                 TableRow(
                     db=db,
@@ -152,7 +164,7 @@ class Catalog:
         Keys change only while nothing was announced or marked done for the
         table: retained rows and subscribers' specs are written in the old keys.
         """
-        with self._db.uow(write=True) as uow:
+        with self._write() as uow:
             row = uow.tables.get(db, name)
             if row is None:
                 raise UnknownTableError(f"table {db}.{name} is not registered")
@@ -180,7 +192,7 @@ class Catalog:
         The event log keeps what was logged (the relay still delivers it;
         housekeeping purges it with the rest).
         """
-        with self._db.uow(write=True) as uow:
+        with self._write(changes=True) as uow:
             row = uow.tables.get(db, name)
             if row is None:
                 raise UnknownTableError(f"table {db}.{name} is not registered")
@@ -191,12 +203,58 @@ class Catalog:
             return info, partitions, set_done
 
     def set_retention(self, db: str, name: str, seconds: int) -> TableInfo:
-        with self._db.uow(write=True) as uow:
+        with self._write() as uow:
             row = uow.tables.get(db, name)
             if row is None:
                 raise UnknownTableError(f"table {db}.{name} is not registered")
             row.retention_seconds = seconds
             return TableInfo.of(row)
+
+    @contextmanager
+    def _write(self, *, changes: bool = False) -> Iterator[UnitOfWork]:
+        """A unit of work on the catalog. If it changed a table (``changes``: it
+        deleted one) it advances the catalog counter, so every cached read of a
+        table, in any process, is refused by the next append (the append reads
+        the counter in its own transaction). An identical re-registration
+        changes nothing, counter included."""
+        self._cache.clear()
+        try:
+            with self._db.uow(write=True) as uow:
+                yield uow
+                s = uow.session
+                if changes or s.new or s.deleted or any(s.is_modified(o) for o in s.dirty):
+                    uow.sequences.take(CATALOG_COUNTER, 1)
+        finally:
+            self._cache.clear()  # a read racing the write may have cached the old row
+
+    def cached_table(self, db: str, name: str) -> tuple[TableInfo, int | None, bool]:
+        """The table, the catalog version it was read at and whether it came from the
+        cache (SQLite only).
+
+        The version goes into the draft (``EventDraft.catalog_version``); the
+        append checks it under the write lock and raises CatalogChanged if any
+        catalog write (this process's or another's) came in between. The read a
+        publish started with was most of its CPU outside the commit
+        (bench/durable_profile.py). On PostgreSQL: a fresh read, version None.
+        """
+        hit = self._cache.get((db, name))
+        if hit is not None:
+            return hit[0], hit[1], True
+        if self._versioned_sql is None:
+            return self.get_table(db, name), None, False
+        found = self._db.read_driver(self._versioned_sql, (db, name))
+        if not found:
+            return self.get_table(db, name), None, False  # its error
+        version = found[0][-1]
+        entry = _driver_table_info(found[0][:-1]), 0 if version is None else int(version)
+        if len(self._cache) >= CACHED_TABLES:
+            self._cache.clear()  # bounded; the hot tables come back at once
+        self._cache[db, name] = entry
+        return entry[0], entry[1], False
+
+    def forget(self, db: str, name: str) -> None:
+        """Drop ``db.name`` from the cache (an append found it stale)."""
+        self._cache.pop((db, name), None)
 
     def get_table(self, db: str, name: str) -> TableInfo:
         # Every publish starts here: a plain connection and a prebuilt

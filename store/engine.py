@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+import weakref
 from pathlib import Path
 
 from sqlalchemy import Connection, Engine, create_engine, event
@@ -76,6 +77,7 @@ def make_engine(
             **kwargs,
         )
         _sqlite_hooks(engine, busy_seconds=connect_timeout_seconds * 3, synchronous=synchronous)
+        _LOCK_SECONDS[engine] = connect_timeout_seconds * 3
         return engine
     if backend == "postgresql":
         if parsed.drivername == "postgresql":
@@ -114,6 +116,29 @@ def _missing_driver(url: str, exc: ModuleNotFoundError) -> Exception:
 #: up to 1.5 s (bench/core_purge.py); polling every millisecond it gets the
 #: lock within a few ms of its release.
 LOCK_POLL_SECONDS = 0.001
+#: A writer's lock deadline per SQLite engine made here (3 x its connect timeout).
+_LOCK_SECONDS: weakref.WeakKeyDictionary[Engine, float] = weakref.WeakKeyDictionary()
+
+
+def sqlite_lock_seconds(engine: Engine) -> float:
+    """How long a writer of ``engine`` waits for SQLite's write lock (30 s if not ours)."""
+    return _LOCK_SECONDS.get(engine, 30.0)
+
+
+def try_begin_immediate(raw: sqlite3.Connection, deadline: float) -> bool:
+    """``BEGIN IMMEDIATE`` on a connection whose busy timeout is 0, tried every
+    :data:`LOCK_POLL_SECONDS` until ``deadline`` (``time.monotonic``); False if the
+    lock stayed taken. An error other than "locked" is raised at once."""
+    while True:
+        try:
+            raw.execute("BEGIN IMMEDIATE")
+            return True
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):
+                raise
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(LOCK_POLL_SECONDS)
 
 
 def _sqlite_hooks(engine: Engine, *, busy_seconds: float, synchronous: str) -> None:
@@ -143,22 +168,18 @@ def _sqlite_hooks(engine: Engine, *, busy_seconds: float, synchronous: str) -> N
         if not options.get(WRITE, False):
             conn.exec_driver_sql("BEGIN")
             return
-        raw = conn.connection.dbapi_connection
-        assert raw is not None  # a connection that is beginning is open
+        raw = conn.connection.driver_connection
+        assert isinstance(raw, sqlite3.Connection)  # a connection that is beginning is open
         raw.execute("PRAGMA busy_timeout=0")
         try:
-            deadline = time.monotonic() + busy_seconds
             # On the driver: SQLAlchemy's statement machinery was most of a begin's
             # CPU (bench/durable_publish.py). The last try goes through SQLAlchemy
             # so that a failure is its OperationalError, as callers expect.
-            while time.monotonic() < deadline:
-                try:
-                    raw.execute("BEGIN IMMEDIATE")
+            try:
+                if try_begin_immediate(raw, time.monotonic() + busy_seconds):
                     return
-                except sqlite3.OperationalError as exc:
-                    if "locked" not in str(exc):
-                        break
-                time.sleep(LOCK_POLL_SECONDS)
+            except sqlite3.OperationalError:
+                pass
             conn.exec_driver_sql("BEGIN IMMEDIATE")
         finally:
             raw.execute(f"PRAGMA busy_timeout={busy_ms}")

@@ -9,7 +9,12 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 
 from partition_notify.store import withdrawals
-from partition_notify.store.append_rows import DriverAppend, Rows
+from partition_notify.store.append_rows import (
+    CATALOG_COUNTER,
+    DriverAppend,
+    Rows,
+    check_catalog,
+)
 from partition_notify.store.group_commit import FOLLOWER_WAIT_SECONDS, GroupCommit
 from partition_notify.store.hot_read import HotReader
 from partition_notify.store.records import EventDraft, LoggedEvent
@@ -19,6 +24,7 @@ from partition_notify.store.repositories import (
     TOPIC_EVENTS_AFTER,
     reserve,
 )
+from partition_notify.store.sqlite_writer import SQLiteWriter
 from partition_notify.store.uow import Access, InTxn, UnitOfWork, map_db_error, map_driver_error
 from partition_notify.store.wakeups import NOTIFY_SQL, wake_file
 from sqlalchemy.engine import Connection, Engine
@@ -38,6 +44,9 @@ _LAST_SEQ_SQL = ("SELECT topic, max(topic_seq) FROM pn_events WHERE topic IN ({}
 _AFTER_SQL = ("SELECT event_id, topic, topic_seq, body, headers FROM pn_events "
               "WHERE event_id > {mark} ORDER BY event_id LIMIT {mark}")
 
+#: The catalog counter, read in an append's transaction (store/catalog.py's cache).
+CATALOG_SQL = f"SELECT next_value FROM pn_sequence WHERE name = '{CATALOG_COUNTER}'"
+
 #: Called after an append commits (in the appending thread, outside the transaction).
 CommitListener = Callable[[], None]
 
@@ -53,12 +62,22 @@ class EventLog:
         self._listeners: list[CommitListener] = []
         #: SQLite: tells readers in other processes that a commit is visible.
         self._wake = wake_file(access.engine)
-        self._driver_append = DriverAppend() if access.engine.dialect.name == "sqlite" else None
+        sqlite = access.engine.dialect.name == "sqlite"
+        self._driver_append = DriverAppend() if sqlite else None
+        # A file's one-event appends commit on a connection of their own, on the driver
+        # (store/sqlite_writer.py); an in-memory database has just the one connection.
+        memory = access.engine.url.database in (None, "", ":memory:")
+        self._writer = SQLiteWriter(access.engine) if sqlite and not memory else None
         #: Concurrent one-event appends share a commit; False: one commit each (the bench's
         #: baseline).
         self.group_commit = True
         self._group: GroupCommit[tuple[EventDraft, bool], list[AnyMessage]] = GroupCommit(
             self._append_batch, wait_seconds=FOLLOWER_WAIT_SECONDS)
+
+    def close(self) -> None:
+        """Close the appends' own connection (the store closes its engine after)."""
+        if self._writer is not None:
+            self._writer.close()
 
     @property
     def engine(self) -> Engine:
@@ -128,6 +147,11 @@ class EventLog:
             if in_txn is not None:
                 in_txn(uow, [])
             return []
+        cached = [d for d in drafts if d.catalog_version is not None]
+        if cached:  # under the write lock, as the driver append checks it
+            row = uow.session.connection().exec_driver_sql(CATALOG_SQL).first()
+            for d in cached:
+                check_catalog(d, row)
         first, existing, drafts = self._reserve(uow, drafts, replace_partitions)
         if not drafts:
             if in_txn is not None:
@@ -148,7 +172,7 @@ class EventLog:
         uow.set_done.add_many(rows.dones)
         if in_txn is not None:
             in_txn(uow, rows.messages)
-        return rows.messages
+        return rows.logged()
 
     @staticmethod
     def _reserve(
@@ -201,6 +225,8 @@ class EventLog:
         (bench/durable_publish.py); on SQLite as prebuilt driver SQL. Same
         statements, locks and order as the general path.
         """
+        if self._writer is not None and self._driver_append is not None:
+            return self._append_on_writer(self._writer, self._driver_append, items)
         try:
             with self._db.writer.begin() as conn:
                 logged = [self._append_in_conn(conn, d, published) for d, published in items]
@@ -212,10 +238,23 @@ class EventLog:
             raise map_driver_error(exc) from exc
         return logged
 
+    def _append_on_writer(self, writer: SQLiteWriter, append: DriverAppend,
+                          items: Sequence[tuple[EventDraft, bool]]) -> list[list[AnyMessage]]:
+        """:meth:`_append_batch` on SQLite: the same statements, begun and committed on
+        the driver (no SQLAlchemy Connection or pool checkout per commit)."""
+        try:
+            with writer.transaction() as raw:
+                return [append.run(raw, d, self._db.clock, published).logged()
+                        for d, published in items]
+        except sqlite3.Error as exc:
+            raise map_driver_error(exc) from exc
+
     def _append_in_conn(self, conn: Connection, draft: EventDraft,
                         published: bool) -> list[AnyMessage]:
         if self._driver_append is not None:
-            return self._driver_append.run(conn, draft, self._db.clock, published).messages
+            raw = conn.connection.driver_connection
+            assert isinstance(raw, sqlite3.Connection), "a SQLite connection in a transaction"
+            return self._driver_append.run(raw, draft, self._db.clock, published).logged()
         topic = draft.table.topic
         first = reserve(conn, "event", 1)
         seqs = {topic: reserve(conn, f"topic:{topic}", 1)}
@@ -223,7 +262,7 @@ class EventLog:
         conn.execute(INSERT_EVENTS, rows.events)
         if rows.dones:
             conn.execute(INSERT_SET_DONE, rows.dones)
-        return rows.messages
+        return rows.logged()
 
     # -- reads ----------------------------------------------------------------
     def max_event_id(self) -> int:

@@ -20,6 +20,7 @@ from partition_notify.store.migrate import migrate
 from partition_notify.store.records import (
     Clock,
     EventDraft,
+    Logged,
     LoggedEvent,
     PartitionInfo,
     TableInfo,
@@ -69,6 +70,7 @@ class Store:
 
     def close(self) -> None:
         self._hot.close()  # kept connections: the engine's pool does not own them
+        self.log.close()
         self.engine.dispose()
 
     @property
@@ -80,6 +82,7 @@ __all__ = [
     "Clock",
     "EventDraft",
     "InTxn",
+    "Logged",
     "LoggedEvent",
     "PartitionInfo",
     "Store",

@@ -9,7 +9,7 @@ from typing import Any
 from partition_notify.store.schema import TableRow
 from sqlalchemy import Row
 
-from partition_notify.contract import AnyMessage
+from partition_notify.contract import AnyMessage, Envelope
 
 Clock = Callable[[], float]
 
@@ -69,6 +69,9 @@ class EventDraft:
     #: ``withdrawn`` inside the append, before ``build`` runs.
     withdraw: dict[str, str] | None = None
     withdrawn: Withdrawn | None = None
+    #: The catalog version ``table`` was read at when it came from the cache
+    #: (store/catalog.py): the append checks it in its transaction. None: read fresh.
+    catalog_version: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,3 +89,14 @@ class LoggedEvent:
     topic_seq: int
     body: str
     headers: dict[str, str]
+
+
+class Logged(list[AnyMessage]):
+    """The messages an append logged, in event-id order, and the envelopes it encoded
+    for the log: the publisher sends those, so each message is encoded once."""
+
+    __slots__ = ("envelopes",)
+
+    def __init__(self, messages: list[AnyMessage], envelopes: list[Envelope]) -> None:
+        super().__init__(messages)
+        self.envelopes = envelopes

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
+from partition_notify.store.append_rows import insert_many
 from partition_notify.store.schema import EventRow, PartitionRow, SequenceRow, SetDoneRow, TableRow
 from partition_notify.store.wakeups import NOTIFY_SQL
 from sqlalchemy import (
@@ -133,7 +134,7 @@ class PartitionRepository:
 
     def add_many(self, rows: list[dict[str, Any]]) -> None:
         if rows:
-            self.session.connection().execute(_INSERT_PARTITIONS, rows)
+            insert_many(self.session.connection(), _INSERT_PARTITIONS, rows)
 
     def replace(self, table_id: int, spec: str, values: dict[str, Any]) -> None:
         self.session.execute(update(PartitionRow).where(
@@ -206,7 +207,7 @@ class EventRepository:
     def add_many(self, rows: list[dict[str, Any]]) -> None:
         if rows:
             conn = self.session.connection()
-            conn.execute(INSERT_EVENTS, rows)
+            insert_many(conn, INSERT_EVENTS, rows)
             if conn.dialect.name == "postgresql":  # wakes other processes' readers at commit
                 conn.exec_driver_sql(NOTIFY_SQL)
 
@@ -339,7 +340,7 @@ class SetDoneRepository:
 
     def add_many(self, rows: list[dict[str, Any]]) -> None:
         if rows:
-            self.session.connection().execute(INSERT_SET_DONE, rows)
+            insert_many(self.session.connection(), INSERT_SET_DONE, rows)
 
     def covering(self, table_id: int, specs: Sequence[str], now: float) -> list[str]:
         """Bodies of unexpired set-done rows whose spec is one of ``specs``."""

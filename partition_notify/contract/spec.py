@@ -122,7 +122,12 @@ def normalize(spec: Mapping[str, object]) -> Spec:
 
 def canonical(spec: Mapping[str, object]) -> str:
     """The canonical string: ``a=1/b=x%2Fy`` with keys sorted lexically."""
-    norm = normalize(spec)
+    return canonical_normal(normalize(spec))
+
+
+def canonical_normal(norm: Spec) -> str:
+    """:func:`canonical` of a spec that :func:`normalize` (or :func:`coerce`) returned,
+    without validating it again: a publish computed it three times per partition."""
     return "/".join(f"{k}={escape_value(v)}" for k, v in norm.items())
 
 

@@ -83,6 +83,11 @@ class StoreError(PartitionNotifyError):
     """The store (database) failed; the operation did not take effect."""
 
 
+class CatalogChanged(StoreError):
+    """A table's registration changed between the publish's read of it and its append
+    (store/catalog.py's cache); nothing was logged, and a publisher retries."""
+
+
 class TransportError(PartitionNotifyError):
     """The message transport failed."""
 

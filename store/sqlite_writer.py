@@ -1,0 +1,85 @@
+"""The SQLite connection the log's one-event appends write on, begun and committed on the driver.
+
+Why: a publish's commit went through SQLAlchemy's Connection, a pool checkout
+and check-in, and the engine's begin event with two ``busy_timeout`` pragmas
+around ``BEGIN IMMEDIATE``; together more CPU than the append's own statements
+(bench/durable_profile.py). Only group commit's leader writes here, one batch
+at a time (store/group_commit.py), so one connection is enough.
+
+Its busy timeout is 0 for good: ``BEGIN IMMEDIATE`` polls for the write lock
+itself until the store's lock deadline (store/engine.py), and once the lock
+is held no statement of the transaction waits for another (in WAL mode readers
+never block the writer, and the commit's auto-checkpoint is passive). The
+statements, their order, the lock and the durable commit (``synchronous`` as
+the engine's connect hook set it) are those of the SQLAlchemy path.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from partition_notify.store.engine import sqlite_lock_seconds, try_begin_immediate
+from sqlalchemy import Engine
+
+
+class SQLiteWriter:
+    """A connection of ``engine``'s own (its connect hook ran), detached from the pool."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._lock_seconds = sqlite_lock_seconds(engine)
+        self._conn: sqlite3.Connection | None = None
+        self._pid = 0
+        self._guard = threading.Lock()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """``BEGIN IMMEDIATE`` .. ``COMMIT``; rolled back if the body raises.
+
+        Raises :class:`sqlite3.OperationalError` ("database is locked") when the
+        lock is not had within the deadline. Callers serialise (group commit).
+        """
+        conn = self._connection()
+        if not try_begin_immediate(conn, time.monotonic() + self._lock_seconds):
+            raise sqlite3.OperationalError(
+                f"database is locked: no write lock within {self._lock_seconds:g} s")
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            self._rollback(conn)
+            raise
+
+    def close(self) -> None:
+        with self._guard:
+            conn, self._conn = self._conn, None
+        if conn is not None and self._pid == os.getpid():
+            conn.close()
+
+    def _connection(self) -> sqlite3.Connection:
+        with self._guard:
+            # A forked child must not write on its parent's connection (SQLite's rule).
+            if self._conn is None or self._pid != os.getpid():
+                proxied = self._engine.raw_connection()
+                raw = proxied.driver_connection
+                assert isinstance(raw, sqlite3.Connection), "SQLite engines only"
+                proxied.detach()  # ours now: the pool opens another when it needs one
+                raw.execute("PRAGMA busy_timeout=0")
+                self._conn, self._pid = raw, os.getpid()
+            return self._conn
+
+    def _rollback(self, conn: sqlite3.Connection) -> None:
+        try:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            # A connection in an unknown state is not reused: the next write opens another.
+            with self._guard:
+                if self._conn is conn:
+                    self._conn = None
+            conn.close()
