@@ -40,6 +40,12 @@ class Writer:
 
     def set_done_of(self, day: str) -> dict[str, Any]:
         """The logged set-done of ``datestamp=<day>``: event id, revision (= commit ms), log ms."""
+        found = self.find_set_done(day)
+        if found is None:
+            raise RuntimeError(f"no set-done of datestamp={day} in the store")
+        return found
+
+    def find_set_done(self, day: str) -> dict[str, Any] | None:
         from partition_notify.contract import SetDoneMessage, decode
 
         for ev in reversed(self.app.store.log.events_after(0, limit=100_000)):
@@ -47,7 +53,20 @@ class Writer:
             if isinstance(msg, SetDoneMessage) and msg.spec == f"datestamp={day}":
                 return {"eventId": ev.event_id, "revision": msg.revision,
                         "timestampMs": json.loads(ev.body)["timestampMs"]}
-        raise RuntimeError(f"no set-done of datestamp={day} in the store")
+        return None
+
+    def wait_set_done(self, day: str, timeout: float, alive: Any) -> dict[str, Any]:
+        """The set-done, once logged: ``df.write`` can return before the driver's POST lands."""
+        found: list[dict[str, Any]] = []
+
+        def logged() -> bool:
+            hit = self.find_set_done(day)
+            if hit is not None:
+                found.append(hit)
+            return hit is not None
+
+        wait_for(logged, timeout, f"the set-done of datestamp={day} in the store", alive)
+        return found[0]
 
 
 def start_writer(procs: Procs, tmp: Path) -> Writer:
