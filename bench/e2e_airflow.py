@@ -52,22 +52,19 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from core_common import machine_note
 from e2e_airflow_stack import (
-    TABLE,
     Airflow,
     airflow_env,
     start_airflow,
     write_dags,
 )
-from e2e_procs import LineReader, Procs, http_ok, wait_for
+from e2e_procs import Procs, wait_for
 from e2e_report import fired_times, log_time, loop_blocks, report
+from e2e_writer import ROOT, start_writer
 
-ROOT = Path(__file__).resolve().parents[1]
 #: BaseSensorOperator's poke_interval default (the DAG leaves it unset unless --poke-interval).
 AIRFLOW_DEFAULT_POKE = 60.0
 #: How long a round may take past one poke interval (task start-up on a loaded machine).
 ROUND_SLACK_SECONDS = 240.0
-SPARK_START_TIMEOUT = 300.0
-SERVE_START_TIMEOUT = 60.0
 WATCH_CURSOR = "bench-e2e"
 
 
@@ -92,37 +89,17 @@ class Bench:
         self.args, self.tmp, self.procs = args, tmp, procs
         self.poke = args.poke_interval or AIRFLOW_DEFAULT_POKE
         self.rng = random.Random(args.seed)
-        self.table_path = str(tmp / "warehouse" / "orders")
 
     def setup(self) -> None:
-        from partition_notify.app import build_app
-        from partition_notify.http.store import HttpStore
         from tests.support.net import free_port
 
-        self.store_url = f"sqlite:///{self.tmp}/pn-store.db"
-        self.app = build_app(store_url=self.store_url, transport_url="embedded://")
-        db, name = TABLE.split(".")
-        self.app.publisher.register_table(db, name, ["datestamp"],
-                                          location=f"file:{self.table_path}")
-        token = HttpStore(self.app.store).create_token("bench-e2e", "write")[1]
-        core_py, sched = ROOT / ".venv" / "bin" / "python", ROOT / ".venv-sched" / "bin"
+        sched = ROOT / ".venv-sched" / "bin"
         if not (sched / "airflow").exists():
             raise SystemExit("no .venv-sched: run `bash scripts/bootstrap_sched.sh` first")
+        self.writer = start_writer(self.procs, self.tmp)
+        self.app, self.store_url = self.writer.app, self.writer.store_url
+        self.table_path = self.writer.table_path
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        port = free_port()
-        serve_url = f"http://127.0.0.1:{port}"
-        self.procs.start("serve", [str(core_py), "-m", "partition_notify.cli", "serve"], {
-            **env, "PN_STORE_URL": self.store_url, "PN_TRANSPORT_URL": "embedded://",
-            "PN_HTTP_BIND": f"127.0.0.1:{port}"}, cwd=str(ROOT))
-        wait_for(lambda: http_ok(f"{serve_url}/readyz"), SERVE_START_TIMEOUT, "serve",
-                 self.procs.check_alive)
-        spark = self.procs.start(
-            "spark", [str(core_py), str(ROOT / "bench" / "e2e_spark_child.py"),
-                      "--table-path", self.table_path, "--serve-url", serve_url],
-            {**env, "PN_WRITER_TOKEN": token}, cwd=str(ROOT), stdin=-1, stdout_pipe=True)
-        self.spark, self.spark_out = spark, LineReader(spark)
-        if self.spark_out.read(SPARK_START_TIMEOUT) != "ready":
-            raise RuntimeError("the Spark child did not say ready")
         home = self.tmp / "airflow"
         home.mkdir()
         write_dags(home / "dags", self.table_path, self.poke + ROUND_SLACK_SECONDS,
@@ -166,10 +143,7 @@ class Bench:
         while target < time.time() + 1.0:
             target += self.poke
         time.sleep(target - time.time())  # pacing the workload, not waiting for an event
-        assert self.spark.stdin is not None
-        self.spark.stdin.write(f"write {day}\n".encode())
-        self.spark.stdin.flush()
-        wrote = json.loads(self.spark_out.read(deadline_s))
+        wrote = self.writer.write(day, deadline_s)
         done = self._wait_done(run_id, day, known_watched, deadline_s)
         return {"day": day, "run_id": run_id, "wrote": wrote, **done}
 
@@ -199,16 +173,6 @@ class Bench:
                  "DAG run to start", self.procs.check_alive)
         return found
 
-    def set_done_of(self, day: str) -> dict[str, Any]:
-        from partition_notify.contract import SetDoneMessage, decode
-
-        for ev in reversed(self.app.store.log.events_after(0, limit=100_000)):
-            msg = decode(ev.body)
-            if isinstance(msg, SetDoneMessage) and msg.spec == f"datestamp={day}":
-                return {"eventId": ev.event_id, "revision": msg.revision,
-                        "timestampMs": json.loads(ev.body)["timestampMs"]}
-        raise RuntimeError(f"no set-done of datestamp={day} in the store")
-
 
 def main() -> int:
     args = parse_args()
@@ -226,7 +190,7 @@ def main() -> int:
                   f"{time.monotonic() - t:.0f} s", flush=True)
             for i in range(1, args.rounds + 1):
                 r = bench.round(i)
-                r["event"] = bench.set_done_of(r["day"])
+                r["event"] = bench.writer.set_done_of(r["day"])
                 r["fired"] = fired_times(bench.airflow, procs.log_text("triggerer"),
                                          r["event"]["eventId"], r["run_id"])
                 r["resumed"] = log_time(bench.airflow.task_log(r["run_id"], "ours"), "set-done ",
