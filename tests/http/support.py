@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -51,7 +52,13 @@ class HttpServe:
                 [sys.executable, "-m", "partition_notify.cli", "serve"],
                 cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT,
             )
-        wait_until(self._ready, timeout, f"serve to answer /readyz on {self.base}", 0.1)
+        try:
+            wait_until(self._ready, timeout, f"serve to answer /readyz on {self.base}", 0.1)
+        except BaseException:
+            # Nobody else holds this serve yet: stop it here, or it loads every later test.
+            with contextlib.suppress(AssertionError):
+                self.stop()
+            raise
         return self
 
     def _ready(self) -> bool:
