@@ -3,6 +3,7 @@ the HTTP API when configured, JSON logs, and a drain on SIGTERM."""
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import signal
@@ -171,6 +172,11 @@ def run(app: App, *, stop: threading.Event | None = None) -> None:
         log.info("metrics on http://%s:%d/metrics (health: /healthz)", bind, port)
     service.start()
     http = _start_http(app, service)
+    # What start-up built lives as long as the process: out of the collector's full
+    # passes, which otherwise walk it every few requests (a /ui board render's p95
+    # CPU was 164 ms against 42 ms p50, 49 ms p95 with the collector off).
+    gc.collect()
+    gc.freeze()
     # Which store, by URL and (SQLite) absolute file: a CLI in another directory
     # with the relative default would use another one.
     path = sqlite_file(app.settings.store_url)
