@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from partition_notify.core.errors import (
     AuthenticationError,
+    CatalogChanged,
     CommitIncompleteError,
     ConfigurationError,
     ConflictError,
@@ -94,6 +95,7 @@ __all__ = [
     "AddPartitionMessage",
     "App",
     "AuthenticationError",
+    "CatalogChanged",
     "CommitIncompleteError",
     "CommitsMissedMessage",
     "ConfigurationError",

@@ -15,6 +15,8 @@ boundary with ``raise ... from exc`` so callers never need to import a driver::
     │   └── UnknownTableError       table not registered
     ├── ConflictError               e.g. re-registering a table differently
     ├── StoreError                  the database failed or is unreachable
+    │   └── CatalogChanged          a table's registration kept changing under a
+    │                               publish (retried 3 times; nothing was logged)
     ├── TransportError              the message bus failed
     │   ├── ConnectError            could not connect in time
     │   │   └── AuthenticationError the broker refused our credentials or mechanism
