@@ -122,6 +122,10 @@ class KafkaTransport(Transport):
         failed: list[tuple[Envelope, BaseException]] = []
         confirmed: set[int] = set()
         unresolved = 0
+        #: id of a refusal -> the topic it was first seen on. A refusal makes the
+        #: idempotent producer fatal, and it aborts every other batch in flight with that
+        #: same exception: those records were not judged by the broker (retriable).
+        refused_on: dict[int, str] = {}
         for env, future in futures:
             try:
                 future.get(timeout=max(deadline - time.monotonic(), 0.0))
@@ -132,7 +136,8 @@ class KafkaTransport(Transport):
                 else:
                     unresolved += 1
             except self.permanent as exc:
-                rejected[env.event_id] = describe(exc)
+                if refused_on.setdefault(id(exc), env.topic) == env.topic:
+                    rejected[env.event_id] = describe(exc)
                 failed.append((env, exc))
             except kerrors.KafkaError as exc:
                 failed.append((env, exc))
