@@ -36,7 +36,6 @@ import json
 import os
 import random
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -48,6 +47,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from core_common import machine_note
 from e2e_dagster_stack import Reader, start_dagster, write_home
 from e2e_procs import Procs, wait_for
+from e2e_report import fmt, per_round
 from e2e_writer import ROOT, TABLE, Writer, start_writer
 
 #: Dagster's default minimum_interval_seconds, and our sensor's (DEFAULT_INTERVAL_SECONDS).
@@ -125,41 +125,26 @@ def columns(r: dict[str, Any]) -> dict[str, dict[str, float]]:
     }
 
 
-def _fmt(x: float) -> str:
-    return "     n/a" if x != x else (f"{x * 1000:7.0f}ms" if abs(x) < 10 else f"{x:7.2f}s ")
-
-
 def report(rows: list[dict[str, Any]], interval: int) -> dict[str, Any]:
     cols = [columns(r) for r in rows]
-    print("\n# per round (t0 = the Spark job's commitJob, committedAtMs; ms below 10 s, else s)")
-    summary: dict[str, Any] = {}
-    for part in ("ours", "stock", "ticks"):
-        names = list(cols[0][part])
-        print(f"\n{part:<8}" + "".join(f"{n:>22}" for n in names))
-        for i, c in enumerate(cols, 1):
-            print(f"round {i:<2}" + "".join(f"{_fmt(c[part][n]):>22}" for n in names))
-        meds = {n: statistics.median(c[part][n] for c in cols) for n in names}
-        worst = {n: max(c[part][n] for c in cols) for n in names}
-        print("median  " + "".join(f"{_fmt(meds[n]):>22}" for n in names))
-        print("max     " + "".join(f"{_fmt(worst[n]):>22}" for n in names))
-        summary[part] = {"median": meds, "max": worst}
+    summary = per_round(cols, ("ours", "stock", "ticks"))
     o, s = summary["ours"], summary["stock"]
     print(f"\n# medians of {len(rows)} rounds (max = p99 at this n); both sensors "
           f"minimum_interval_seconds={interval}"
           + (" (Dagster's default and ours)" if interval == DAGSTER_DEFAULT_INTERVAL else ""))
     print(f"ours     commit -> set-done logged (readable by the sensor): "
-          f"{_fmt(o['median']['OURS commit->logged'])} "
-          f"(max {_fmt(o['max']['OURS commit->logged'])})")
-    print(f"dagster  logged -> materialization stored {_fmt(o['median']['DAGSTER'])} "
-          f"(max {_fmt(o['max']['DAGSTER'])}): tick wait {_fmt(o['median']['logged->tick'])}, "
-          f"tick {_fmt(o['median']['tick->stored'])}")
-    print(f"total    commit -> our sensor's materialization {_fmt(o['median']['total'])} "
-          f"(max {_fmt(o['max']['total'])})")
+          f"{fmt(o['median']['OURS commit->logged'])} "
+          f"(max {fmt(o['max']['OURS commit->logged'])})")
+    print(f"dagster  logged -> materialization stored {fmt(o['median']['DAGSTER'])} "
+          f"(max {fmt(o['max']['DAGSTER'])}): tick wait {fmt(o['median']['logged->tick'])}, "
+          f"tick {fmt(o['median']['tick->stored'])}")
+    print(f"total    commit -> our sensor's materialization {fmt(o['median']['total'])} "
+          f"(max {fmt(o['max']['total'])})")
     print(f"baseline commit -> stock directory sensor's materialization "
-          f"{_fmt(s['median']['total'])} (max {_fmt(s['max']['total'])}); "
+          f"{fmt(s['median']['total'])} (max {fmt(s['max']['total'])}); "
           f"ratio baseline/ours total: {s['median']['total'] / o['median']['total']:.2f}x")
     worst = o["max"]["OURS commit->logged"]
-    print(f"goal     ours <= 50 ms p99: worst round {_fmt(worst)} -> "
+    print(f"goal     ours <= 50 ms p99: worst round {fmt(worst)} -> "
           f"{'met' if worst <= 0.050 else 'NOT met'} on this machine at this load")
     return summary
 

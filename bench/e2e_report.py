@@ -81,8 +81,26 @@ def _columns(r: dict[str, Any]) -> dict[str, dict[str, float]]:
     }
 
 
-def _fmt(x: float) -> str:
+def fmt(x: float) -> str:
     return "     n/a" if x != x else (f"{x * 1000:7.0f}ms" if abs(x) < 10 else f"{x:7.2f}s ")
+
+
+def per_round(cols: list[dict[str, dict[str, float]]], parts: tuple[str, ...]
+              ) -> dict[str, Any]:
+    """Print each part's figures round by round with their median and max; return those."""
+    print("\n# per round (t0 = the Spark job's commitJob, committedAtMs; ms below 10 s, else s)")
+    summary: dict[str, Any] = {}
+    for part in parts:
+        names = list(cols[0][part])
+        print(f"\n{part:<8}" + "".join(f"{n:>22}" for n in names))
+        for i, c in enumerate(cols, 1):
+            print(f"round {i:<2}" + "".join(f"{fmt(c[part][n]):>22}" for n in names))
+        meds = {n: statistics.median(c[part][n] for c in cols) for n in names}
+        worst = {n: max(c[part][n] for c in cols) for n in names}
+        print("median  " + "".join(f"{fmt(meds[n]):>22}" for n in names))
+        print("max     " + "".join(f"{fmt(worst[n]):>22}" for n in names))
+        summary[part] = {"median": meds, "max": worst}
+    return summary
 
 
 _BLOCKED = re.compile(r"^(\S+Z) .*async thread was blocked for ([\d.]+) seconds")
@@ -100,32 +118,21 @@ def loop_blocks(triggerer_log: str) -> list[tuple[float, float]]:
 
 def report(rows: list[dict[str, Any]], poke: float, default_poke: bool) -> dict[str, Any]:
     cols = [_columns(r) for r in rows]
-    print("\n# per round (t0 = the Spark job's commitJob, committedAtMs; ms below 10 s, else s)")
-    summary: dict[str, Any] = {}
-    for part in ("sensor", "watcher", "stock", "spark"):
-        names = list(cols[0][part])
-        print(f"\n{part:<8}" + "".join(f"{n:>22}" for n in names))
-        for i, c in enumerate(cols, 1):
-            print(f"round {i:<2}" + "".join(f"{_fmt(c[part][n]):>22}" for n in names))
-        meds = {n: statistics.median(c[part][n] for c in cols) for n in names}
-        worst = {n: max(c[part][n] for c in cols) for n in names}
-        print("median  " + "".join(f"{_fmt(meds[n]):>22}" for n in names))
-        print("max     " + "".join(f"{_fmt(worst[n]):>22}" for n in names))
-        summary[part] = {"median": meds, "max": worst}
+    summary = per_round(cols, ("sensor", "watcher", "stock", "spark"))
     s, w, b = summary["sensor"], summary["watcher"], summary["stock"]
     how = f"{'Airflow default ' if default_poke else ''}poke_interval={poke:g} s"
     print(f"\n# medians of {len(rows)} rounds (max = p99 at this n)")
-    print(f"ours     commit -> our trigger fired: sensor {_fmt(s['median']['OURS'])} "
-          f"(max {_fmt(s['max']['OURS'])}), watcher {_fmt(w['median']['OURS'])} "
-          f"(max {_fmt(w['max']['OURS'])})")
-    print(f"airflow  trigger fired -> sensor task success {_fmt(s['median']['AIRFLOW'])}; "
-          f"-> AssetWatcher DAG run started {_fmt(w['median']['AIRFLOW'])}")
-    print(f"total    commit -> sensor success {_fmt(s['median']['total'])}, "
-          f"commit -> watched DAG run started {_fmt(w['median']['total'])}")
+    print(f"ours     commit -> our trigger fired: sensor {fmt(s['median']['OURS'])} "
+          f"(max {fmt(s['max']['OURS'])}), watcher {fmt(w['median']['OURS'])} "
+          f"(max {fmt(w['max']['OURS'])})")
+    print(f"airflow  trigger fired -> sensor task success {fmt(s['median']['AIRFLOW'])}; "
+          f"-> AssetWatcher DAG run started {fmt(w['median']['AIRFLOW'])}")
+    print(f"total    commit -> sensor success {fmt(s['median']['total'])}, "
+          f"commit -> watched DAG run started {fmt(w['median']['total'])}")
     print(f"baseline commit -> stock FileSensor success ({how}, poke mode): "
-          f"{_fmt(b['median']['total'])} (max {_fmt(b['max']['total'])}); "
+          f"{fmt(b['median']['total'])} (max {fmt(b['max']['total'])}); "
           f"ratio baseline/ours-sensor total: {b['median']['total'] / s['median']['total']:.1f}x")
     worst = max(s["max"]["OURS"], w["max"]["OURS"])
-    print(f"goal     ours <= 50 ms p99: worst round {_fmt(worst)} -> "
+    print(f"goal     ours <= 50 ms p99: worst round {fmt(worst)} -> "
           f"{'met' if worst <= 0.050 else 'NOT met'} on this machine at this load")
     return summary
