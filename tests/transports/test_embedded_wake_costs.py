@@ -31,10 +31,13 @@ class CountingWaker(InotifyWaker):
     def __init__(self, database: Path, on_commit: Any) -> None:
         super().__init__(database, on_commit)
         self.reads = 0
+        self.watching = threading.Event()
         self.settling = threading.Event()
 
     def _woken_if_changed(self, conn: sqlite3.Connection, last: int) -> int:
         self.reads += 1
+        if self.reads == 1:  # follow()'s first read comes after its inotify watch began
+            self.watching.set()
         if self.reads > 2:  # past the start: a write event began a settle
             self.settling.set()
         return super()._woken_if_changed(conn, last)
@@ -49,7 +52,9 @@ def test_one_commit_costs_the_sqlite_waker_a_bounded_number_of_reads(tmp_path: P
     woke = threading.Event()
     waker = CountingWaker(db, woke.set).start()
     try:
-        assert woke.wait(WAIT), "the waker never started"
+        # Not ``woke``: the start's wake-up comes before the inotify watch, and
+        # writes made in between would never begin a settle (a loaded machine).
+        assert waker.watching.wait(WAIT), "the waker never watched"
         woke.clear()
         conn.execute("BEGIN")
         for _ in range(50):
