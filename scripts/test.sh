@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 bash scripts/bootstrap_sched.sh
 bash scripts/bootstrap_spark35.sh
+bash scripts/bootstrap_rest.sh
 started=0
 cleanup() { [ "$started" = 1 ] && bash scripts/services.sh down || true; }
 trap cleanup EXIT

@@ -74,6 +74,13 @@ def _announced(app: App, n: int) -> None:
     wait_until(lambda: len(logged(app, TABLE)) >= n, WAIT_SECONDS, f"{n} message(s) logged")
 
 
+def _says(p: ServeProcess, line: str) -> str:
+    """``p``'s output once it holds ``line``: a follower logs a commit after the commit's
+    messages are in the store, so a log read right after they appear may miss the line."""
+    wait_until(lambda: line in p.text(), WAIT_SECONDS, f"{line!r} in the serve log")
+    return p.text()
+
+
 def test_a_stopped_serve_hands_its_iceberg_tables_over_at_once(
         app: App, serves: Serves, tmp_path: Path) -> None:
     (tmp_path / "wh").mkdir()
@@ -93,7 +100,7 @@ def test_a_stopped_serve_hands_its_iceberg_tables_over_at_once(
     second = serves.spawn(**settings)
     two = commit("2026-01-02")
     _announced(app, 2)
-    assert f"commit {two} " in first.text()  # the first holds the lease
+    _says(first, f"commit {two} ")  # the first holds the lease
 
     first.proc.send_signal(signal.SIGTERM)
     assert first.proc.wait(WAIT_SECONDS) == 0, first.text()[-2000:]
@@ -101,8 +108,8 @@ def test_a_stopped_serve_hands_its_iceberg_tables_over_at_once(
     three = commit("2026-01-03")
     took = wait_until(lambda: len(logged(app, TABLE)) >= 3, WAIT_SECONDS, "the take-over")
     assert took < DEFAULT_LEASE_SECONDS
-    assert f"commit {three} " in second.text()
-    assert f"commit {one} " not in second.text() and f"commit {two} " not in second.text()
+    text = _says(second, f"commit {three} ")
+    assert f"commit {one} " not in text and f"commit {two} " not in text
     assert [(m.spec, m.revision) for m in logged(app, TABLE)] == [
         ("datestamp_day=2026-01-01/region=us", one),
         ("datestamp_day=2026-01-02/region=us", two),
@@ -129,7 +136,7 @@ def test_a_killed_serve_is_taken_over_nothing_lost_nothing_twice(
     commit("20260102")  # versions 1 and 2, while the lease lapses
     commit("20260103")
     _announced(app, 3)
-    text = second.text()
+    text = _says(second, "commit 2 ")
     assert "commit 1 " in text and "commit 2 " in text and "commit 0 " not in text
     assert [(m.spec, m.revision) for m in logged(app, TABLE)] == [
         ("datestamp=20260101/region=us", 0),
