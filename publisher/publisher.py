@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from partition_notify.publisher import idempotent, validate, withdrawals
-from partition_notify.publisher.build import once, with_cached_table
+from partition_notify.publisher.build import with_cached_table
 from partition_notify.publisher.drops import Dropped, SpecLike, drop_drafts
 from partition_notify.publisher.marks import (
     DEFAULT_EXIT_TIMEOUT_SECONDS,
@@ -16,6 +16,7 @@ from partition_notify.publisher.marks import (
     DEFAULT_MAX_BATCH,
     MarkBatcher,
 )
+from partition_notify.publisher.templates import MAX_TEMPLATES, PartitionTemplate, SetDoneTemplate
 from partition_notify.publisher.undelivered import saved_but_undelivered
 from partition_notify.store import EventDraft, Logged, Store, TableInfo
 from partition_notify.store.provider import InTxn
@@ -82,6 +83,8 @@ class Publisher:
             max_batch=config.mark_max_batch,
             exit_timeout=config.mark_exit_timeout_seconds,
         )
+        #: Set-done templates by (table, revision): one validation per table, not per publish.
+        self._done_templates: dict[tuple[TableInfo, int | None], SetDoneTemplate] = {}
 
     def flush_marks(self) -> None:
         """Record now that every event the broker confirmed so far was published."""
@@ -224,9 +227,9 @@ class Publisher:
                   idempotency_key: str | None) -> SetDoneMessage:
         done = self.validate_set_done(info, partial_spec)
         canon = spec.canonical_normal(done)  # once, and validate.set_done normalised it
-        draft = self._set_done_draft(info, done, revision, canon)
+        draft, size = self._set_done_sized(info, done, revision, canon)
         draft.catalog_version = version
-        self._check_size(draft, f"set-done {canon!r}", None)
+        self._refuse_over(draft, size, f"set-done {canon!r}", None)
         request = ["set-done", info.qualified, canon, revision]
         logged = self._append_once([draft], idempotency_key, request, False, in_txn)
         msg = logged[0]
@@ -273,8 +276,8 @@ class Publisher:
         drafts += self._partition_drafts(info, partitions, locations, revision)
         if set_done is not None:
             done = self.validate_set_done(info, set_done)
-            draft = self._set_done_draft(info, done, revision)
-            self._check_size(draft, f"set-done {spec.canonical(done)!r}", None)
+            draft, size = self._set_done_sized(info, done, revision)
+            self._refuse_over(draft, size, f"set-done {spec.canonical(done)!r}", None)
             drafts.append(draft)
         return self.append_and_deliver(drafts, replace=replace, in_txn=in_txn)
 
@@ -284,12 +287,13 @@ class Publisher:
         """Validated add-partition drafts: specs, locations (text rules) and size."""
         specs = validate.partitions_canon(info, partitions)
         locs = validate.locations(locations, len(specs), info.qualified)
-        drafts = [
-            self._partition_draft(info, s, loc, revision, canon)
-            for (s, canon), loc in zip(specs, locs, strict=True)
-        ]
-        for i, d in enumerate(drafts):
-            self._check_size(d, f"partition #{i} ({d.partition_spec})", f"locations[{i}]")
+        template = self._partition_template(info, revision)
+        keys = info.partition_keys
+        drafts = []
+        for i, ((s, canon), loc) in enumerate(zip(specs, locs, strict=True)):
+            d, size = template.draft(canon, spec.in_key_order(s, keys), loc)
+            self._refuse_over(d, size, f"partition #{i} ({d.partition_spec})", f"locations[{i}]")
+            drafts.append(d)
         return drafts
 
     # -- validation (also used by writers before any data is written) ---------
@@ -348,36 +352,37 @@ class Publisher:
         return {"server": self.config.server, "servicePrincipal": self.config.service_principal,
                 "db": info.db, "table": info.name, "topic": info.topic, "revision": revision}
 
+    def _partition_template(self, info: TableInfo, revision: int | None) -> PartitionTemplate:
+        return PartitionTemplate(info, {**self._fixed(info, revision),
+                                        "partitionKeys": list(info.partition_keys)})
+
     def _partition_draft(
         self, info: TableInfo, s: spec.Spec, location: str | None, revision: int | None,
         canon: str | None = None,
     ) -> EventDraft:
         ordered = spec.in_key_order(s, info.partition_keys)
-        build = once(AddPartitionMessage, {
-            **self._fixed(info, revision),
-            "partitions": [ordered],
-            "partitionKeys": list(info.partition_keys),
-            "locations": [location],
-        })
-        return EventDraft(
-            info,
-            build,
-            partition_spec=spec.canonical(s) if canon is None else canon,
-            partition_values=ordered,
-            location=location,
-            revision=revision,
-        )
+        return self._partition_template(info, revision).draft(
+            spec.canonical(s) if canon is None else canon, ordered, location)[0]
 
     def _set_done_draft(self, info: TableInfo, s: spec.Spec, revision: int | None,
                         canon: str | None = None) -> EventDraft:
-        fixed = {**self._fixed(info, revision), "partitionSpec": s,
-                 "partitionSpecString": spec.canonical(s) if canon is None else canon}
-        build = once(SetDoneMessage, fixed,
-                     lambda now: {"expires_at": int(now + info.retention_seconds)})
-        return EventDraft(info, build)
+        return self._set_done_sized(info, s, revision, canon)[0]
 
-    def _check_size(self, draft: EventDraft, what: str, location_field: str | None) -> None:
-        validate.message_size(draft, self.config.max_message_bytes, what, location_field)
+    def _set_done_sized(self, info: TableInfo, s: spec.Spec, revision: int | None,
+                        canon: str | None = None) -> tuple[EventDraft, int]:
+        """A set-done's draft and its size with the widest ids, from its table's template."""
+        template = self._done_templates.get((info, revision))
+        if template is None:
+            if len(self._done_templates) >= MAX_TEMPLATES:
+                self._done_templates.clear()
+            template = SetDoneTemplate(info, self._fixed(info, revision))
+            self._done_templates[(info, revision)] = template
+        return template.draft(s, spec.canonical(s) if canon is None else canon)
+
+    def _refuse_over(self, draft: EventDraft, size: int, what: str,
+                     location_field: str | None) -> None:
+        if size > self.config.max_message_bytes:
+            validate.refuse_size(draft, size, self.config.max_message_bytes, what, location_field)
 
     def _deliver(self, messages: Sequence[AnyMessage]) -> None:
         if not messages or self.transport.uses_store_log:

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterable, Mapping, Sequence
+from typing import NoReturn
 
 from partition_notify.store import EventDraft, TableInfo
 from partition_notify.store.schema import MAX_SPEC_CHARS
 
 from partition_notify.contract import spec
-from partition_notify.contract.messages import encode_body
 from partition_notify.core import limits
 from partition_notify.core.errors import InvalidSpecError, ValidationError
 
 SpecLike = str | Mapping[str, object]
-#: Stand-in for event ids and topicSeq when sizing a message before it is
-#: logged: no real id is longer, so the real body is never larger.
-_WIDEST_ID = 2**63 - 1
 
 
 def partitions(info: TableInfo, partitions: Iterable[SpecLike]) -> list[spec.Spec]:
@@ -55,15 +51,13 @@ def set_done(info: TableInfo, partial_spec: SpecLike) -> spec.Spec:
     return s
 
 
-def message_size(draft: EventDraft, limit: int, what: str, location_field: str | None) -> None:
-    """Refuse, before anything is logged, a message larger than the size limit.
+def refuse_size(draft: EventDraft, size: int, limit: int, what: str,
+                location_field: str | None) -> NoReturn:
+    """Refuse, before anything is logged, a message of ``size`` bytes over ``limit``.
 
-    The body is built with the widest ids it could get, so the body the
-    store logs (with its real ids) is never larger than the one measured.
+    ``size`` is measured with the widest ids the message could get
+    (publisher/templates.py), so the body the store logs is never larger.
     """
-    size = len(encode_body(draft.build(_WIDEST_ID, _WIDEST_ID, time.time())))
-    if size <= limit:
-        return
     if location_field is not None and draft.location is not None:
         culprit = f"{location_field} is {len(json.dumps(draft.location))} bytes"
     else:

@@ -72,6 +72,9 @@ class EventDraft:
     #: The catalog version ``table`` was read at when it came from the cache
     #: (store/catalog.py): the append checks it in its transaction. None: read fresh.
     catalog_version: int | None = None
+    #: The message's envelope, when the drafter encodes faster than ``to_envelope``
+    #: (publisher/templates.py); None: ``to_envelope``.
+    encode: Callable[[AnyMessage], Envelope] | None = None
 
 
 @dataclass(frozen=True, slots=True)

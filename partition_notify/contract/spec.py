@@ -29,13 +29,16 @@ MAX_SPEC_KEYS = MAX_PARTITION_KEYS
 
 _ESCAPED = frozenset([chr(c) for c in range(0x00, 0x20)] + list("\"#%'*/:=?\\{[]^") + ["\x7f"])
 _HEX = re.compile(r"[0-9A-Fa-f]{2}")
+#: Any character of ``_ESCAPED``: one regex search instead of a generator per character
+#: (announcing 10,000 partitions ran the generator 280,000 times).
+_NEEDS_ESCAPE = re.compile("[" + re.escape("".join(sorted(_ESCAPED))) + "]")
 
 Spec = dict[str, str]
 
 
 def escape_value(value: str) -> str:
     """Escape one partition value as Hive does for path names."""
-    if not any(c in _ESCAPED for c in value):
+    if _NEEDS_ESCAPE.search(value) is None:
         return value
     return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in value)
 
@@ -64,6 +67,8 @@ def unescape_value(text: str, *, key: str = "?") -> str:
 
 
 def _value(key: str, value: object) -> str:
+    if type(value) is str and 0 < len(value) <= MAX_VALUE_LENGTH and value.isascii():
+        return value  # passes every check below unchanged (ASCII always encodes)
     if value is None:
         return HIVE_DEFAULT_PARTITION
     if isinstance(value, bool) or not isinstance(value, str | int):

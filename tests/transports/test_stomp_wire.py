@@ -6,11 +6,18 @@ import queue
 import threading
 
 import pytest
+import stomp
+import stomp.protocol
+import stomp.transport
+import stomp.utils
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from partition_notify.transports.stomp._wire import send_frame
 
 from partition_notify.contract import decode
-from tests.transports.stomp_helpers import STOMP_BROKERS, build, stomp_spec
 from tests.contract.raw_clients import RawStomp
 from tests.support.markers import uses
+from tests.transports.stomp_helpers import STOMP_BROKERS, build, stomp_spec
 
 
 @pytest.fixture(params=STOMP_BROKERS)
@@ -19,16 +26,34 @@ def spec(request):
     return stomp_spec(request.param)
 
 
-class FrameSpy:
-    """Records every frame the transport's stomp.py connection sends."""
+class WireSpy:
+    """Records every frame the transport writes on its stomp.py connection's socket
+    (SENDs are encoded by the link and written in batches, past stomp.py's listeners)."""
 
-    def __init__(self) -> None:
-        self.frames: list = []
+    def __init__(self, transport) -> None:
+        self.data = bytearray()
         self.lock = threading.Lock()
+        self._send = transport.send
 
-    def on_send(self, frame) -> None:
+        def send(data: bytes) -> None:
+            with self.lock:
+                self.data += data
+            self._send(data)
+
+        transport.send = send
+
+    @property
+    def frames(self) -> list:
         with self.lock:
-            self.frames.append((frame.cmd, dict(frame.headers)))
+            raw = bytes(self.data)
+        out = []
+        for chunk in raw.split(b"\x00"):
+            head = chunk.lstrip(b"\r\n").split(b"\n\n", 1)[0].decode()
+            if not head:
+                continue  # heart-beats
+            cmd, *lines = head.split("\n")
+            out.append((cmd, dict(line.split(":", 1) for line in lines)))
+        return out
 
 
 def test_every_send_has_a_receipt_persistent_and_no_content_length(spec, sqlite_url):
@@ -36,8 +61,7 @@ def test_every_send_has_a_receipt_persistent_and_no_content_length(spec, sqlite_
     try:
         app.publisher.register_table("wire", "events", ["datestamp", "region"])
         app.publisher.announce_partitions("wire", "events", ["datestamp=0/region=x"])
-        spy = FrameSpy()
-        app.transport.link._conn.set_listener("spy", spy)  # the live stomp.py connection
+        spy = WireSpy(app.transport.link._conn.transport)  # the live stomp.py connection
         parts = [f"datestamp=1/region=r{i}" for i in range(50)]
         app.publisher.announce_partitions("wire", "events", parts)
         app.publisher.send_mark_set_done("wire", "events", "datestamp=1")
@@ -107,3 +131,22 @@ def test_messages_for_unsubscribed_topics_are_not_delivered(spec, sqlite_url):
             got.get(timeout=0.5)  # closed: unsubscribed (UNSUBSCRIBE confirmed by receipt)
     finally:
         app.close()
+
+
+@settings(max_examples=300, deadline=None)
+@given(headers=st.dictionaries(st.text(alphabet="abcXYZ_-", min_size=1, max_size=8),
+                               st.text(max_size=20).filter(lambda v: "\x00" not in v),
+                               max_size=6),
+       body=st.binary(max_size=50).filter(lambda b: b"\x00" not in b))
+def test_send_frame_is_the_bytes_stomp_py_writes(headers, body) -> None:
+    """The link encodes SENDs itself (batched writes): byte for byte stomp.py's frame."""
+    sent: list[bytes] = []
+
+    class Capture(stomp.transport.BaseTransport):
+        def transmit(self, frame) -> None:
+            sent.append(stomp.utils.pack(stomp.utils.convert_frame(frame)))
+
+    proto = stomp.protocol.Protocol12(Capture(), auto_content_length=False)
+    full = {**headers, "persistent": "true", "receipt": "r-1"}
+    proto.send("/topic/t.x", body, headers=dict(full))
+    assert send_frame("/topic/t.x", body, full) == sent[0]

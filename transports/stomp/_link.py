@@ -40,6 +40,7 @@ from partition_notify.transports.stomp._wire import (
     Listener,
     Owner,
     ReceivedFrame,
+    SendBuffer,
     Sub,
     close_socket,
     hide_passcodes,
@@ -223,11 +224,8 @@ class StompLink:
     def publish(self, frames: Sequence[Frame], deadline: float, timeout: float) -> None:
         conn, gen = self.connection(deadline)
 
-        def send(frame: Frame, rid: str) -> None:
-            conn.send(f"/topic/{frame.topic}", frame.body,
-                      headers={**frame.headers, "persistent": "true", "receipt": rid})
-
-        by_rid: dict[str, int] = {}
+        buffer = SendBuffer(conn)  # SENDs written in batches (_wire.py)
+        by_rid = buffer.event_ids
 
         def settle(batch: Batch) -> None:
             # Refusals for good are the messages' own fault: name them, and say
@@ -242,12 +240,9 @@ class StompLink:
                     + (f" ({len(rejected) - 1} more)" if len(rejected) > 1 else ""),
                     rejected, confirmed)
 
-        def track(frame: Frame, rid: str) -> None:
-            by_rid[rid] = frame.event_id
-            send(frame, rid)
-
-        self._pipeline(conn, gen, frames, track, deadline, timeout, "message(s)",
-                       PublishError, PublishTimeout, window=SEND_WINDOW, settle=settle)
+        self._pipeline(conn, gen, frames, buffer.send, deadline, timeout, "message(s)",
+                       PublishError, PublishTimeout, window=SEND_WINDOW, settle=settle,
+                       flush=buffer.flush)
 
     def subscribe(self, subs: Sequence[Sub], deadline: float, timeout: float) -> None:
         """Register and SUBSCRIBE ``subs``; return once every RECEIPT arrived."""
@@ -281,17 +276,19 @@ class StompLink:
                   send: Callable[[_Item, str], None], deadline: float, timeout: float, what: str,
                   failed: type[PartitionNotifyError],
                   timed_out: type[PartitionNotifyError], window: int = WINDOW,
-                  settle: Callable[[Batch], None] | None = None) -> None:
+                  settle: Callable[[Batch], None] | None = None,
+                  flush: Callable[[], None] = lambda: None) -> None:
         """Send every item with a receipt, at most ``window`` unconfirmed; wait for all.
 
         ``settle`` sees the batch once it is over (whether it succeeded or not)
-        and may raise a more specific error.
+        and may raise a more specific error. ``flush`` writes what ``send`` buffered;
+        it runs before every wait for receipts.
         """
         ids = self.receipts.new_ids(len(items))
         batch = self._expect(conn, ids, failed)
         try:
-            self._send_all(conn, gen, items, ids, batch, send, deadline, timeout, what, failed,
-                           timed_out, window)
+            self._send_all(conn, gen, items, ids, batch, (send, flush), deadline, timeout,
+                           what, failed, timed_out, window)
         except PartitionNotifyError as exc:
             if settle is not None:
                 settle(batch)
@@ -302,16 +299,20 @@ class StompLink:
             settle(batch)
 
     def _send_all(self, conn: stomp.Connection12, gen: int, items: Sequence[_Item],
-                  ids: list[str], batch: Batch, send: Callable[[_Item, str], None],
-                  deadline: float, timeout: float, what: str, failed: type[PartitionNotifyError],
+                  ids: list[str], batch: Batch,
+                  io: tuple[Callable[[_Item, str], None], Callable[[], None]], deadline: float,
+                  timeout: float, what: str, failed: type[PartitionNotifyError],
                   timed_out: type[PartitionNotifyError], window: int) -> None:
         half = window // 2
+        send, flush = io
         try:
             try:
                 for k, (item, rid) in enumerate(zip(items, ids, strict=True)):
                     if k >= window and k % half == 0:
+                        flush()
                         self.receipts.wait_below(batch, len(items) - k + half, deadline)
                     send(item, rid)
+                flush()
             except DRIVER_ERRORS as exc:
                 self.lost(gen, f"sending failed: {type(exc).__name__} {exc}")
                 raise failed(f"sending {len(items)} {what} to {self.endpoint.where} failed: "

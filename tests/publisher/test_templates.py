@@ -1,0 +1,105 @@
+"""publisher/templates.py: a table's add-partition messages copied from one validated
+message, their bodies spliced from its JSON. Each must equal, byte for byte, what the
+model itself validates and encodes, and the size check must measure what it did."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from partition_notify.publisher.templates import WIDEST_ID, PartitionTemplate, SetDoneTemplate
+from partition_notify.store import TableInfo
+
+from partition_notify.app import build_app
+from partition_notify.contract import AddPartitionMessage, SetDoneMessage, spec, to_envelope
+from partition_notify.contract.messages import encode_body
+
+INFO = TableInfo(7, "sales", "orders", ("ds", "region"), "hcat.sales.orders", 3600)
+# Every kind of character JSON escapes or a splice could trip on.
+TEXT = st.text(alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"),
+               min_size=1, max_size=40)
+
+
+def _fixed(revision: int | None) -> dict[str, object]:
+    return {"server": "pn \"srv\" 100%s%%", "servicePrincipal": "svc/é@REALM", "db": INFO.db,
+            "table": INFO.name, "topic": INFO.topic, "revision": revision,
+            "partitionKeys": list(INFO.partition_keys)}
+
+
+@settings(max_examples=300, deadline=None)
+@given(ds=TEXT, region=TEXT, location=st.none() | TEXT,
+       revision=st.none() | st.integers(0, 2**63 - 1), event_id=st.integers(1, 2**63 - 1),
+       seq=st.integers(1, 2**63 - 1), replace=st.booleans())
+def test_spliced_body_and_message_equal_the_validated_model(
+        ds: str, region: str, location: str | None, revision: int | None, event_id: int,
+        seq: int, replace: bool) -> None:
+    template = PartitionTemplate(INFO, _fixed(revision))
+    assert template.exact
+    ordered = {"ds": ds, "region": region}
+    draft, size = template.draft("spec", ordered, location)
+    now = time.time()
+    msg = draft.build(event_id, seq, now)
+    if replace:
+        msg = msg.model_copy(update={"replace": True})
+    expected = AddPartitionMessage.model_validate({
+        **_fixed(revision), "timestamp": int(now), "timestampMs": int(now * 1000),
+        "messageId": msg.message_id, "eventId": event_id, "topicSeq": seq,
+        "partitions": [ordered], "locations": [location], "replace": True if replace else None})
+    assert msg == expected
+    assert draft.encode is not None
+    env = draft.encode(msg)
+    assert env == to_envelope(expected)
+    assert env.body == encode_body(expected)
+    widest = draft.build(WIDEST_ID, WIDEST_ID, now)
+    assert size == len(encode_body(widest))
+
+
+def test_messages_do_not_share_their_lists() -> None:
+    template = PartitionTemplate(INFO, _fixed(None))
+    a = template.draft("a", {"ds": "1", "region": "x"}, None)[0].build(1, 1, 1.0)
+    b = template.draft("b", {"ds": "2", "region": "x"}, None)[0].build(2, 2, 1.0)
+    assert isinstance(a, AddPartitionMessage) and isinstance(b, AddPartitionMessage)
+    assert a.partition_keys == b.partition_keys and a.partition_keys is not b.partition_keys
+    assert a.partitions != b.partitions
+
+
+def test_announced_bodies_are_the_models_encoding(tmp_path: Path) -> None:
+    """End to end: what the log holds is what the model encodes."""
+    with build_app(store_url=f"sqlite:///{tmp_path}/s.db", transport_url="embedded://") as app:
+        app.publisher.register_table("db", "t", ["ds", "part"])
+        specs = [{"ds": "2024-01-01", "part": f"p{i}\u00e9\"\\\u2028/"} for i in range(20)]
+        sent = app.publisher.announce_partitions(
+            "db", "t", specs, locations=[None if i % 2 else f"/x/{i}" for i in range(20)])
+        again = app.publisher.announce_partitions("db", "t", specs[:3], replace=True)
+        logged = {e.event_id: e.body for e in app.store.log.events_after(0)}
+        for msg in [*sent, *again]:
+            assert logged[msg.event_id] == encode_body(msg).decode()
+        assert all(m.replace for m in again) and not any(m.replace for m in sent)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ds=TEXT, region=st.none() | TEXT, revision=st.none() | st.integers(0, 2**63 - 1),
+       event_id=st.integers(1, 2**63 - 1), seq=st.integers(1, 2**63 - 1),
+       retention=st.integers(1, 10**9))
+def test_set_done_splice_equals_the_validated_model(
+        ds: str, region: str | None, revision: int | None, event_id: int, seq: int,
+        retention: int) -> None:
+    info = TableInfo(7, "sales", "orders", ("ds", "region"), "hcat.sales.orders", retention)
+    fixed = {k: v for k, v in _fixed(revision).items() if k != "partitionKeys"}
+    template = SetDoneTemplate(info, fixed)
+    assert template.exact
+    s = spec.normalize({"ds": ds} if region is None else {"ds": ds, "region": region})
+    canon = spec.canonical_normal(s)
+    draft, size = template.draft(s, canon)
+    now = time.time()
+    msg = draft.build(event_id, seq, now)
+    expected = SetDoneMessage.model_validate({
+        **fixed, "timestamp": int(now), "timestampMs": int(now * 1000),
+        "messageId": msg.message_id, "eventId": event_id, "topicSeq": seq,
+        "partitionSpec": s, "partitionSpecString": canon,
+        "expiresAt": int(now + retention)})
+    assert msg == expected
+    assert draft.encode is not None and draft.encode(msg) == to_envelope(expected)
+    assert size == len(encode_body(draft.build(WIDEST_ID, WIDEST_ID, now)))
