@@ -6,8 +6,11 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.net.http.HttpTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -59,38 +62,74 @@ final class Delivery {
     }
   }
 
-  /** @return null on success, else why it failed (never the token). */
+  /**
+   * One client per connect timeout for the driver's life, not one per commit: a client
+   * starts its own selector thread, and a kept-alive connection to serve spares the next
+   * commit the TCP set-up. The deadline stays per request ({@link #post}).
+   */
+  private static final Map<Integer, HttpClient> CLIENTS = new ConcurrentHashMap<>();
+
+  static HttpClient client(int timeoutMs) {
+    // HTTP/1.1: the default h2c upgrade offer on a POST makes HTTP/1.1 servers
+    // (uvicorn/h11) drop the body.
+    return CLIENTS.computeIfAbsent(timeoutMs, ms -> HttpClient.newBuilder()
+        .version(HttpClient.Version.HTTP_1_1)
+        .connectTimeout(Duration.ofMillis(ms))
+        .build());
+  }
+
+  /**
+   * At most two tries within one deadline of {@code timeoutMs}. A second try follows an I/O
+   * failure that was not the deadline: a kept-alive connection serve closed (its idle
+   * timeout, a restart) fails the POST that reuses it at that very moment, and the next
+   * try gets a new connection. Safe to repeat: serve applies a job once (the job id is the
+   * Idempotency-Key and the job's record).
+   *
+   * @return null on success, else why it failed (never the token).
+   */
   private static String post(PendingCommits.Pending p, String body) {
-    Duration timeout = Duration.ofMillis(p.settings.timeoutMs);
-    try {
-      // HTTP/1.1: the default h2c upgrade offer on a POST makes HTTP/1.1 servers
-      // (uvicorn/h11) drop the body.
-      HttpClient client = HttpClient.newBuilder()
-          .version(HttpClient.Version.HTTP_1_1)
-          .connectTimeout(timeout)
-          .build();
-      HttpRequest.Builder req = HttpRequest.newBuilder(URI.create(base(p.settings.serveUrl) + ROUTE))
-          .timeout(timeout)
-          .header("Content-Type", "application/json")
-          .header("Idempotency-Key", p.manifest.jobId)
-          .POST(HttpRequest.BodyPublishers.ofString(body, StandardCharsets.UTF_8));
-      if (p.settings.token != null) {
-        req.header("Authorization", "Bearer " + p.settings.token);
+    long deadline = System.nanoTime() + p.settings.timeoutMs * 1_000_000L;
+    HttpClient client = client(p.settings.timeoutMs);
+    String why = "serve unreachable: no time left";
+    for (int attempt = 1; attempt <= 2; attempt++) {
+      long leftMs = (deadline - System.nanoTime()) / 1_000_000L;
+      if (leftMs <= 0) {
+        return why;
       }
-      HttpResponse<String> resp = client.send(req.build(), HttpResponse.BodyHandlers.ofString());
-      if (resp.statusCode() / 100 == 2) {
-        logAnswer(p, resp.statusCode(), resp.body());
-        return null;
+      try {
+        HttpResponse<String> resp = client.send(request(p, body, leftMs),
+            HttpResponse.BodyHandlers.ofString());
+        if (resp.statusCode() / 100 == 2) {
+          logAnswer(p, resp.statusCode(), resp.body());
+          return null;
+        }
+        String text = resp.body();
+        return "serve answered HTTP " + resp.statusCode() + ": "
+            + (text.length() > 300 ? text.substring(0, 300) : text);
+      } catch (HttpTimeoutException e) {
+        return "serve unreachable: " + e;  // the deadline is spent
+      } catch (IOException e) {
+        why = "serve unreachable: " + e;
+      } catch (RuntimeException e) {
+        return "serve unreachable: " + e;
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return "interrupted while posting";
       }
-      String text = resp.body();
-      return "serve answered HTTP " + resp.statusCode() + ": "
-          + (text.length() > 300 ? text.substring(0, 300) : text);
-    } catch (IOException | RuntimeException e) {
-      return "serve unreachable: " + e;
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return "interrupted while posting";
     }
+    return why;
+  }
+
+  private static HttpRequest request(PendingCommits.Pending p, String body, long timeoutMs) {
+    HttpRequest.Builder req = HttpRequest.newBuilder(URI.create(base(p.settings.serveUrl) + ROUTE))
+        .timeout(Duration.ofMillis(timeoutMs))
+        .header("Content-Type", "application/json")
+        .header("Idempotency-Key", p.manifest.jobId)
+        .POST(HttpRequest.BodyPublishers.ofString(body, StandardCharsets.UTF_8));
+    if (p.settings.token != null) {
+      req.header("Authorization", "Bearer " + p.settings.token);
+    }
+    return req.build();
   }
 
   /** Says what serve did with the job (its answer's status), not just that HTTP succeeded. */

@@ -1,0 +1,71 @@
+"""The driver's POSTs to serve: one kept-alive connection, and a closed one is not a failure.
+
+Through a relay in front of the real serve (tests/spark_protocol/proxy.py)
+that counts the driver's connections and can close a reused one. The
+``serve`` fixture fails the test if any POST failed (its manifest would be in
+the unscanned spool).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.spark_protocol.helpers import Collector, events_of, spool_files
+from tests.spark_protocol.proxy import Relay
+
+KEYS = ["ds", "region"]
+WRITES = 3
+
+
+@pytest.fixture
+def relay_to(pspark: Any, serve: Any) -> Iterator[Any]:
+    made: list[Relay] = []
+
+    def make(**kw: Any) -> Relay:
+        r = Relay(serve.port, **kw)
+        made.append(r)
+        pspark.conf.set("spark.partitionnotify.serveUrl", r.base)
+        return r
+
+    yield make
+    pspark.conf.set("spark.partitionnotify.serveUrl", serve.base)
+    for r in made:
+        r.close()
+
+
+def _write_days(spark: Any, app: Any, loc: Path, n: int) -> None:
+    """``n`` jobs, each one partition and its set-done; returns once all are logged."""
+    app.publisher.register_table("lake", "events", KEYS, location=f"file:{loc}")
+    col = Collector()
+    sub = app.subscriber().subscribe(("lake", "events"), col)
+    for day in range(n):
+        (spark.createDataFrame([(day, str(day), "us")], "v INT, ds STRING, region STRING")
+         .write.mode("append").partitionBy(*KEYS)
+         .option("partitionnotify.markSetDone", f"ds={day}").parquet(str(loc)))
+    col.wait_for(2 * n)
+    assert col.dones() == [f"ds={d}" for d in range(n)]
+    assert len(events_of(app, "lake", "events")) == 2 * n  # each job once
+    assert not spool_files(loc)
+    sub.close()
+
+
+def test_commits_share_one_connection_to_serve(pspark: Any, app: Any, relay_to: Any,
+                                               tmp_path: Path) -> None:
+    relay = relay_to()
+    _write_days(pspark, app, tmp_path / "events", WRITES)
+    # One client for the driver's life: the TCP set-up (and a client's selector thread)
+    # is not paid again by every commit.
+    assert relay.accepted == 1, f"{relay.accepted} connections for {WRITES} commits"
+
+
+def test_a_reused_connection_serve_closed_is_retried_not_spooled(
+        pspark: Any, app: Any, relay_to: Any, tmp_path: Path) -> None:
+    relay = relay_to(drop_reuse=True)
+    _write_days(pspark, app, tmp_path / "events", WRITES)
+    # Every commit after the first found its connection closed, and went through anyway.
+    assert relay.dropped == WRITES - 1
+    assert relay.accepted == WRITES
