@@ -128,7 +128,8 @@ def _old_key(dotted: str) -> str | None:
     """The longest old module that ``dotted`` is or is inside."""
     best = None
     for old in OLD:
-        if (dotted == old or dotted.startswith(old + ".")) and (best is None or len(old) > len(best)):
+        inside = dotted == old or dotted.startswith(old + ".")
+        if inside and (best is None or len(old) > len(best)):
             best = old
     return best
 

@@ -31,11 +31,11 @@ from sqlalchemy import select
 from partition_notify.app import App, build_app
 from partition_notify.core.errors import PublishError
 from partition_notify.serve.service import Service
-from tests.transports.kafka_helpers import kafka_spec
 from tests.faults.support import Collector, stomp_app, tally
 from tests.support.activemq import ActiveMQ
 from tests.support.markers import uses
 from tests.support.net import free_port, wait_until
+from tests.transports.kafka_helpers import kafka_spec
 
 OTHER_EVENTS = 50
 MAX_ATTEMPTS = 3

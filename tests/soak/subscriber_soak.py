@@ -25,10 +25,10 @@ import time
 import partition_notify.subscriber.subscription as subscription_module
 
 from partition_notify.contract import AnyMessage
-from tests.transports.stomp_helpers import build, host_port
 from tests.contract.faults import FaultProxy
 from tests.faults.support import bulk_set_done, rss_mb, tally
 from tests.support.accounts import bus_specs
+from tests.transports.stomp_helpers import build, host_port
 
 
 class Counter:

@@ -21,12 +21,12 @@ import pytest
 
 from partition_notify.contract import Envelope
 from partition_notify.core.errors import PartitionNotifyError
-from tests.transports.stomp_helpers import build
 from tests.support import accounts
 from tests.support.accounts import BusSpec
 from tests.support.activemq import ActiveMQ, unavailable
 from tests.support.ci import require
 from tests.support.markers import uses
+from tests.transports.stomp_helpers import build
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 

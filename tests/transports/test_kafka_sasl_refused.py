@@ -14,8 +14,8 @@ import pytest
 from partition_notify.transports.kafka import KafkaTransport
 
 from partition_notify.core.errors import AuthenticationError
-from tests.transports.kafka_helpers import envelope, kafka_spec, unique_topic
 from tests.support.markers import uses
+from tests.transports.kafka_helpers import envelope, kafka_spec, unique_topic
 
 CONNECT_TIMEOUT = 10.0
 

@@ -19,6 +19,7 @@ from partition_notify.core.errors import (
     PublishTimeout,
     TransportError,
 )
+from tests.support.markers import uses
 from tests.transports.kafka_helpers import (
     envelope,
     kafka_spec,
@@ -26,7 +27,6 @@ from tests.transports.kafka_helpers import (
     unique_topic,
     with_options,
 )
-from tests.support.markers import uses
 
 pytestmark = pytest.mark.broker
 

@@ -12,9 +12,9 @@ import pytest
 from partition_notify.transports.stomp import StompTransport
 
 from partition_notify.core.errors import ConnectError, PublishError
-from tests.transports.stomp_helpers import STOMP_BROKERS, build, host_port, stomp_spec
 from tests.support.markers import uses
 from tests.support.net import free_port
+from tests.transports.stomp_helpers import STOMP_BROKERS, build, host_port, stomp_spec
 
 
 @pytest.fixture(params=STOMP_BROKERS)

@@ -11,8 +11,8 @@ import psutil
 import pytest
 from partition_notify.transports.stomp import StompTransport
 
-from tests.transports.stomp_helpers import STOMP_BROKERS, host_port, stomp_spec
 from tests.support.markers import uses
+from tests.transports.stomp_helpers import STOMP_BROKERS, host_port, stomp_spec
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from tests.transports.stomp_helpers import STOMP_BROKERS, build, host_port, stomp_spec
 from tests.contract.faults import FaultProxy
 from tests.support.markers import uses
+from tests.transports.stomp_helpers import STOMP_BROKERS, build, host_port, stomp_spec
 
 
 @pytest.fixture(params=STOMP_BROKERS)

@@ -12,10 +12,10 @@ from __future__ import annotations
 import partition_notify.subscriber.subscription as subscription_module
 import pytest
 
-from tests.transports.stomp_helpers import build, host_port, stomp_spec
 from tests.contract.faults import FaultProxy
 from tests.faults.support import Collector, tally
 from tests.support.markers import uses
+from tests.transports.stomp_helpers import build, host_port, stomp_spec
 
 pytestmark = [pytest.mark.broker]
 
