@@ -41,9 +41,7 @@ import argparse
 import json
 import os
 import random
-import shutil
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -57,7 +55,7 @@ from e2e_airflow_stack import (
     start_airflow,
     write_dags,
 )
-from e2e_procs import Procs, wait_for
+from e2e_procs import Procs, bench_dir, wait_for
 from e2e_report import fired_times, log_time, loop_blocks, report
 from e2e_writer import ROOT, start_writer
 
@@ -176,12 +174,10 @@ class Bench:
 
 def main() -> int:
     args = parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="pn-e2e-airflow-"))
-    (tmp / "logs").mkdir()
-    print(f"# bench/e2e_airflow.py: {args.rounds} rounds; temp dir {tmp}")
-    print(machine_note(), flush=True)
-    rows: list[dict[str, Any]] = []
-    try:
+    with bench_dir("pn-e2e-airflow-", args.keep) as tmp:
+        print(f"# bench/e2e_airflow.py: {args.rounds} rounds; temp dir {tmp}")
+        print(machine_note(), flush=True)
+        rows: list[dict[str, Any]] = []
         with Procs(tmp / "logs") as procs:
             bench = Bench(args, tmp, procs)
             t = time.monotonic()
@@ -210,11 +206,6 @@ def main() -> int:
                  + ", ".join(f"{b:.2f} s at {time.strftime('%H:%M:%S', time.gmtime(t))}Z"
                              for t, b in blocks) if blocks else ""))
         print(machine_note(), flush=True)
-    finally:
-        if args.keep:
-            print(f"kept {tmp}")
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

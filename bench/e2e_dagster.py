@@ -35,9 +35,7 @@ import argparse
 import json
 import os
 import random
-import shutil
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -46,7 +44,7 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from core_common import machine_note
 from e2e_dagster_stack import Reader, start_dagster, write_home
-from e2e_procs import Procs, wait_for
+from e2e_procs import Procs, bench_dir, wait_for
 from e2e_report import fmt, per_round
 from e2e_writer import ROOT, TABLE, Writer, start_writer
 
@@ -151,13 +149,11 @@ def report(rows: list[dict[str, Any]], interval: int) -> dict[str, Any]:
 
 def main() -> int:
     args = parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="pn-e2e-dagster-"))
-    (tmp / "logs").mkdir()
-    print(f"# bench/e2e_dagster.py: {args.rounds} rounds; temp dir {tmp}")
-    print(machine_note(), flush=True)
-    rng = random.Random(args.seed)
-    rows: list[dict[str, Any]] = []
-    try:
+    with bench_dir("pn-e2e-dagster-", args.keep) as tmp:
+        print(f"# bench/e2e_dagster.py: {args.rounds} rounds; temp dir {tmp}")
+        print(machine_note(), flush=True)
+        rng = random.Random(args.seed)
+        rows: list[dict[str, Any]] = []
         with Procs(tmp / "logs") as procs:
             t = time.monotonic()
             writer, reader = setup(procs, tmp, args.interval)
@@ -171,11 +167,6 @@ def main() -> int:
             args.json.write_text(json.dumps(rows, indent=1, default=str))
         report(rows, args.interval)
         print(machine_note(), flush=True)
-    finally:
-        if args.keep:
-            print(f"kept {tmp}")
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

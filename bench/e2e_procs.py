@@ -14,12 +14,14 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -27,6 +29,21 @@ from types import TracebackType
 STOP_GRACE_SECONDS = 20.0
 #: Every readiness wait polls a separate process this often (it has no other signal).
 POLL_SECONDS = 0.2
+
+
+@contextlib.contextmanager
+def bench_dir(prefix: str, keep: bool) -> Iterator[Path]:
+    """A new temporary directory with ``logs/`` for one bench run; removed afterwards
+    (also after a failure) unless ``keep``, then its path is printed."""
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    (tmp / "logs").mkdir()
+    try:
+        yield tmp
+    finally:
+        if keep:
+            print(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 class Procs:

@@ -55,6 +55,11 @@ def subscriber(store: str, url: str, table: str, ready: Any, out: Any, stop: Any
         stop.wait(3600)
 
 
+def _bootstrap(url: str) -> list[str]:
+    """host:port of each broker in a ``kafka://h1:p1,h2:p2?...`` URL."""
+    return urlsplit(url.split("?", 1)[0]).netloc.split(",")
+
+
 def raw_consumer(bootstrap: list[str], topic: str, wait: int, ready: Any, out: Any,
                  stop: Any) -> None:
     from kafka import KafkaConsumer, TopicPartition
@@ -77,7 +82,7 @@ def raw_round(args: argparse.Namespace, topic: str, wait: int) -> tuple[float, f
     """(p50, p99, send().get() p50) in ms of the raw clients, as one_round times ours."""
     from kafka import KafkaProducer
 
-    bootstrap = [h for h in urlsplit(args.url.split("?", 1)[0]).netloc.split(",")]
+    bootstrap = _bootstrap(args.url)
     ctx = multiprocessing.get_context("spawn")
     ready, stop, out = ctx.Event(), ctx.Event(), ctx.Queue()
     proc = ctx.Process(target=raw_consumer, args=(bootstrap, topic, wait, ready, out, stop))
@@ -113,8 +118,7 @@ def create_raw_topic(url: str) -> str:
     from kafka.admin import KafkaAdminClient, NewTopic
 
     topic = f"pn-bench-raw-{uuid.uuid4().hex[:8]}"
-    bootstrap = urlsplit(url.split("?", 1)[0]).netloc.split(",")
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30000)
+    admin = KafkaAdminClient(bootstrap_servers=_bootstrap(url), request_timeout_ms=30000)
     try:
         admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)],
                             timeout_ms=30000)

@@ -25,11 +25,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import socket
 import statistics
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -38,7 +36,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from core_common import machine_note
-from e2e_procs import Procs, http_ok, wait_for
+from e2e_procs import Procs, bench_dir, http_ok, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 DELIVERY_TIMEOUT = 30.0
@@ -225,11 +223,9 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=20)
     p.add_argument("--keep", action="store_true")
     args = p.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="pn-bench-split-"))
-    (tmp / "logs").mkdir()
-    print(f"# bench/spark_commit_split.py: {args.rounds} rounds per receiver; temp dir {tmp}")
-    print(machine_note(), flush=True)
-    try:
+    with bench_dir("pn-bench-split-", args.keep) as tmp:
+        print(f"# bench/spark_commit_split.py: {args.rounds} rounds per receiver; temp dir {tmp}")
+        print(machine_note(), flush=True)
         with Procs(tmp / "logs") as procs:
             app, serve_url, token, table_path = start_serve(procs, tmp)
             stub = Stub()
@@ -237,18 +233,13 @@ def main() -> int:
             res.update(serve_alone(args, app, serve_url, token, table_path))
             app.close()
         print(f"\nthe stub accepted {stub.connections} connection(s) for "
-              f"{2 * (args.rounds + 2) // 2} manifests")
+              f"{args.rounds + 2} manifests")
         print(f"{'':48}{'median':>9}{'p90':>9}{'max':>9}  (ms)")
         for name, xs in res.items():
             q = sorted(xs)
             print(f"{name:48}{statistics.median(xs) * 1000:9.1f}"
                   f"{q[int(0.9 * (len(q) - 1))] * 1000:9.1f}{max(xs) * 1000:9.1f}")
         print(machine_note())
-    finally:
-        if args.keep:
-            print(f"kept {tmp}")
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

@@ -25,12 +25,12 @@ import random
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from core_common import machine_note
+from e2e_procs import bench_dir
 
 TABLE = "bench.orders"
 EVENT_TIMEOUT = 30.0
@@ -136,7 +136,11 @@ def report(rows: list[dict[str, float]]) -> None:
 
 def main() -> int:
     args = parse_args()
-    tmp = tempfile.mkdtemp(prefix="pn-bench-trigger-fire-")
+    with bench_dir("pn-bench-trigger-fire-", keep=False) as tmp:
+        return run(args, str(tmp))
+
+
+def run(args: argparse.Namespace, tmp: str) -> int:
     os.environ.setdefault("AIRFLOW_HOME", tmp)
     os.environ["PN_STORE_URL"] = f"sqlite:///{tmp}/store.db"
     os.environ["PN_TRANSPORT_URL"] = "embedded://"
