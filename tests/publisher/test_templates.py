@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from partition_notify.publisher.templates import WIDEST_ID, PartitionTemplate, SetDoneTemplate
@@ -103,3 +104,22 @@ def test_set_done_splice_equals_the_validated_model(
     assert msg == expected
     assert draft.encode is not None and draft.encode(msg) == to_envelope(expected)
     assert size == len(encode_body(draft.build(WIDEST_ID, WIDEST_ID, now)))
+
+
+def test_set_done_templates_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A writer may use a new revision per set-done (a Spark commit's time): the
+    # per-(table, revision) cache must not grow with them.
+    import partition_notify.publisher.publisher as publisher_module
+
+    limit = 3
+    monkeypatch.setattr(publisher_module, "MAX_TEMPLATES", limit)
+    with build_app(store_url=f"sqlite:///{tmp_path / 's.db'}",
+                   transport_url="embedded://") as app:
+        app.publisher.register_table("sales", "orders", ["ds"])
+        sizes = []
+        for revision in range(1, 3 * limit + 1):
+            app.publisher.send_mark_set_done("sales", "orders", f"ds={revision}",
+                                             revision=revision)
+            sizes.append(len(app.publisher._done_templates))  # type: ignore[attr-defined]
+        assert max(sizes) <= limit
+        assert sizes[:limit] == list(range(1, limit + 1))
