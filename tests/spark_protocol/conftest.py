@@ -7,6 +7,7 @@ session-wide setting), so run these files one at a time, not with tests/spark.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,9 +17,30 @@ from typing import Any
 import pytest
 
 from tests.http.support import HttpServe
-from tests.spark_protocol.helpers import DEAD_URL, JAR, ROOT, spark_flags, start_serve
+from tests.spark_protocol.helpers import (
+    DEAD_URL,
+    JAR,
+    ROOT,
+    finish_deliveries,
+    spark_flags,
+    start_serve,
+)
 from tests.support.ci import require
 from tests.support.markers import uses
+
+#: Until a test's serve is up, the driver gives up on (the dead) serve after this.
+DEAD_TIMEOUT_MS = 2000
+
+
+def _driver_default_timeout_ms() -> int:
+    """Settings.DEFAULT_TIMEOUT_MS in writers/jvm: read from the source, not copied."""
+    src = ROOT / "writers" / "jvm" / "src" / "io" / "partitionnotify" / "spark" / "Settings.java"
+    found = re.search(r"DEFAULT_TIMEOUT_MS = ([\d_]+);", src.read_text())
+    assert found, f"no DEFAULT_TIMEOUT_MS in {src}"
+    return int(found.group(1).replace("_", ""))
+
+
+DEFAULT_TIMEOUT_MS = _driver_default_timeout_ms()
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +98,7 @@ def pspark(jar: Path, test_jar: Path, tmp_path_factory: pytest.TempPathFactory) 
         .config("spark.sql.warehouse.dir", str(warehouse))
         # Until a test's serve is up, nothing listens: delivery would go to the spool.
         .config("spark.partitionnotify.serveUrl", DEAD_URL)
-        .config("spark.partitionnotify.timeoutMs", "2000")
+        .config("spark.partitionnotify.timeoutMs", str(DEAD_TIMEOUT_MS))
     )
     for k, v in spark_flags().items():
         builder = builder.config(k, v)
@@ -126,7 +148,13 @@ def serve(pspark: Any, store_file: str, writer_token: str, tmp_path: Path) -> It
     # A spool serve does not scan: a failed POST cannot hide behind the fallback.
     unscanned = tmp_path / "unscanned-spool"
     pspark.conf.set("spark.partitionnotify.spoolDir", str(unscanned))
+    # The product's deadline, not the session's short one (meant for a dead serve): on a
+    # loaded CI machine serve took over 2 s to answer a commit it had applied, and the
+    # driver spooled a duplicate (test_delivery: a slow answer within the deadline).
+    pspark.conf.set("spark.partitionnotify.timeoutMs", str(DEFAULT_TIMEOUT_MS))
     yield s
+    finish_deliveries(pspark)
+    pspark.conf.set("spark.partitionnotify.timeoutMs", str(DEAD_TIMEOUT_MS))
     pspark.conf.set("spark.partitionnotify.serveUrl", DEAD_URL)
     pspark.conf.unset("spark.partitionnotify.token")
     pspark.conf.unset("spark.partitionnotify.spoolDir")

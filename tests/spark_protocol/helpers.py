@@ -21,6 +21,20 @@ def spark_flags(serve_url: str | None = None) -> dict[str, str]:
     return spark_settings(serve_url, None)
 
 
+#: The driver's deliveries still running when a test ends must finish within this.
+DELIVERIES_SECONDS = 60.0
+
+
+def finish_deliveries(spark: Any) -> None:
+    """Wait until the driver has handed over every committed job.
+
+    A SQL command's job is delivered by the query listener, on Spark's listener bus, after
+    the write call returned: its event can be in the log (serve applied it) while serve's
+    answer is still on its way. Closing what carries that answer first (a relay, serve)
+    would make the driver spool a manifest serve already has."""
+    spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(int(DELIVERIES_SECONDS * 1000))
+
+
 def start_serve(store_url: str, log: Path) -> HttpServe:
     return HttpServe(store_url, log, env_extra={"PN_SPARK_SPOOL_INTERVAL_SECONDS": "0.2"}).start()
 

@@ -1,10 +1,12 @@
 """A TCP relay in front of a real ``serve``: counts the driver's connections, injects one fault.
 
 Not a stand-in for serve: every byte goes to and comes from the real one. The
-fault (``drop_reuse``): a second request on a connection that already had an
+faults: ``drop_reuse``, a second request on a connection that already had an
 answer is not forwarded; the connection is closed instead. That is what the
 driver sees when serve closes a kept-alive connection (its idle timeout, a
-restart) just as the driver sends the next commit on it.
+restart) just as the driver sends the next commit on it. ``hold_answer_seconds``,
+serve's answer reaches the driver that much later: a serve slowed by a loaded
+machine.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ CONNECT_TIMEOUT_SECONDS = 5.0
 
 
 class Relay:
-    def __init__(self, upstream_port: int, *, drop_reuse: bool = False) -> None:
+    def __init__(self, upstream_port: int, *, drop_reuse: bool = False,
+                 hold_answer_seconds: float = 0.0) -> None:
         self.upstream = ("127.0.0.1", upstream_port)
         self.drop_reuse = drop_reuse
+        self.hold_answer_seconds = hold_answer_seconds
         self.accepted = 0
         self.dropped = 0
         self._lock = threading.Lock()
@@ -59,13 +63,17 @@ class Relay:
             while not self._stop.is_set():
                 watched = [client] if up is None else [client, up]
                 ready, _, _ = select.select(watched, [], [], STOP_CHECK_SECONDS)
-                for s in ready:
+                # serve's side first: if it closed its idle connection just as the driver
+                # sent a request, the request must go to a new connection, not the dead one.
+                for s in sorted(ready, key=lambda r: r is not up):
                     data = s.recv(65536)
                     if s is up:
                         if not data:
                             up.close()
                             up = None
                             continue
+                        if not answered and self.hold_answer_seconds:
+                            self._stop.wait(self.hold_answer_seconds)
                         client.sendall(data)
                         answered = True
                     elif not data:
