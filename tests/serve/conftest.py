@@ -33,6 +33,7 @@ def serve(tmp_path: Path) -> Iterator[Spawn]:
             "PN_BROKER_USERNAME": SERVICE_USER,
             "PN_BROKER_PASSWORD": SERVICE_PASSWORD,
             "PN_RELAY_INTERVAL_SECONDS": "0.1",
+            "PYTHONFAULTHANDLER": "1",  # ServeProcess.exit_code: the stacks of a hung stop
             **{f"PN_{k.upper()}": v for k, v in settings.items()},
         }
         p = ServeProcess(tmp_path / f"serve{len(started)}.log", env, once)

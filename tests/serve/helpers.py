@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -67,3 +68,16 @@ class ServeProcess:
 
     def text(self) -> str:
         return self.log.read_text(errors="replace")
+
+    def exit_code(self, timeout: float) -> int:
+        """Its exit code once it stops; not stopped within ``timeout``: every thread's stack.
+
+        The fixture starts serve with ``PYTHONFAULTHANDLER``: SIGABRT makes it write each
+        thread's traceback to its log before it dies, so a hung stop says where it hangs."""
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGABRT)
+            self.proc.wait(timeout)
+            raise AssertionError(f"serve did not stop within {timeout} s; its log and threads:\n"
+                                 + self.text()[-8000:]) from None

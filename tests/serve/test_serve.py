@@ -85,7 +85,7 @@ def test_several_serve_processes_publish_each_entry_once(
         for p in procs:
             p.proc.send_signal(signal.SIGTERM)
         for p in procs:
-            assert p.proc.wait(30) == 0, p.text()[-2000:]
+            assert p.exit_code(30) == 0, p.text()[-2000:]
             assert "stopped" in p.text()
         ranges = [published_ranges(p.text()) for p in procs]
         assert_exactly_once([r for rs in ranges for r in rs], n)
@@ -189,7 +189,7 @@ def test_sigterm_drains_the_batch_in_flight(
         except subprocess.TimeoutExpired:
             pass  # still draining, as it should
         proxy.release_replies()
-        assert proc.proc.wait(30) == 0, proc.text()[-2000:]
+        assert proc.exit_code(30) == 0, proc.text()[-2000:]
         assert writer.store.log.relay_lag()[0] == 0, "the drained batch was marked published"
         assert "stopping: waiting for the relay batch in flight" in proc.text()
         assert published_ranges(proc.text())[-1] == (2, 11)
