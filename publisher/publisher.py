@@ -288,6 +288,7 @@ class Publisher:
         specs = validate.partitions_canon(info, partitions)
         locs = validate.locations(locations, len(specs), info.qualified)
         template = self._partition_template(info, revision)
+        template.reserve_ids(len(specs))
         keys = info.partition_keys
         drafts = []
         for i, ((s, canon), loc) in enumerate(zip(specs, locs, strict=True)):

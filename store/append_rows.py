@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import operator
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -35,6 +36,11 @@ class Rows:
     dones: list[dict[str, Any]] = field(default_factory=list)
     #: (table id, spec) of partitions dropped (DROP_PARTITION).
     dropped: list[tuple[int, str]] = field(default_factory=list)
+    #: Per row of ``events`` / ``parts``: its headers' / values' JSON text when the
+    #: draft made it (EventDraft), else None. Plain strings in one list, not an object
+    #: per row: every object an append keeps alive costs the garbage collector.
+    headers_json: list[str | None] = field(default_factory=list)
+    values_json: list[str | None] = field(default_factory=list)
 
     def logged(self) -> Logged:
         return Logged(self.messages, self.envelopes)
@@ -76,6 +82,7 @@ class Rows:
         body = env.body.decode()
         self.messages.append(msg)
         self.envelopes.append(env)
+        self.headers_json.append(None if d.headers_json is None else d.headers_json(env))
         self.events.append(
             {
                 "event_id": event_id,
@@ -106,6 +113,7 @@ class Rows:
                 self.replaced.append((d.table.id, d.partition_spec, values))
             else:
                 self.parts.append({"table_id": d.table.id, "spec": d.partition_spec, **values})
+                self.values_json.append(d.values_json)
         if isinstance(msg, SetDoneMessage):
             self.dones.append(
                 {
@@ -141,24 +149,35 @@ def check_catalog(draft: EventDraft, row: Sequence[object] | None) -> None:
             f"{draft.catalog_version} -> {version}) since it was read; nothing was logged")
 
 
-def insert_many(conn: Connection, stmt: Insert, rows: list[dict[str, Any]]) -> None:
+def insert_many(conn: Connection, stmt: Insert, rows: list[dict[str, Any]],
+                texts: Mapping[str, Sequence[str | None]] | None = None) -> None:
     """``conn.execute(stmt, rows)``; on SQLite one driver ``executemany``.
 
     announce_partitions of 10,000 partitions spent a tenth of its CPU in
     SQLAlchemy's per-row parameter processing (bench/durable_profile.py). The
     rows of one append share their keys; JSON values are serialised as the JSON
-    type does on SQLite (``json.dumps``), other values go as they are.
+    type does on SQLite (``json.dumps``), or taken from ``texts`` (column -> each
+    row's JSON text, None where there is none), other values go as they are.
     """
     if conn.dialect.name != "sqlite" or not rows:
         conn.execute(stmt, rows)
         return
     table = cast(Table, stmt.table)
     columns = list(rows[0])
-    json_cols = {c for c in columns if isinstance(table.c[c].type, JSON)}
+    given = texts or {}
+    json_at = [(i, given.get(c)) for i, c in enumerate(columns)
+               if isinstance(table.c[c].type, JSON)]
+    values = operator.itemgetter(*columns)  # one C call per row, in column order
+    one = len(columns) == 1  # then it returns the value, not a tuple
+    params = []
+    for n, r in enumerate(rows):
+        row = [values(r)] if one else list(values(r))
+        for i, text in json_at:
+            row[i] = (text[n] if text is not None else None) or json.dumps(row[i])
+        params.append(row)
     raw = conn.connection.driver_connection
     assert isinstance(raw, sqlite3.Connection), "a SQLite connection in a transaction"
-    raw.executemany(_insert(table, columns), [
-        [json.dumps(r[c]) if c in json_cols else r[c] for c in columns] for r in rows])
+    raw.executemany(_insert(table, columns), params)
 
 
 def _insert(table: Table, columns: Sequence[str]) -> str:
@@ -199,7 +218,7 @@ class DriverAppend:
             first, seq = self._take_two(cur, f"topic:{draft.table.topic}")
             rows = Rows.of([draft], first, {draft.table.topic: seq}, clock(), {}, published)
             event = rows.events[0]
-            event = {**event, "headers": json.dumps(event["headers"])}
+            event = {**event, "headers": rows.headers_json[0] or json.dumps(event["headers"])}
             cur.execute(self._event, [event[c] for c in _EVENT_COLUMNS])
             for done in rows.dones:
                 cur.execute(self._set_done, [done[c] for c in _SET_DONE_COLUMNS])

@@ -167,8 +167,8 @@ class EventLog:
             uow.partitions.replace(table_id, spec, values)
         for table_id, spec in rows.dropped:
             uow.partitions.remove(table_id, spec)
-        uow.events.add_many(rows.events)
-        uow.partitions.add_many(rows.parts)
+        uow.events.add_many(rows.events, rows.headers_json)
+        uow.partitions.add_many(rows.parts, rows.values_json)
         uow.set_done.add_many(rows.dones)
         if in_txn is not None:
             in_txn(uow, rows.messages)

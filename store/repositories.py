@@ -132,9 +132,12 @@ class PartitionRepository:
             found.update(self.session.scalars(stmt))
         return found
 
-    def add_many(self, rows: list[dict[str, Any]]) -> None:
+    def add_many(self, rows: list[dict[str, Any]],
+                 values_json: Sequence[str | None] | None = None) -> None:
+        """Insert partition rows; ``values_json``: each one's values as JSON text, if made."""
         if rows:
-            insert_many(self.session.connection(), _INSERT_PARTITIONS, rows)
+            insert_many(self.session.connection(), _INSERT_PARTITIONS, rows,
+                        {"values": values_json} if values_json else None)
 
     def replace(self, table_id: int, spec: str, values: dict[str, Any]) -> None:
         self.session.execute(update(PartitionRow).where(
@@ -204,10 +207,13 @@ class EventRepository:
     def __init__(self, session: Session) -> None:
         self.session = session
 
-    def add_many(self, rows: list[dict[str, Any]]) -> None:
+    def add_many(self, rows: list[dict[str, Any]],
+                 headers_json: Sequence[str | None] | None = None) -> None:
+        """Insert event rows; ``headers_json``: each one's headers as JSON text, if made."""
         if rows:
             conn = self.session.connection()
-            insert_many(conn, INSERT_EVENTS, rows)
+            insert_many(conn, INSERT_EVENTS, rows,
+                        {"headers": headers_json} if headers_json else None)
             if conn.dialect.name == "postgresql":  # wakes other processes' readers at commit
                 conn.exec_driver_sql(NOTIFY_SQL)
 
