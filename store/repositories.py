@@ -3,10 +3,10 @@ the unit of work does (see :mod:`partition_notify.store.uow`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
-from partition_notify.store.append_rows import insert_many
+from partition_notify.store.append_rows import JsonColumn, insert_many
 from partition_notify.store.schema import EventRow, PartitionRow, SequenceRow, SetDoneRow, TableRow
 from partition_notify.store.wakeups import NOTIFY_SQL
 from sqlalchemy import (
@@ -133,11 +133,8 @@ class PartitionRepository:
         return found
 
     def add_many(self, rows: list[dict[str, Any]],
-                 values_json: Sequence[str | None] | None = None) -> None:
-        """Insert partition rows; ``values_json``: each one's values as JSON text, if made."""
-        if rows:
-            insert_many(self.session.connection(), _INSERT_PARTITIONS, rows,
-                        {"values": values_json} if values_json else None)
+                 json_columns: Mapping[str, JsonColumn] | None = None) -> None:
+        insert_many(self.session.connection(), _INSERT_PARTITIONS, rows, json_columns)
 
     def replace(self, table_id: int, spec: str, values: dict[str, Any]) -> None:
         self.session.execute(update(PartitionRow).where(
@@ -208,12 +205,10 @@ class EventRepository:
         self.session = session
 
     def add_many(self, rows: list[dict[str, Any]],
-                 headers_json: Sequence[str | None] | None = None) -> None:
-        """Insert event rows; ``headers_json``: each one's headers as JSON text, if made."""
+                 json_columns: Mapping[str, JsonColumn] | None = None) -> None:
         if rows:
             conn = self.session.connection()
-            insert_many(conn, INSERT_EVENTS, rows,
-                        {"headers": headers_json} if headers_json else None)
+            insert_many(conn, INSERT_EVENTS, rows, json_columns)
             if conn.dialect.name == "postgresql":  # wakes other processes' readers at commit
                 conn.exec_driver_sql(NOTIFY_SQL)
 

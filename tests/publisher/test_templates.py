@@ -185,3 +185,30 @@ def test_set_done_templates_are_bounded(tmp_path: Path, monkeypatch: pytest.Monk
             sizes.append(len(app.publisher._done_templates))  # type: ignore[attr-defined]
         assert max(sizes) <= limit
         assert sizes[:limit] == list(range(1, limit + 1))
+
+
+def test_log_rows_hold_each_messages_headers_and_values(store_url: str) -> None:
+    """On either store, every logged row's JSON columns are its message's: the headers
+    its envelope carries, the values it announced (spliced text or serialised)."""
+    from sqlalchemy import text
+
+    with build_app(store_url=store_url, transport_url="embedded://") as app:
+        app.publisher.register_table("db", "t", ["ds", "part"])
+        specs = [{"ds": "2024-01-01", "part": p} for p in ("plain", "quo\"te", "é", "a\\b")]
+        sent: list[object] = [*app.publisher.announce_partitions("db", "t", specs),
+                              *app.publisher.announce_partitions("db", "t", specs[:2],
+                                                                 replace=True)]
+        sent.append(app.publisher.send_mark_set_done("db", "t", "ds=2024-01-01"))
+        with app.store.engine.connect() as conn:
+            headers = dict(conn.execute(text("SELECT event_id, headers FROM pn_events")).all())
+            values = dict(conn.execute(text('SELECT spec, "values" FROM pn_partitions')).all())
+    assert len(headers) == len(sent) == 7
+    for msg in sent:
+        assert isinstance(msg, AddPartitionMessage | SetDoneMessage)
+        stored = headers[msg.event_id]
+        assert (json.loads(stored) if isinstance(stored, str) else stored) == \
+            to_envelope(msg).headers
+    assert len(values) == 4
+    for s in specs:
+        stored = values[spec.canonical(s)]
+        assert (json.loads(stored) if isinstance(stored, str) else stored) == s
