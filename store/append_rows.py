@@ -113,23 +113,21 @@ class Rows:
                 "attempts": 0,
             }
         )
-        if d.partition_spec is not None and d.drop:
-            self.dropped.append((d.table.id, d.partition_spec))
-        elif d.partition_spec is not None:
-            values = {
-                "values": d.partition_values,
-                "location": d.location,
-                "revision": d.revision,
-                "event_id": event_id,
-                "created_at": now,
-            }
-            if d.partition_spec in existing.get(d.table.id, ()):
-                self.replaced.append((d.table.id, d.partition_spec, values))
-            else:
-                del values["values"]  # given beside the row (json())
-                self.parts.append({"table_id": d.table.id, "spec": d.partition_spec, **values})
-                self.part_values.append(d.partition_values)
-                self.values_json.append(d.values_json)
+        spec, table_id = d.partition_spec, d.table.id
+        if spec is None:
+            pass
+        elif d.drop:
+            self.dropped.append((table_id, spec))
+        elif spec in existing.get(table_id, ()):
+            self.replaced.append((table_id, spec, {
+                "values": d.partition_values, "location": d.location, "revision": d.revision,
+                "event_id": event_id, "created_at": now}))
+        else:  # its values beside the row (json())
+            self.parts.append({"table_id": table_id, "spec": spec, "location": d.location,
+                               "revision": d.revision, "event_id": event_id,
+                               "created_at": now})
+            self.part_values.append(d.partition_values)
+            self.values_json.append(d.values_json)
         if isinstance(msg, SetDoneMessage):
             self.dones.append(
                 {
