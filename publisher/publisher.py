@@ -285,12 +285,13 @@ class Publisher:
                           locations: Sequence[str | None] | None,
                           revision: int | None) -> list[EventDraft]:
         """Validated add-partition drafts: specs, locations (text rules) and size."""
-        specs = validate.partitions_canon(info, partitions)
+        specs, canons = validate.partitions_canon(info, partitions)
         locs = validate.locations(locations, len(specs), info.qualified)
         template = self._partition_template(info, revision)
+        template.reserve_ids(len(specs))
         keys = info.partition_keys
         drafts = []
-        for i, ((s, canon), loc) in enumerate(zip(specs, locs, strict=True)):
+        for i, (s, canon, loc) in enumerate(zip(specs, canons, locs, strict=True)):
             d, size = template.draft(canon, spec.in_key_order(s, keys), loc)
             self._refuse_over(d, size, f"partition #{i} ({d.partition_spec})", f"locations[{i}]")
             drafts.append(d)

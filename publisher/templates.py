@@ -16,18 +16,28 @@ publisher/validate.py, locations by limits.text), so:
   ``encode_body``; a template also checks itself against it when made and
   leaves encoding to the model if they differ);
 - the size check measures the widest body by the same splice, before logging.
+
+A copy is made as ``model_copy`` makes it (a new ``__dict__`` with the fields
+replaced, the fields-set extended), without its generic per-call work; the
+log row's JSON (headers, partition values) is spliced as the body is, checked
+against ``json.dumps`` when the template is made (store/records.py JsonDict).
+Add-partition message ids of one call come from one ``os.urandom`` call
+(publisher/message_ids.py).
 """
 
 from __future__ import annotations
 
+import json
 import operator
+import re
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from typing import cast
 
 import pydantic_core
+from partition_notify.publisher.message_ids import message_ids
 from partition_notify.store import EventDraft, TableInfo
 from pydantic import BaseModel
 
@@ -45,8 +55,14 @@ WIDEST_ID = 2**63 - 1
 _IDS = {"timestamp": 1, "message_id": "m" * 32, "event_id": 1, "topic_seq": 1,
         "timestamp_ms": 1000}
 _REPLACE = b',"replace":true}'
+_NO_LOCATION = b"[null]"
 #: Templates kept per publisher (set-dones: one per table and revision).
 MAX_TEMPLATES = 1024
+#: Text ``json.dumps`` writes as it is (printable ASCII but the quote and backslash).
+_PLAIN = re.compile(r"[ !#-\[\]-~]*")
+_set = object.__setattr__
+#: A message id's JSON (quoted) and two ids of WIDEST_ID's digits.
+_WIDE_IDS = 34 + 2 * len(str(WIDEST_ID))
 
 
 class _Template:
@@ -76,9 +92,23 @@ class _Template:
         self._fmt = b"".join(fmt)
         self._order = [name for _, _, name in cuts]
         self._in_order = operator.itemgetter(*self._order) if cuts else None
+        #: A body's length is its literal pieces' and its spliced values' (the size check).
+        self._literal = len(placeholder) - sum(end - begin for begin, end, _ in cuts)
+        self._sized = [name for name in self._order if name not in _IDS]
         #: The splice reproduces the model's encoding (checked on the placeholder).
         self.exact = bool(cuts) and self.body(
             {k: _json(v) for k, v in {**_IDS, **probe}.items()}) == placeholder
+        self._headers_fmt = _headers_format(self._headers)
+        # model_copy's own steps apply (no extra fields, no private attributes to copy).
+        self._plain = (self.message.__pydantic_extra__ is None
+                       and getattr(self.message, "__pydantic_private__", None) is None)
+        self._ids: Iterator[str] = iter(())
+        # Bound once: each ``self.method`` is a new object, and a draft keeps it alive.
+        self._headers_json = self.headers_json
+
+    def reserve_ids(self, n: int) -> None:
+        """Message ids for the next ``n`` copies, made at once (then uuid4 each again)."""
+        self._ids = iter(message_ids(n))
 
     def body(self, values: Mapping[str, bytes]) -> bytes:
         """The placeholder's JSON with each varying field's value (as JSON) put in."""
@@ -88,31 +118,52 @@ class _Template:
         return spliced
 
     def widest_size(self, now: float, values: Mapping[str, bytes]) -> int:
-        """Body size with the widest ids: the real body is never larger."""
-        wide = str(WIDEST_ID).encode()
-        return len(self.body({"timestamp": str(int(now)).encode(), "message_id": _json("0" * 32),
-                              "event_id": wide, "topic_seq": wide,
-                              "timestamp_ms": str(int(now * 1000)).encode(), **values}))
+        """Body size with the widest ids: the real body is never larger. Counted, not
+        spliced: the pieces' lengths add up to the body's (exact templates only)."""
+        size = self._literal + _WIDE_IDS + len(str(int(now))) + len(str(int(now * 1000)))
+        for name in self._sized:
+            size += len(values[name])
+        return size
+
+    def headers_json(self, env: Envelope) -> str | None:
+        """``json.dumps(env.headers)`` spliced (ids are digits and hex: written as they
+        are); None when the template cannot splice them."""
+        event_id, message_id = env.headers[PN_EVENT_ID], env.headers[PN_MESSAGE_ID]
+        if (self._headers_fmt is None or not event_id.isdigit() or not message_id.isascii()
+                or not message_id.isalnum()):
+            return None
+        text: str = self._headers_fmt % (event_id, message_id)
+        return text
 
     def copy(self, event_id: int, seq: int, now: float, **fields: object) -> AnyMessage:
         """The message with its ids and ``fields`` (python names), not validated again."""
-        return self.message.model_copy(update={
-            "timestamp": int(now), "message_id": uuid.uuid4().hex, "event_id": event_id,
-            "topic_seq": seq, "timestamp_ms": int(now * 1000), **fields})
+        update = {"timestamp": int(now), "message_id": next(self._ids, None) or uuid.uuid4().hex,
+                  "event_id": event_id, "topic_seq": seq, "timestamp_ms": int(now * 1000),
+                  **fields}
+        if not self._plain:
+            return self.message.model_copy(update=update)
+        # What model_copy does for such a model (tests/publisher/test_templates.py).
+        cls = type(self.message)
+        msg = cls.__new__(cls)
+        _set(msg, "__dict__", {**self.message.__dict__, **update})
+        _set(msg, "__pydantic_extra__", None)
+        _set(msg, "__pydantic_fields_set__", self.message.__pydantic_fields_set__.union(update))
+        _set(msg, "__pydantic_private__", None)
+        return msg
 
     def envelope(self, values: Mapping[str, bytes], msg: AnyMessage,
                  tail: bytes | None = None) -> Envelope:
         """``msg``'s envelope; ``values``: its varying fields other than the ids, as JSON."""
+        event_id, message_id = str(msg.event_id), msg.message_id
         body = self.body({
-            "timestamp": str(msg.timestamp).encode(), "message_id": _json(msg.message_id),
-            "event_id": str(msg.event_id).encode(), "topic_seq": str(msg.topic_seq).encode(),
+            "timestamp": str(msg.timestamp).encode(), "message_id": _json(message_id),
+            "event_id": event_id.encode(), "topic_seq": str(msg.topic_seq).encode(),
             "timestamp_ms": str(msg.timestamp_ms).encode(), **values})
         if tail is not None:
             body = body[:-1] + tail
-        headers = {**self._headers, PN_EVENT_ID: str(msg.event_id),
-                   PN_MESSAGE_ID: msg.message_id}
+        headers = {**self._headers, PN_EVENT_ID: event_id, PN_MESSAGE_ID: message_id}
         return Envelope(topic=msg.topic, key=headers[PN_TABLE], headers=headers, body=body,
-                        event_id=msg.event_id, message_id=msg.message_id)
+                        event_id=msg.event_id, message_id=message_id)
 
 
 class PartitionTemplate(_Template):
@@ -126,20 +177,38 @@ class PartitionTemplate(_Template):
         replaced = self.message.model_copy(update={"replace": True})
         self.exact = self.exact and encode_body(replaced) == (
             encode_body(self.message)[:-1] + _REPLACE)
+        self._keys = tuple(info.partition_keys)
+        #: json.dumps of a partition's values (in key order) as a %-format of the values.
+        fmt = "{" + ", ".join(json.dumps(k).replace("%", "%%") + ': "%s"'
+                              for k in self._keys) + "}"
+        sample = {k: "v" for k in self._keys}
+        self._values_fmt = fmt if fmt % tuple(sample.values()) == json.dumps(sample) else None
+        self._encode_one = self._encode  # bound once, shared by every draft
 
     def draft(self, spec: str, ordered: dict[str, str],
               location: str | None) -> tuple[EventDraft, int]:
         """The draft of one partition (``ordered``: its values in the table's key order)
         and its body size with the widest ids."""
-        values = {"partitions": _json([ordered]), "locations": _json([location])}
-        build = partial(self.copy_partition, ordered, location)
+        build = _PartitionBuild(self, ordered, location)
         draft = EventDraft(self.info, build, partition_spec=spec, partition_values=ordered,
                            location=location, revision=self.message.revision,
-                           encode=partial(self._encode, values) if self.exact else None)
+                           encode=self._encode_one if self.exact else None,
+                           values_json=self.values_json(ordered),
+                           headers_json=self._headers_json if self.exact else None)
         now = time.time()
         if not self.exact:
             return draft, len(encode_body(build(WIDEST_ID, WIDEST_ID, now)))
-        return draft, self.widest_size(now, values)
+        return draft, self.widest_size(now, _values(ordered, location))
+
+    def values_json(self, ordered: dict[str, str]) -> str | None:
+        """``json.dumps(ordered)`` spliced, when that writes the same: every key in the
+        table's order, no value with a character JSON escapes; else None."""
+        plain = tuple(ordered.values())
+        if (self._values_fmt is None or tuple(ordered) != self._keys
+                or _PLAIN.fullmatch("".join(plain)) is None):
+            return None
+        text: str = self._values_fmt % plain
+        return text
 
     def copy_partition(self, ordered: dict[str, str], location: str | None, event_id: int,
                        seq: int, now: float) -> AnyMessage:
@@ -148,9 +217,33 @@ class PartitionTemplate(_Template):
         return self.copy(event_id, seq, now, partitions=[ordered], locations=[location],
                          partition_keys=list(keys))
 
-    def _encode(self, values: Mapping[str, bytes], msg: AnyMessage) -> Envelope:
+    def _encode(self, msg: AnyMessage) -> Envelope:
         assert isinstance(msg, AddPartitionMessage), "a template encodes its own messages"
+        # Its values as JSON again (not kept from the draft: one object fewer per partition).
+        values = _values(msg.partitions[0], msg.locations[0])
         return self.envelope(values, msg, _REPLACE if msg.replace else None)
+
+
+class _PartitionBuild:
+    """One partition's ``EventDraft.build``. Why a class: a ``functools.partial`` of a
+    bound method is three objects (partial, method, arguments) per partition, each kept
+    alive for the whole append, and every full garbage collection during it walks them
+    all: with 10,000 partitions that was a large share of an announce's CPU."""
+
+    __slots__ = ("location", "ordered", "template")
+
+    def __init__(self, template: PartitionTemplate, ordered: dict[str, str],
+                 location: str | None) -> None:
+        self.template, self.ordered, self.location = template, ordered, location
+
+    def __call__(self, event_id: int, seq: int, now: float) -> AnyMessage:
+        return self.template.copy_partition(self.ordered, self.location, event_id, seq, now)
+
+
+def _values(ordered: dict[str, str], location: str | None) -> dict[str, bytes]:
+    """An add-partition's own fields as JSON: its one partition and one location."""
+    return {"partitions": _json([ordered]),
+            "locations": _NO_LOCATION if location is None else _json([location])}
 
 
 class SetDoneTemplate(_Template):
@@ -167,7 +260,8 @@ class SetDoneTemplate(_Template):
         values = {"partition_spec": _json(s), "spec": _json(canon)}
         build: Callable[[int, int, float], AnyMessage] = partial(self._copy_done, s, canon)
         draft = EventDraft(self.info, build, revision=self.message.revision,
-                           encode=partial(self._encode, values) if self.exact else None)
+                           encode=partial(self._encode, values) if self.exact else None,
+                           headers_json=self._headers_json if self.exact else None)
         now = time.time()
         if not self.exact:
             return draft, len(encode_body(build(WIDEST_ID, WIDEST_ID, now)))
@@ -182,6 +276,17 @@ class SetDoneTemplate(_Template):
     def _encode(self, values: Mapping[str, bytes], msg: AnyMessage) -> Envelope:
         assert isinstance(msg, SetDoneMessage), "a template encodes its own messages"
         return self.envelope({**values, "expires_at": str(msg.expires_at).encode()}, msg)
+
+
+def _headers_format(headers: Mapping[str, str]) -> str | None:
+    """``json.dumps`` of ``headers`` as a %-format of the event id and message id (in
+    that order), or None when the two cannot be told apart in its text."""
+    marked = json.dumps({**headers, PN_EVENT_ID: "\x01", PN_MESSAGE_ID: "\x02"})
+    first, second = marked.find('"\\u0001"'), marked.find('"\\u0002"')
+    if not 0 <= first < second or marked.count("\\u000") != 2:
+        return None
+    return (marked.replace("%", "%%").replace('"\\u0001"', '"%s"')
+            .replace('"\\u0002"', '"%s"'))
 
 
 def _json(value: object) -> bytes:

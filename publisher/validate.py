@@ -17,32 +17,41 @@ SpecLike = str | Mapping[str, object]
 
 
 def partitions(info: TableInfo, partitions: Iterable[SpecLike]) -> list[spec.Spec]:
-    return [s for s, _ in partitions_canon(info, partitions)]
+    return partitions_canon(info, partitions)[0]
 
 
 def partitions_canon(info: TableInfo,
-                     partitions: Iterable[SpecLike]) -> list[tuple[spec.Spec, str]]:
-    """:func:`partitions` with each one's canonical string (computed once, here)."""
+                     partitions: Iterable[SpecLike]) -> tuple[list[spec.Spec], list[str]]:
+    """:func:`partitions` and each one's canonical string (computed once, here). Two
+    lists, not a (spec, string) pair each: a pair holding a dict is an object the
+    garbage collector tracks, one per partition for the whole announce."""
     if isinstance(partitions, str | bytes | Mapping):
         # A str would be iterated per character, a mapping per key.
         raise InvalidSpecError(
             f"partitions must be a list of specs, got {type(partitions).__name__} "
             f"{partitions!r:.80}; wrap a single spec in a list"
         )
-    out: list[tuple[spec.Spec, str]] = []
-    seen: set[str] = set()
+    out: list[spec.Spec] = []
+    seen: dict[str, None] = {}  # the canonical strings, in order
+    # Key tuples (as given) already normalised and checked against the table.
+    accepted: dict[tuple[object, ...], tuple[str, ...]] = {}
     for i, raw in enumerate(partitions):
         try:
-            s = spec.coerce(raw)
-            spec.check_against(s, info.partition_keys, full=True, table=info.qualified)
+            if type(raw) is dict and (keys := accepted.get(tuple(raw))) is not None:
+                s = spec.normalize_known(raw, keys)
+            else:
+                s = spec.coerce(raw)
+                spec.check_against(s, info.partition_keys, full=True, table=info.qualified)
+                if type(raw) is dict and (order := spec.key_order(raw)) is not None:
+                    accepted[tuple(raw)] = order
         except InvalidSpecError as exc:
             raise InvalidSpecError(f"partition #{i}: {exc}") from exc
         canon = _bounded(spec.canonical_normal(s))
         if canon in seen:
             raise InvalidSpecError(f"partition #{i} {canon!r} is listed twice")
-        seen.add(canon)
-        out.append((s, canon))
-    return out
+        seen[canon] = None
+        out.append(s)
+    return out, list(seen)
 
 def set_done(info: TableInfo, partial_spec: SpecLike) -> spec.Spec:
     s = spec.coerce(partial_spec)

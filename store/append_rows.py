@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import operator
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -21,23 +22,43 @@ from partition_notify.contract import (
 )
 from partition_notify.core.errors import CatalogChanged
 
+#: A JSON column given beside its rows: each row's value, and its JSON text or None.
+JsonColumn = tuple[Sequence[object], Sequence[str | None]]
+
 
 @dataclass(slots=True)
 class Rows:
-    """The messages of an append and the rows it writes."""
+    """The messages of an append and the rows it writes.
+
+    ``events`` and ``parts`` hold every column but their JSON one (headers:
+    the envelopes'; values: ``part_values``), given beside them (:meth:`json`):
+    a row of plain values is a dict the garbage collector does not track, and
+    every object an append of 10,000 partitions keeps alive is walked by each
+    full collection during it (a large share of announce_partitions' CPU).
+    """
 
     messages: list[AnyMessage] = field(default_factory=list)
     envelopes: list[Envelope] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     parts: list[dict[str, Any]] = field(default_factory=list)
+    part_values: list[dict[str, str]] = field(default_factory=list)
     #: (table id, spec, new values) of partitions announced again (an overwrite).
     replaced: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)
     dones: list[dict[str, Any]] = field(default_factory=list)
     #: (table id, spec) of partitions dropped (DROP_PARTITION).
     dropped: list[tuple[int, str]] = field(default_factory=list)
+    #: Per row of ``events`` / ``parts``: its headers' / values' JSON text when the
+    #: draft made it (EventDraft), else None.
+    headers_json: list[str | None] = field(default_factory=list)
+    values_json: list[str | None] = field(default_factory=list)
 
     def logged(self) -> Logged:
         return Logged(self.messages, self.envelopes)
+
+    def json(self) -> tuple[dict[str, JsonColumn], dict[str, JsonColumn]]:
+        """The JSON columns of ``events`` and of ``parts``, for :func:`insert_many`."""
+        return ({"headers": ([e.headers for e in self.envelopes], self.headers_json)},
+                {"values": (self.part_values, self.values_json)})
 
     @classmethod
     def of(
@@ -76,6 +97,7 @@ class Rows:
         body = env.body.decode()
         self.messages.append(msg)
         self.envelopes.append(env)
+        self.headers_json.append(None if d.headers_json is None else d.headers_json(env))
         self.events.append(
             {
                 "event_id": event_id,
@@ -84,7 +106,6 @@ class Rows:
                 "event_type": msg.event_type,
                 "table_id": d.table.id,
                 "message_id": msg.message_id,
-                "headers": env.headers,
                 "body": body,
                 "created_at": now,
                 # ``published``: the log itself is the bus.
@@ -92,20 +113,21 @@ class Rows:
                 "attempts": 0,
             }
         )
-        if d.partition_spec is not None and d.drop:
-            self.dropped.append((d.table.id, d.partition_spec))
-        elif d.partition_spec is not None:
-            values = {
-                "values": d.partition_values,
-                "location": d.location,
-                "revision": d.revision,
-                "event_id": event_id,
-                "created_at": now,
-            }
-            if d.partition_spec in existing.get(d.table.id, ()):
-                self.replaced.append((d.table.id, d.partition_spec, values))
-            else:
-                self.parts.append({"table_id": d.table.id, "spec": d.partition_spec, **values})
+        spec, table_id = d.partition_spec, d.table.id
+        if spec is None:
+            pass
+        elif d.drop:
+            self.dropped.append((table_id, spec))
+        elif spec in existing.get(table_id, ()):
+            self.replaced.append((table_id, spec, {
+                "values": d.partition_values, "location": d.location, "revision": d.revision,
+                "event_id": event_id, "created_at": now}))
+        else:  # its values beside the row (json())
+            self.parts.append({"table_id": table_id, "spec": spec, "location": d.location,
+                               "revision": d.revision, "event_id": event_id,
+                               "created_at": now})
+            self.part_values.append(d.partition_values)
+            self.values_json.append(d.values_json)
         if isinstance(msg, SetDoneMessage):
             self.dones.append(
                 {
@@ -141,24 +163,39 @@ def check_catalog(draft: EventDraft, row: Sequence[object] | None) -> None:
             f"{draft.catalog_version} -> {version}) since it was read; nothing was logged")
 
 
-def insert_many(conn: Connection, stmt: Insert, rows: list[dict[str, Any]]) -> None:
-    """``conn.execute(stmt, rows)``; on SQLite one driver ``executemany``.
+def insert_many(conn: Connection, stmt: Insert, rows: list[dict[str, Any]],
+                json_columns: Mapping[str, JsonColumn] | None = None) -> None:
+    """``conn.execute(stmt, rows)``, ``json_columns`` (name -> each row's value and JSON
+    text or None) added to each row; on SQLite one driver ``executemany``.
 
     announce_partitions of 10,000 partitions spent a tenth of its CPU in
     SQLAlchemy's per-row parameter processing (bench/durable_profile.py). The
     rows of one append share their keys; JSON values are serialised as the JSON
-    type does on SQLite (``json.dumps``), other values go as they are.
+    type does on SQLite (``json.dumps``) unless their text is given.
     """
-    if conn.dialect.name != "sqlite" or not rows:
-        conn.execute(stmt, rows)
+    given = json_columns or {}
+    if not rows:
+        return
+    if conn.dialect.name != "sqlite":
+        conn.execute(stmt, [{**r, **{c: v[n] for c, (v, _) in given.items()}}
+                            for n, r in enumerate(rows)] if given else rows)
         return
     table = cast(Table, stmt.table)
     columns = list(rows[0])
-    json_cols = {c for c in columns if isinstance(table.c[c].type, JSON)}
+    json_at = [i for i, c in enumerate(columns) if isinstance(table.c[c].type, JSON)]
+    values = operator.itemgetter(*columns)  # one C call per row, in column order
+    one = len(columns) == 1  # then it returns the value, not a tuple
+    params = []
+    for n, r in enumerate(rows):
+        row = [values(r)] if one else list(values(r))
+        for i in json_at:
+            row[i] = json.dumps(row[i])
+        for objects, texts in given.values():
+            row.append(texts[n] or json.dumps(objects[n]))
+        params.append(row)
     raw = conn.connection.driver_connection
     assert isinstance(raw, sqlite3.Connection), "a SQLite connection in a transaction"
-    raw.executemany(_insert(table, columns), [
-        [json.dumps(r[c]) if c in json_cols else r[c] for c in columns] for r in rows])
+    raw.executemany(_insert(table, [*columns, *given]), params)
 
 
 def _insert(table: Table, columns: Sequence[str]) -> str:
@@ -198,8 +235,8 @@ class DriverAppend:
                 check_catalog(draft, cur.fetchone())
             first, seq = self._take_two(cur, f"topic:{draft.table.topic}")
             rows = Rows.of([draft], first, {draft.table.topic: seq}, clock(), {}, published)
-            event = rows.events[0]
-            event = {**event, "headers": json.dumps(event["headers"])}
+            headers = rows.headers_json[0] or json.dumps(rows.envelopes[0].headers)
+            event = {**rows.events[0], "headers": headers}
             cur.execute(self._event, [event[c] for c in _EVENT_COLUMNS])
             for done in rows.dones:
                 cur.execute(self._set_done, [done[c] for c in _SET_DONE_COLUMNS])

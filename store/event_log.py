@@ -14,6 +14,7 @@ from partition_notify.store.append_rows import (
     DriverAppend,
     Rows,
     check_catalog,
+    insert_many,
 )
 from partition_notify.store.group_commit import FOLLOWER_WAIT_SECONDS, GroupCommit
 from partition_notify.store.hot_read import HotReader
@@ -167,8 +168,9 @@ class EventLog:
             uow.partitions.replace(table_id, spec, values)
         for table_id, spec in rows.dropped:
             uow.partitions.remove(table_id, spec)
-        uow.events.add_many(rows.events)
-        uow.partitions.add_many(rows.parts)
+        event_json, part_json = rows.json()
+        uow.events.add_many(rows.events, event_json)
+        uow.partitions.add_many(rows.parts, part_json)
         uow.set_done.add_many(rows.dones)
         if in_txn is not None:
             in_txn(uow, rows.messages)
@@ -259,7 +261,7 @@ class EventLog:
         first = reserve(conn, "event", 1)
         seqs = {topic: reserve(conn, f"topic:{topic}", 1)}
         rows = Rows.of([draft], first, seqs, self._db.clock(), {}, published)
-        conn.execute(INSERT_EVENTS, rows.events)
+        insert_many(conn, INSERT_EVENTS, rows.events, rows.json()[0])
         if rows.dones:
             conn.execute(INSERT_SET_DONE, rows.dones)
         return rows.logged()

@@ -75,6 +75,11 @@ class EventDraft:
     #: The message's envelope, when the drafter encodes faster than ``to_envelope``
     #: (publisher/templates.py); None: ``to_envelope``.
     encode: Callable[[AnyMessage], Envelope] | None = None
+    #: The JSON text of the partition values and of an envelope's headers exactly as
+    #: ``json.dumps`` writes them, when the drafter makes them faster (publisher/
+    #: templates.py); None: the SQLite append serialises them (store/append_rows.py).
+    values_json: str | None = None
+    headers_json: Callable[[Envelope], str | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,10 +3,10 @@ the unit of work does (see :mod:`partition_notify.store.uow`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
-from partition_notify.store.append_rows import insert_many
+from partition_notify.store.append_rows import JsonColumn, insert_many
 from partition_notify.store.schema import EventRow, PartitionRow, SequenceRow, SetDoneRow, TableRow
 from partition_notify.store.wakeups import NOTIFY_SQL
 from sqlalchemy import (
@@ -132,9 +132,9 @@ class PartitionRepository:
             found.update(self.session.scalars(stmt))
         return found
 
-    def add_many(self, rows: list[dict[str, Any]]) -> None:
-        if rows:
-            insert_many(self.session.connection(), _INSERT_PARTITIONS, rows)
+    def add_many(self, rows: list[dict[str, Any]],
+                 json_columns: Mapping[str, JsonColumn] | None = None) -> None:
+        insert_many(self.session.connection(), _INSERT_PARTITIONS, rows, json_columns)
 
     def replace(self, table_id: int, spec: str, values: dict[str, Any]) -> None:
         self.session.execute(update(PartitionRow).where(
@@ -204,10 +204,11 @@ class EventRepository:
     def __init__(self, session: Session) -> None:
         self.session = session
 
-    def add_many(self, rows: list[dict[str, Any]]) -> None:
+    def add_many(self, rows: list[dict[str, Any]],
+                 json_columns: Mapping[str, JsonColumn] | None = None) -> None:
         if rows:
             conn = self.session.connection()
-            insert_many(conn, INSERT_EVENTS, rows)
+            insert_many(conn, INSERT_EVENTS, rows, json_columns)
             if conn.dialect.name == "postgresql":  # wakes other processes' readers at commit
                 conn.exec_driver_sql(NOTIFY_SQL)
 

@@ -4,6 +4,8 @@ model itself validates and encodes, and the size check must measure what it did.
 
 from __future__ import annotations
 
+import json
+import sqlite3
 import time
 from pathlib import Path
 
@@ -11,10 +13,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from partition_notify.publisher.templates import WIDEST_ID, PartitionTemplate, SetDoneTemplate
-from partition_notify.store import TableInfo
+from partition_notify.store import EventDraft, TableInfo
 
 from partition_notify.app import build_app
-from partition_notify.contract import AddPartitionMessage, SetDoneMessage, spec, to_envelope
+from partition_notify.contract import (
+    AddPartitionMessage,
+    Envelope,
+    SetDoneMessage,
+    spec,
+    to_envelope,
+)
 from partition_notify.contract.messages import encode_body
 
 INFO = TableInfo(7, "sales", "orders", ("ds", "region"), "hcat.sales.orders", 3600)
@@ -55,6 +63,31 @@ def test_spliced_body_and_message_equal_the_validated_model(
     assert env.body == encode_body(expected)
     widest = draft.build(WIDEST_ID, WIDEST_ID, now)
     assert size == len(encode_body(widest))
+    _same_as_model_copy(template.message, msg)
+    _json_texts_are_json_dumps(draft, env, ordered)
+
+
+def _same_as_model_copy(message: object, msg: object) -> None:
+    """A template's copy is what pydantic's model_copy makes with the same update."""
+    assert isinstance(message, AddPartitionMessage | SetDoneMessage)
+    assert type(msg) is type(message)
+    fields = {k: v for k, v in vars(msg).items() if v != getattr(message, k)}
+    copied = message.model_copy(update=fields)
+    assert copied == msg and vars(copied) == vars(msg)
+    assert copied.__pydantic_fields_set__ == msg.__pydantic_fields_set__  # type: ignore[attr-defined]
+    assert msg.__pydantic_fields_set__ is not message.__pydantic_fields_set__  # type: ignore[attr-defined]
+    assert (msg.__pydantic_extra__, msg.__pydantic_private__) == (None, None)  # type: ignore[attr-defined]
+
+
+def _json_texts_are_json_dumps(draft: EventDraft, env: Envelope,
+                               ordered: dict[str, str] | None) -> None:
+    """The texts a draft hands the SQLite append are json.dumps' (and made when they can)."""
+    assert draft.headers_json is not None
+    assert draft.headers_json(env) == json.dumps(env.headers)
+    if ordered is None:
+        return
+    plain = all(" " <= c <= "~" and c not in '"\\' for v in ordered.values() for c in v)
+    assert draft.values_json == (json.dumps(ordered) if plain else None)
 
 
 def test_messages_do_not_share_their_lists() -> None:
@@ -78,6 +111,33 @@ def test_announced_bodies_are_the_models_encoding(tmp_path: Path) -> None:
         for msg in [*sent, *again]:
             assert logged[msg.event_id] == encode_body(msg).decode()
         assert all(m.replace for m in again) and not any(m.replace for m in sent)
+        _rows_hold_json_dumps(tmp_path / "s.db")
+
+
+def _rows_hold_json_dumps(path: Path) -> None:
+    """The log's JSON columns hold what json.dumps (SQLAlchemy's JSON type) writes,
+    whether the template spliced the text or the append serialised it."""
+    db = sqlite3.connect(path)
+    try:
+        headers = db.execute("SELECT headers FROM pn_events").fetchall()
+        values = db.execute('SELECT "values" FROM pn_partitions').fetchall()
+    finally:
+        db.close()
+    assert headers and values
+    for (text,) in [*headers, *values]:
+        assert text == json.dumps(json.loads(text))
+
+
+def test_batch_message_ids_are_distinct_uuid4(tmp_path: Path) -> None:
+    import uuid
+
+    with build_app(store_url=f"sqlite:///{tmp_path}/s.db", transport_url="embedded://") as app:
+        app.publisher.register_table("db", "t", ["ds"])
+        sent = app.publisher.announce_partitions("db", "t", [{"ds": str(i)} for i in range(300)])
+        ids = [m.message_id for m in sent]
+        assert len(set(ids)) == 300
+        assert all(uuid.UUID(hex=i).version == 4 and uuid.UUID(hex=i).hex == i for i in ids)
+        _rows_hold_json_dumps(tmp_path / "s.db")
 
 
 @settings(max_examples=300, deadline=None)
@@ -104,6 +164,8 @@ def test_set_done_splice_equals_the_validated_model(
     assert msg == expected
     assert draft.encode is not None and draft.encode(msg) == to_envelope(expected)
     assert size == len(encode_body(draft.build(WIDEST_ID, WIDEST_ID, now)))
+    _same_as_model_copy(template.message, msg)
+    _json_texts_are_json_dumps(draft, draft.encode(msg), None)
 
 
 def test_set_done_templates_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -123,3 +185,30 @@ def test_set_done_templates_are_bounded(tmp_path: Path, monkeypatch: pytest.Monk
             sizes.append(len(app.publisher._done_templates))  # type: ignore[attr-defined]
         assert max(sizes) <= limit
         assert sizes[:limit] == list(range(1, limit + 1))
+
+
+def test_log_rows_hold_each_messages_headers_and_values(store_url: str) -> None:
+    """On either store, every logged row's JSON columns are its message's: the headers
+    its envelope carries, the values it announced (spliced text or serialised)."""
+    from sqlalchemy import text
+
+    with build_app(store_url=store_url, transport_url="embedded://") as app:
+        app.publisher.register_table("db", "t", ["ds", "part"])
+        specs = [{"ds": "2024-01-01", "part": p} for p in ("plain", "quo\"te", "é", "a\\b")]
+        sent: list[object] = [*app.publisher.announce_partitions("db", "t", specs),
+                              *app.publisher.announce_partitions("db", "t", specs[:2],
+                                                                 replace=True)]
+        sent.append(app.publisher.send_mark_set_done("db", "t", "ds=2024-01-01"))
+        with app.store.engine.connect() as conn:
+            headers = dict(conn.execute(text("SELECT event_id, headers FROM pn_events")).all())
+            values = dict(conn.execute(text('SELECT spec, "values" FROM pn_partitions')).all())
+    assert len(headers) == len(sent) == 7
+    for msg in sent:
+        assert isinstance(msg, AddPartitionMessage | SetDoneMessage)
+        stored = headers[msg.event_id]
+        assert (json.loads(stored) if isinstance(stored, str) else stored) == \
+            to_envelope(msg).headers
+    assert len(values) == 4
+    for s in specs:
+        stored = values[spec.canonical(s)]
+        assert (json.loads(stored) if isinstance(stored, str) else stored) == s

@@ -38,7 +38,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from partition_notify.transports.base import Consumer, OnMessage, RawMessage, Transport
 from partition_notify.transports.hosts import parse_hosts
 from partition_notify.transports.stomp._link import StompLink
-from partition_notify.transports.stomp._wire import Endpoint, Frame, Sub
+from partition_notify.transports.stomp._wire import Endpoint, Sub
 
 from partition_notify.contract import Envelope
 from partition_notify.core.errors import ConfigurationError, PublishError, SubscribeError
@@ -101,14 +101,12 @@ class StompTransport(Transport):
     def publish(self, envelopes: Sequence[Envelope], *, timeout: float) -> None:
         if not envelopes:
             return
-        frames = []
         for env in envelopes:
             # Without content-length a NUL would end the frame early.
             if b"\x00" in env.body:
                 raise PublishError(f"event {env.event_id}: body contains a NUL byte, which "
                                    "STOMP cannot carry without content-length")
-            frames.append(Frame(env.topic, env.body, dict(env.headers), env.event_id))
-        self.link.publish(frames, time.monotonic() + timeout, timeout)
+        self.link.publish(envelopes, time.monotonic() + timeout, timeout)
 
     def consumer(self, on_message: OnMessage) -> StompConsumer:
         return StompConsumer(self.link, on_message, f"pn{next(self._consumer_ids)}")
