@@ -195,7 +195,7 @@ class Publisher:
         """
         info = self.table(db, table)
         revision = limits.revision(revision)
-        drafts = self._partition_drafts(info, partitions, locations, revision)
+        drafts = self._partition_drafts(info, partitions, locations, revision, replace)
         request = ["announce", info.qualified, [d.partition_spec for d in drafts],
                    [d.location for d in drafts], revision, replace]
         logged = self._append_once(drafts, idempotency_key, request, replace, in_txn)
@@ -273,7 +273,7 @@ class Publisher:
         revision = limits.revision(revision)
         # The same checks as announce_partitions and send_mark_set_done: one path.
         drafts = drop_drafts(self, info, dropped, revision=revision)
-        drafts += self._partition_drafts(info, partitions, locations, revision)
+        drafts += self._partition_drafts(info, partitions, locations, revision, replace)
         if set_done is not None:
             done = self.validate_set_done(info, set_done)
             draft, size = self._set_done_sized(info, done, revision)
@@ -283,7 +283,7 @@ class Publisher:
 
     def _partition_drafts(self, info: TableInfo, partitions: Iterable[SpecLike],
                           locations: Sequence[str | None] | None,
-                          revision: int | None) -> list[EventDraft]:
+                          revision: int | None, replace: bool = False) -> list[EventDraft]:
         """Validated add-partition drafts: specs, locations (text rules) and size."""
         specs, canons = validate.partitions_canon(info, partitions)
         locs = validate.locations(locations, len(specs), info.qualified)
@@ -292,7 +292,7 @@ class Publisher:
         keys = info.partition_keys
         drafts = []
         for i, (s, canon, loc) in enumerate(zip(specs, canons, locs, strict=True)):
-            d, size = template.draft(canon, spec.in_key_order(s, keys), loc)
+            d, size = template.draft(canon, spec.in_key_order(s, keys), loc, replace)
             self._refuse_over(d, size, f"partition #{i} ({d.partition_spec})", f"locations[{i}]")
             drafts.append(d)
         return drafts

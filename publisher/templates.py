@@ -55,6 +55,8 @@ WIDEST_ID = 2**63 - 1
 _IDS = {"timestamp": 1, "message_id": "m" * 32, "event_id": 1, "topic_seq": 1,
         "timestamp_ms": 1000}
 _REPLACE = b',"replace":true}'
+#: What the replace flag adds to a body (``_REPLACE`` takes the place of its closing brace).
+REPLACE_EXTRA = len(_REPLACE) - 1
 _NO_LOCATION = b"[null]"
 #: Templates kept per publisher (set-dones: one per table and revision).
 MAX_TEMPLATES = 1024
@@ -185,20 +187,21 @@ class PartitionTemplate(_Template):
         self._values_fmt = fmt if fmt % tuple(sample.values()) == json.dumps(sample) else None
         self._encode_one = self._encode  # bound once, shared by every draft
 
-    def draft(self, spec: str, ordered: dict[str, str],
-              location: str | None) -> tuple[EventDraft, int]:
+    def draft(self, spec: str, ordered: dict[str, str], location: str | None,
+              replace: bool = False) -> tuple[EventDraft, int]:
         """The draft of one partition (``ordered``: its values in the table's key order)
-        and its body size with the widest ids."""
+        and its body size with the widest ids; with ``replace``, with the replace flag
+        too (which partitions get it is known only in the logging transaction)."""
         build = _PartitionBuild(self, ordered, location)
         draft = EventDraft(self.info, build, partition_spec=spec, partition_values=ordered,
                            location=location, revision=self.message.revision,
                            encode=self._encode_one if self.exact else None,
                            values_json=self.values_json(ordered),
                            headers_json=self._headers_json if self.exact else None)
-        now = time.time()
+        now, flag = time.time(), REPLACE_EXTRA if replace else 0
         if not self.exact:
-            return draft, len(encode_body(build(WIDEST_ID, WIDEST_ID, now)))
-        return draft, self.widest_size(now, _values(ordered, location))
+            return draft, len(encode_body(build(WIDEST_ID, WIDEST_ID, now))) + flag
+        return draft, self.widest_size(now, _values(ordered, location)) + flag
 
     def values_json(self, ordered: dict[str, str]) -> str | None:
         """``json.dumps(ordered)`` spliced, when that writes the same: every key in the

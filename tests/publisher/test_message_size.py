@@ -74,3 +74,29 @@ def test_accepted_at_the_limit_is_delivered(store_url: str) -> None:
             assert sub.stats.malformed == 0
         finally:
             sub.close()
+
+
+def _longest_accepted_location(app: App, replace: bool) -> int:
+    """The longest location the publisher accepts for a new partition (bisection)."""
+    lo, hi, n = 1, 4096, 0
+    while lo < hi:
+        mid, n = (lo + hi + 1) // 2, n + 1
+        try:
+            app.publisher.announce_partitions("db", "t", [f"ds={replace}{n}"],
+                                              locations=["/" + "x" * (mid - 1)], replace=replace)
+            lo = mid
+        except ValidationError:
+            hi = mid - 1
+    return lo
+
+
+def test_a_replacement_is_sized_with_its_replace_flag(sqlite_url: str) -> None:
+    # An overwrite's message of an announced partition carries ',"replace":true'; which
+    # partitions are announced is known only in the logging transaction, so with replace
+    # every partition must fit with the flag (it was sized without it: up to 15 bytes over).
+    with build_app(store_url=sqlite_url, transport_url="embedded://",
+                   max_message_bytes=2048) as app:
+        app.publisher.register_table("db", "t", ["ds"])
+        plain = _longest_accepted_location(app, replace=False)
+        replacing = _longest_accepted_location(app, replace=True)
+        assert plain - replacing == len(b',"replace":true')
