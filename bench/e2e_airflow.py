@@ -1,12 +1,14 @@
 """Spark commit -> ``serve`` -> Airflow acts, with real processes; ours vs Airflow's share.
 
     PYTHONPATH=$PWD .venv/bin/python bench/e2e_airflow.py [--rounds 5] [--poke-interval S]
+        [--store-url POSTGRES_ADMIN_URL]
 
 (needs ``.venv-sched``: ``bash scripts/bootstrap_sched.sh``). Started here,
 each in its own process group and all stopped at the end (also on Ctrl-C or a
 failure): ``partition-notify serve`` with the HTTP API on a temporary SQLite
-store (embedded transport), one Spark driver (``bench/e2e_spark_child.py``,
-core venv) with the commit protocol on, and Airflow 3's ``scheduler``,
+store (``--store-url``: a new database on that PostgreSQL server; embedded
+transport), one Spark driver (``bench/e2e_spark_child.py``, core venv) with
+the commit protocol on, and Airflow 3's ``scheduler``,
 ``triggerer``, ``dag-processor`` and ``api-server`` (LocalExecutor, SQLite,
 a temporary AIRFLOW_HOME with generated DAGs, Airflow's default timings).
 
