@@ -1,12 +1,14 @@
 """Spark commit -> ``serve`` -> Airflow acts, with real processes; ours vs Airflow's share.
 
     PYTHONPATH=$PWD .venv/bin/python bench/e2e_airflow.py [--rounds 5] [--poke-interval S]
+        [--store-url POSTGRES_ADMIN_URL]
 
 (needs ``.venv-sched``: ``bash scripts/bootstrap_sched.sh``). Started here,
 each in its own process group and all stopped at the end (also on Ctrl-C or a
 failure): ``partition-notify serve`` with the HTTP API on a temporary SQLite
-store (embedded transport), one Spark driver (``bench/e2e_spark_child.py``,
-core venv) with the commit protocol on, and Airflow 3's ``scheduler``,
+store (``--store-url``: a new database on that PostgreSQL server; embedded
+transport), one Spark driver (``bench/e2e_spark_child.py``, core venv) with
+the commit protocol on, and Airflow 3's ``scheduler``,
 ``triggerer``, ``dag-processor`` and ``api-server`` (LocalExecutor, SQLite,
 a temporary AIRFLOW_HOME with generated DAGs, Airflow's default timings).
 
@@ -38,6 +40,7 @@ Ours = t1 - t0; Airflow's = t2 - t1. Read through Airflow's REST API only.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -48,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from core_common import machine_note
+from core_common import machine_note, scratch_store_url
 from e2e_airflow_stack import (
     Airflow,
     airflow_env,
@@ -74,6 +77,10 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--keep", action="store_true", help="keep the temp dir (logs, DBs)")
     p.add_argument("--seed", type=int, default=None, help="seed of the random write phase")
     p.add_argument("--json", type=Path, default=None, help="also write the raw rounds here")
+    p.add_argument("--store-url", default=None, metavar="POSTGRES_ADMIN_URL",
+                   help="our store on PostgreSQL: a new database on this server for the run, "
+                   "dropped afterwards (e.g. postgresql+psycopg://postgres@127.0.0.1:5432/"
+                   "postgres); default: a temporary SQLite file")
     args = p.parse_args()
     if args.rounds < 1:
         p.error(f"--rounds {args.rounds}: expected at least 1")
@@ -83,8 +90,9 @@ def parse_args() -> argparse.Namespace:
 
 
 class Bench:
-    def __init__(self, args: argparse.Namespace, tmp: Path, procs: Procs) -> None:
-        self.args, self.tmp, self.procs = args, tmp, procs
+    def __init__(self, args: argparse.Namespace, tmp: Path, procs: Procs,
+                 store_url: str | None) -> None:
+        self.args, self.tmp, self.procs, self.pn_store_url = args, tmp, procs, store_url
         self.poke = args.poke_interval or AIRFLOW_DEFAULT_POKE
         self.rng = random.Random(args.seed)
 
@@ -94,7 +102,7 @@ class Bench:
         sched = ROOT / ".venv-sched" / "bin"
         if not (sched / "airflow").exists():
             raise SystemExit("no .venv-sched: run `bash scripts/bootstrap_sched.sh` first")
-        self.writer = start_writer(self.procs, self.tmp)
+        self.writer = start_writer(self.procs, self.tmp, self.pn_store_url)
         self.app, self.store_url = self.writer.app, self.writer.store_url
         self.table_path = self.writer.table_path
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -174,12 +182,16 @@ class Bench:
 
 def main() -> int:
     args = parse_args()
-    with bench_dir("pn-e2e-airflow-", args.keep) as tmp:
-        print(f"# bench/e2e_airflow.py: {args.rounds} rounds; temp dir {tmp}")
+    with contextlib.ExitStack() as stack:
+        tmp = stack.enter_context(bench_dir("pn-e2e-airflow-", args.keep))
+        store_url = (None if args.store_url is None else
+                     stack.enter_context(scratch_store_url("postgresql", args.store_url)))
+        print(f"# bench/e2e_airflow.py: {args.rounds} rounds; temp dir {tmp}; our store: "
+              f"{'SQLite in the temp dir' if store_url is None else store_url}")
         print(machine_note(), flush=True)
         rows: list[dict[str, Any]] = []
         with Procs(tmp / "logs") as procs:
-            bench = Bench(args, tmp, procs)
+            bench = Bench(args, tmp, procs, store_url)
             t = time.monotonic()
             bench.setup()
             print(f"started serve, Spark and Airflow's four processes in "

@@ -69,14 +69,15 @@ class Writer:
         return found[0]
 
 
-def start_writer(procs: Procs, tmp: Path) -> Writer:
-    """Register the table, start ``serve`` and the Spark child; return once both are ready."""
+def start_writer(procs: Procs, tmp: Path, store_url: str | None = None) -> Writer:
+    """Register the table, start ``serve`` and the Spark child; return once both are ready.
+    The store: ``store_url`` (an empty one), else a new SQLite file in ``tmp``."""
     from partition_notify.app import build_app
     from partition_notify.http.store import HttpStore
     from tests.support.net import free_port
 
     table_path = str(tmp / "warehouse" / "orders")
-    store_url = f"sqlite:///{tmp}/pn-store.db"
+    store_url = store_url or f"sqlite:///{tmp}/pn-store.db"
     app = build_app(store_url=store_url, transport_url="embedded://")
     db, name = TABLE.split(".")
     app.publisher.register_table(db, name, ["datestamp"], location=f"file:{table_path}")

@@ -1,19 +1,24 @@
 """Where a Spark commit's "commit -> logged" goes: the driver's part and serve's part.
 
-    PYTHONPATH=$PWD .venv/bin/python bench/spark_commit_split.py [--rounds 20]
+    PYTHONPATH=$PWD .venv/bin/python bench/spark_commit_split.py [--rounds 20] [--gap S]
 
 The first part of bench/e2e_airflow.py, alone (seconds per round). One Spark
 driver (this process, local[2], the commit protocol on) appends to a
 partition and marks it done, alternating between two receivers (ABAB):
 
 * ``serve``: a real ``partition-notify serve`` (HTTP API, temporary SQLite
-  store, the table registered): commit -> logged, where t0 = ``committedAtMs``
+  store, the table registered) behind a transparent timing relay
+  (bench/timing_relay.py): commit -> logged, where t0 = ``committedAtMs``
   (taken when ``commitJob`` returned) and logged = the set-done's
-  ``timestampMs``;
-* ``stub``: a bare HTTP/1.1 listener in this process that answers 201 at once:
-  commit -> the request's first byte, and -> its last byte (the driver's part:
-  the rest of the command, Spark's listener bus, the HTTP client, the
-  connection).
+  ``timestampMs``, split at the request's first byte at the relay into the
+  driver's part and serve's (first byte -> answer, -> logged);
+* ``stub``: a bare HTTP/1.1 listener in this process that answers 201 at once
+  and never closes an idle connection: commit -> the request's first byte,
+  and -> its last byte (the driver's part: the rest of the command, Spark's
+  listener bus, the HTTP client, the connection).
+
+``--gap S`` idles S seconds before each counted write: bench/e2e_airflow.py's
+commits come ~90 s apart, longer than serve keeps an idle connection.
 
 Then ``serve`` alone: the same manifests POSTed by a Python client, each on a
 new connection (as the driver did per commit) and on one kept-alive
@@ -37,6 +42,7 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from core_common import machine_note
 from e2e_procs import Procs, bench_dir, http_ok, wait_for
+from timing_relay import TimingRelay
 
 ROOT = Path(__file__).resolve().parents[1]
 DELIVERY_TIMEOUT = 30.0
@@ -132,7 +138,7 @@ def logged_ms(app: Any, day: str, timeout: float) -> tuple[int, int]:
     return found[0]
 
 
-def spark_rounds(args: argparse.Namespace, app: Any, serve_url: str, token: str,
+def spark_rounds(args: argparse.Namespace, app: Any, relay: TimingRelay, token: str,
                  table_path: str, stub: Stub) -> dict[str, list[float]]:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
@@ -144,7 +150,7 @@ def spark_rounds(args: argparse.Namespace, app: Any, serve_url: str, token: str,
                .config("spark.jars", str(jar_path()))
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false"))
-    for key, value in spark_settings(serve_url, None).items():
+    for key, value in spark_settings(relay.url, None).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
@@ -157,27 +163,39 @@ def spark_rounds(args: argparse.Namespace, app: Any, serve_url: str, token: str,
          .option("spark.partitionnotify.serveUrl", url)
          .parquet(table_path))
 
-    out: dict[str, list[float]] = {"serve: commit->logged": [],
-                                   "stub: commit->first byte": [],
-                                   "stub: commit->last byte": []}
+    out: dict[str, list[float]] = {k: [] for k in (
+        "serve: commit->logged", "serve: commit->first byte (driver)",
+        "serve: first byte->answer (serve)", "serve: first byte->logged (serve)",
+        "stub: commit->first byte", "stub: commit->last byte")}
+    new_conns = 0
     for i in range(-2, args.rounds):  # two warm-up rounds, not counted
         for kind in ("serve", "stub") if i % 2 == 0 else ("stub", "serve"):
             day = f"{kind}{i + 2:03d}{uuid.uuid4().hex[:4]}"
-            if kind == "serve":
-                write(day, serve_url)
-                t0, logged = logged_ms(app, day, DELIVERY_TIMEOUT)
-                if i >= 0:
-                    out["serve: commit->logged"].append((logged - t0) / 1000)
+            if i >= 0 and args.gap > 0:
+                time.sleep(args.gap)  # pacing the workload (idle time), not waiting for an event
+            rx = relay if kind == "serve" else stub
+            before = set(rx.got)
+            write(day, rx.url)
+            with rx.cond:
+                ok = rx.cond.wait_for(lambda b=before, r=rx: set(r.got) - b, DELIVERY_TIMEOUT)
+            assert ok, f"the {kind} got no manifest"
+            (t0,) = set(rx.got) - before
+            got = rx.got[t0]
+            if i < 0:
                 continue
-            before = set(stub.got)
-            write(day, stub.url)
-            with stub.cond:
-                ok = stub.cond.wait_for(lambda b=before: set(stub.got) - b, DELIVERY_TIMEOUT)
-            assert ok, "the stub got no manifest"
-            (t0,) = set(stub.got) - before
-            if i >= 0:
-                out["stub: commit->first byte"].append(stub.got[t0]["first"] - t0 / 1000)
-                out["stub: commit->last byte"].append(stub.got[t0]["last"] - t0 / 1000)
+            if kind == "stub":
+                out["stub: commit->first byte"].append(got["first"] - t0 / 1000)
+                out["stub: commit->last byte"].append(got["last"] - t0 / 1000)
+                continue
+            c0, logged = logged_ms(app, day, DELIVERY_TIMEOUT)
+            assert c0 == t0, (c0, t0)
+            new_conns += got["nth"] == 1
+            out["serve: commit->logged"].append((logged - t0) / 1000)
+            out["serve: commit->first byte (driver)"].append(got["first"] - t0 / 1000)
+            out["serve: first byte->answer (serve)"].append(got["answer"] - got["first"])
+            out["serve: first byte->logged (serve)"].append(logged / 1000 - got["first"])
+    print(f"serve rounds on a new connection: {new_conns} of {args.rounds}; connections "
+          f"{relay.connections}, closed by serve {relay.closed_by_serve}", flush=True)
     spark.stop()
     return out
 
@@ -221,15 +239,20 @@ def serve_alone(args: argparse.Namespace, app: Any, serve_url: str, token: str,
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rounds", type=int, default=20)
+    p.add_argument("--gap", type=float, default=0.0,
+                   help="idle seconds before each counted write (e2e_airflow's are ~90 s apart)")
     p.add_argument("--keep", action="store_true")
     args = p.parse_args()
     with bench_dir("pn-bench-split-", args.keep) as tmp:
-        print(f"# bench/spark_commit_split.py: {args.rounds} rounds per receiver; temp dir {tmp}")
+        print(f"# bench/spark_commit_split.py: {args.rounds} rounds per receiver, "
+              f"{args.gap:g} s idle before each write; temp dir {tmp}")
         print(machine_note(), flush=True)
         with Procs(tmp / "logs") as procs:
             app, serve_url, token, table_path = start_serve(procs, tmp)
             stub = Stub()
-            res = spark_rounds(args, app, serve_url, token, table_path, stub)
+            relay = TimingRelay(int(serve_url.rsplit(":", 1)[1]))
+            res = spark_rounds(args, app, relay, token, table_path, stub)
+            relay.close()
             res.update(serve_alone(args, app, serve_url, token, table_path))
             app.close()
         print(f"\nthe stub accepted {stub.connections} connection(s) for "

@@ -241,6 +241,9 @@ class Settings(BaseSettings):
         30.0, gt=0, description="an open SSE stream re-checks its token this often; "
         "a revoked token's stream is closed")
     http_shutdown_timeout_seconds: float = Field(10.0, gt=0, description="HTTP drain on stop")
+    http_keepalive_seconds: int = Field(
+        120, ge=1, description="serve keeps an idle HTTP connection open this long, so a "
+        "Spark driver's next commit reuses it (uvicorn's default: 5)")
     deadline_check_interval_seconds: float = Field(30.0, gt=0, description="lateness re-check")
     deadline_lookback_seconds: int = Field(
         86400, gt=0, description="deadlines older than this are not checked (first start)"

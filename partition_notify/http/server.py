@@ -47,6 +47,9 @@ class HttpServer:
             access_log=False,
             lifespan="on",
             timeout_graceful_shutdown=max(1, int(self.shutdown_timeout)),
+            # A Spark driver keeps one connection to serve for its life; commits minutes
+            # apart would each open a new one after uvicorn's 5 s default.
+            timeout_keep_alive=app.settings.http_keepalive_seconds,
             limit_concurrency=None,
             backlog=4096,
         )
