@@ -4,7 +4,9 @@ Event-driven scheduler triggers must not ask "is X done?" (they would fire
 forever); they follow the log from a durable cursor instead. One follower
 thread per store serves every watcher of the process: it reads the events
 after the lowest position once, decodes each set-done once and hands it to
-every watcher still behind it that wants it.
+every watcher still behind it that wants it. A watcher with a cursor gets an
+event only after its cursor has durably moved past it (store/cursor_take.py),
+all such watchers of one event in one transaction, on this thread.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 
 from partition_notify.integrations.withdrawn import taken_back
 from partition_notify.store import Store
+from partition_notify.store.cursor_take import CursorTaker
 from partition_notify.transports.embedded import WAKEUP_FALLBACK_SECONDS, commit_signal
 
 from partition_notify.contract import SetDoneMessage, decode
@@ -38,10 +41,18 @@ class Watch:
     position: int
     deliver: Callable[[SetDoneMessage], None]
     wanted: Mapping[str, str] | None = None
+    #: Moved durably past each event before ``deliver`` sees it, and nothing is
+    #: delivered that it is not before: a restarted or reassigned watcher (or a
+    #: twin on the same name) never hands the same set-done over twice. Dying
+    #: between the move and the hand-over loses that one event instead.
+    cursor: str | None = None
     delivered: int = field(default=0)
+    #: A watcher with a cursor holds at most one event taken and not yet handed on:
+    #: set when one is delivered, cleared by :meth:`LogFollower.resume`.
+    busy: bool = field(default=False)
 
     def wants(self, event_id: int, table: str) -> bool:
-        return event_id > self.position and table in self.tables
+        return not self.busy and event_id > self.position and table in self.tables
 
     def matches(self, msg: SetDoneMessage) -> bool:
         return self.wanted is None or compatible(msg.partition_spec, self.wanted)
@@ -59,6 +70,7 @@ class LogFollower:
         self._stop = threading.Event()
         self._signal = commit_signal(store.log)
         self._wakeups = wakeups
+        self._taker: CursorTaker | None = None  # made by the thread on first need
         if wakeups and self._signal.acquire_wakeups():  # other processes' commits wake us too
             self.poll = max(self.poll, WAKEUP_FALLBACK_SECONDS)
         self._thread = threading.Thread(target=self._run, name="pn-log-follower", daemon=True)
@@ -82,6 +94,13 @@ class LogFollower:
         if self._wakeups:
             self._signal.release_wakeups(timeout)
         self._thread.join(timeout)
+        if self._taker is not None and not self._thread.is_alive():
+            self._taker.close()
+
+    def resume(self, watch: Watch) -> None:
+        """``watch`` handed its event on: take and deliver its next one."""
+        watch.busy = False
+        self._signal.committed()  # a new generation: a read under way does not sleep through it
 
     def _nudge(self) -> None:
         self._signal.nudge()
@@ -105,7 +124,7 @@ class LogFollower:
 
     def _once(self) -> bool:
         with self._lock:
-            watches = list(self._watches)
+            watches = [w for w in self._watches if not w.busy]
         if not watches:
             return False
         low = min(w.position for w in watches)
@@ -126,15 +145,36 @@ class LogFollower:
                 continue
             if not isinstance(msg, SetDoneMessage):
                 continue
-            for w in behind:
-                if w.matches(msg):
-                    w.delivered += 1
-                    w.deliver(msg)
+            self._hand_over(ev.event_id, msg, [w for w in behind if w.matches(msg)])
         if events:
             top = events[-1].event_id
             for w in watches:
-                w.position = max(w.position, top)
+                if not w.busy:  # a busy one stays at the event it holds
+                    w.position = max(w.position, top)
         return len(events) == BATCH
+
+    def _hand_over(self, event_id: int, msg: SetDoneMessage, watches: list[Watch]) -> None:
+        keyed = [w for w in watches if w.cursor is not None]
+        for w in watches:
+            if w.cursor is None:  # first: they need not wait for the cursors' commit
+                w.delivered += 1
+                w.deliver(msg)
+        if not keyed:
+            return
+        if self._taker is None:
+            self._taker = CursorTaker(self.store)
+        try:
+            taken = self._taker.take([str(w.cursor) for w in keyed], event_id)
+        except PartitionNotifyError as exc:
+            # Handed over anyway: a possible repeat rather than a loss.
+            log.warning("could not move cursors past event %d: %s", event_id, exc)
+            taken = [True] * len(keyed)
+        for w, ok in zip(keyed, taken, strict=True):
+            w.position = event_id
+            if ok:
+                w.busy = True  # before deliver: its resume() may come at once
+                w.delivered += 1
+                w.deliver(msg)
 
 
 def compatible(done: Mapping[str, str], wanted: Mapping[str, str]) -> bool:

@@ -33,7 +33,6 @@ from partition_notify.core.errors import PartitionNotifyError
 if TYPE_CHECKING:
     from partition_notify.integrations.follow import LogFollower, Watch
     from partition_notify.store import TableInfo
-    from partition_notify.store.cursors import Cursors
     from partition_notify.subscriber.subscription import Subscription
 
     from partition_notify.contract import AnyMessage, SetDoneMessage
@@ -164,32 +163,22 @@ class PartitionSetDoneEventTrigger(BaseEventTrigger):  # type: ignore[misc]
              "conn_id": self.conn_id},
         )
 
-    async def _take(self, cursors: Cursors, msg: SetDoneMessage) -> bool:
-        """Move the cursor past ``msg`` before handing it over; False: it was already.
-
-        The triggerer takes an event at the ``yield`` and persists the asset event
-        later, so no point of ours follows the persisting. Moved before the hand-over,
-        the cursor never lets the same set-done out twice (a triggerer killed before
-        the generator resumed, a trigger reassigned while its first triggerer still
-        ran it: the delivery key would repeat); a triggerer dying between this write
-        and Airflow's commit loses that one event, as it did after the write before.
-        A store error hands it over anyway: a possible repeat rather than a loss.
-        """
-        try:
-            return await asyncio.to_thread(cursors.take, self.cursor, msg.event_id)
-        except PartitionNotifyError as exc:
-            self.log.warning("could not store cursor %s: %s", self.cursor, exc)
-            return True
-
     async def run(self) -> AsyncIterator[TriggerEvent]:
         loop = asyncio.get_running_loop()
         inbox: asyncio.Queue[SetDoneMessage] = asyncio.Queue()
 
-        def on_message(msg: SetDoneMessage) -> None:  # the log follower's thread
+        # The log follower's thread, after this trigger's cursor moved past msg durably
+        # (integrations/follow.py). The triggerer takes an event at the ``yield`` and
+        # persists the asset event later, so no point of ours follows the persisting:
+        # moved before the hand-over, the cursor never lets the same set-done out twice
+        # (a triggerer killed before the generator resumed, a trigger reassigned while
+        # its first triggerer still ran it); a triggerer dying between the move and
+        # Airflow's commit loses that one event.
+        def on_message(msg: SetDoneMessage) -> None:
             loop.call_soon_threadsafe(inbox.put_nowait, msg)
         settings = await aget_settings(self.conn_id)
 
-        def arm() -> tuple[TableInfo, Cursors, Watch, LogFollower]:  # blocking: one hop
+        def arm() -> tuple[TableInfo, Watch, LogFollower]:  # blocking: one hop
             from partition_notify.integrations import shared
             from partition_notify.integrations.follow import Watch
             from partition_notify.store.cursors import Cursors
@@ -202,12 +191,12 @@ class PartitionSetDoneEventTrigger(BaseEventTrigger):  # type: ignore[misc]
             info = store.catalog.get_table(db, name)
             if wanted is not None:
                 spec.check_against(wanted, info.partition_keys, full=False, table=info.qualified)
-            cursors = Cursors(store)
-            start = cursors.open(self.cursor)
-            watch = Watch(frozenset({info.qualified}), start.event_id, on_message, wanted)
-            return info, cursors, watch, shared.follower(settings)
+            start = Cursors(store).open(self.cursor)
+            watch = Watch(frozenset({info.qualified}), start.event_id, on_message, wanted,
+                          cursor=self.cursor)
+            return info, watch, shared.follower(settings)
 
-        info, cursors, watch, follower = await asyncio.to_thread(arm)
+        info, watch, follower = await asyncio.to_thread(arm)
         from partition_notify.integrations import shared  # loaded by arm(): a look-up
 
         follower.add(watch)
@@ -215,9 +204,8 @@ class PartitionSetDoneEventTrigger(BaseEventTrigger):  # type: ignore[misc]
         try:
             while True:
                 msg = await inbox.get()
-                if not await self._take(cursors, msg):
-                    continue  # handed over already: by an earlier life, or a twin
                 yield TriggerEvent({"status": DONE, **shared.payload(msg, info.partition_keys)})
+                follower.resume(watch)  # the triggerer took it: the next may be taken
         finally:
             shared.armed.add(-1)
             follower.remove(watch)
