@@ -11,7 +11,7 @@ marks the partition done on the same SQLite store (embedded transport,
 synchronous=FULL), so the triggers hear of it through the cross-process
 wake-up, as in the triggerer. Times on one wall clock, from the set-done's
 ``timestampMs`` and from the moment the writer's commit returned. The
-watcher's cursor write (``Cursors.take``, run before each hand-over) is
+watcher's cursor write (run before each hand-over) is
 timed by wrapping it: its share of the watcher's figure.
 """
 
@@ -59,20 +59,26 @@ def parse_args() -> argparse.Namespace:
 
 
 def timed_take() -> list[tuple[float, float]]:
-    """Wrap Cursors.take to record (start, end) of each call (the watcher's cursor write)."""
-    from partition_notify.store.cursors import Cursors
+    """Wrap the watcher's cursor write to record (start, end) of each call.
 
+    ``CursorTaker.take`` on the log follower's thread; in trees before it,
+    ``Cursors.take`` on a worker thread (so one bench file times both).
+    """
     spans: list[tuple[float, float]] = []
-    original = Cursors.take
+    try:
+        from partition_notify.store.cursor_take import CursorTaker as owner
+    except ImportError:  # an older tree: the trigger called Cursors.take
+        from partition_notify.store.cursors import Cursors as owner  # type: ignore[assignment]
+    original = owner.take
 
-    def take(self: Cursors, name: str, event_id: int) -> bool:
+    def take(self: Any, *args: Any) -> Any:
         t = time.time()
         try:
-            return original(self, name, event_id)
+            return original(self, *args)
         finally:
             spans.append((t, time.time()))
 
-    Cursors.take = take  # type: ignore[method-assign]
+    owner.take = take  # type: ignore[method-assign,assignment]
     return spans
 
 
