@@ -50,10 +50,14 @@ class HttpServer:
             # A Spark driver keeps one connection to serve for its life; commits minutes
             # apart would each open a new one after uvicorn's 5 s default.
             timeout_keep_alive=app.settings.http_keepalive_seconds,
+            # http/limits.py caps connections and streams with a problem body instead
+            # of this option's plain-text 503.
             limit_concurrency=None,
             backlog=4096,
         )
         self.server = uvicorn.Server(config)
+        connections = self.server.server_state.connections
+        self.api.state.pn.open_connections = lambda: len(connections)
         self._thread = threading.Thread(target=self.server.run, name="pn-http", daemon=True)
         self.port = 0
 
