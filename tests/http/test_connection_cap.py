@@ -10,7 +10,10 @@ text 503; ours is the API's problem document.
 from __future__ import annotations
 
 import json
+import resource
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -113,3 +116,25 @@ def test_stream_cap_defaults_to_three_quarters_of_the_connection_cap() -> None:
     assert load_settings(http_max_connections=4).stream_cap == 3
     assert load_settings(http_max_connections=2).stream_cap == 1
     assert load_settings(http_max_connections=100, http_max_streams=10).stream_cap == 10
+
+
+FIT = """
+import resource
+from partition_notify.http.server import fit_descriptor_limit
+resource.setrlimit(resource.RLIMIT_NOFILE, (300, {hard}))
+print(fit_descriptor_limit(1024), resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+resource.setrlimit(resource.RLIMIT_NOFILE, (300, 600))
+print(fit_descriptor_limit(1024), resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+"""
+
+
+def test_serve_raises_the_open_files_limit_to_hold_its_connection_cap() -> None:
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard < 2000:
+        pytest.skip(f"hard open-files limit {hard} < 2000")
+    # In a child: limits lowered here could not be raised again.
+    run = subprocess.run([sys.executable, "-c", FIT.format(hard=2000)], capture_output=True,
+                         text=True, timeout=60, check=True)
+    assert run.stdout.split("\n")[:2] == ["1280 1280", "600 600"], run.stdout
+    assert "is below PN_HTTP_MAX_CONNECTIONS=1024" in run.stderr, run.stderr
+    assert run.stderr.count("open-files limit") == 1, run.stderr  # the raised one is silent
