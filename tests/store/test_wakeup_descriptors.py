@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from partition_notify.store.wakeups import InotifyWaker
 
 FD_SETSIZE = 1024
