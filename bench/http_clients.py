@@ -46,10 +46,11 @@ ROOT = Path(__file__).resolve().parents[1]
 TABLE = "bench.events"
 
 
-def start_serve(url: str, port: int, log: Path) -> subprocess.Popen[bytes]:
+def start_serve(url: str, port: int, log: Path, **extra: str) -> subprocess.Popen[bytes]:
+    """A serve with the HTTP API on ``port``; ``extra``: more PN_* variables."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PN_STORE_URL": url,
            "PN_TRANSPORT_URL": "embedded://", "PN_HTTP_BIND": f"127.0.0.1:{port}",
-           "PN_HTTP_WAIT_MAX_SECONDS": "600"}
+           "PN_HTTP_WAIT_MAX_SECONDS": "600", **extra}
     proc = subprocess.Popen([sys.executable, "-m", "partition_notify.cli", "serve"], cwd=ROOT,
                             env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, Field, SecretStr
+from pydantic import BeforeValidator, Field, SecretStr, ValidationInfo, field_validator
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -73,6 +73,12 @@ OTHER_PREFIXES = ("PN_ICEBERG_CATALOG__", "PN_AIRFLOW_", "PN_TEST_", "PN_TANSU_"
 _warned: set[str] = set()
 #: Refusals for good before the relay dead-letters an event.
 DEFAULT_MAX_ATTEMPTS = 5
+#: serve's HTTP connections when PN_HTTP_MAX_CONNECTIONS is unset: well under the
+#: usual file-descriptor limits, far above a deployment's drivers and consumers.
+DEFAULT_HTTP_MAX_CONNECTIONS = 1024
+#: Without PN_HTTP_MAX_STREAMS, streams and long-polls get at most this share of
+#: the connections: the rest stays for writes (a Spark driver's commit), reads, health.
+STREAM_SHARE = 0.75
 
 
 class Settings(BaseSettings):
@@ -244,6 +250,14 @@ class Settings(BaseSettings):
     http_keepalive_seconds: int = Field(
         120, ge=1, description="serve keeps an idle HTTP connection open this long, so a "
         "Spark driver's next commit reuses it (uvicorn's default: 5)")
+    http_max_connections: int = Field(
+        DEFAULT_HTTP_MAX_CONNECTIONS, ge=2,
+        description="serve: open HTTP connections (idle keep-alive ones too) and requests in "
+        "progress; a request over it gets 503 with Retry-After")
+    http_max_streams: int | None = Field(
+        None, ge=1,
+        description="serve: SSE streams and long-polls open at once, below "
+        f"PN_HTTP_MAX_CONNECTIONS (default {STREAM_SHARE:.0%} of it); more get 503")
     deadline_check_interval_seconds: float = Field(30.0, gt=0, description="lateness re-check")
     deadline_lookback_seconds: int = Field(
         86400, gt=0, description="deadlines older than this are not checked (first start)"
@@ -251,6 +265,23 @@ class Settings(BaseSettings):
     rules_interval_seconds: float = Field(
         5.0, gt=0, description="serve: how often completeness rules read the new events"
     )
+
+    @field_validator("http_max_streams")
+    @classmethod
+    def _streams_leave_room(cls, value: int | None, info: ValidationInfo) -> int | None:
+        connections = info.data.get("http_max_connections")
+        if value is not None and connections is not None and value >= connections:
+            raise ValueError(f"must be less than PN_HTTP_MAX_CONNECTIONS ({connections}), so "
+                             "streams and long-polls cannot take every connection")
+        return value
+
+    @property
+    def stream_cap(self) -> int:
+        """SSE streams and long-polls served at once (PN_HTTP_MAX_STREAMS or its default)."""
+        if self.http_max_streams is not None:
+            return self.http_max_streams
+        return max(1, min(self.http_max_connections - 1,
+                          int(self.http_max_connections * STREAM_SHARE)))
 
 
 #: Which processes read each setting (README's settings table, scripts/settings_table.py).

@@ -21,6 +21,7 @@ from partition_notify.http import (
 )
 from partition_notify.http.context import HttpContext
 from partition_notify.http.hub import EventHub
+from partition_notify.http.limits import ConnectionCaps
 from partition_notify.http.store import HttpStore
 from partition_notify.http.ui import router as ui_router
 from partition_notify.metrics import Metrics
@@ -88,4 +89,6 @@ def create_http_app(
     for router in (*ROUTERS, *extra_routers):
         api.include_router(router)
     api.add_middleware(problems.BodyLimit, limit=app.settings.http_max_body_bytes)
+    # Added last, so it runs first: a refused request costs no body read.
+    api.add_middleware(ConnectionCaps, ctx=ctx)
     return api

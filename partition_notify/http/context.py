@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fastapi import Request
-from prometheus_client import Gauge
+from prometheus_client import Counter, Gauge
 
 from partition_notify.app import App
 from partition_notify.http.hub import EventHub
@@ -25,6 +25,10 @@ class HttpContext:
     healthy: Callable[[], bool]
     waits: Gauge = field(init=False)
     streams: Gauge = field(init=False)
+    #: Requests refused over PN_HTTP_MAX_CONNECTIONS / PN_HTTP_MAX_STREAMS (http/limits.py).
+    refused: Counter = field(init=False)
+    #: Open connections, as the server counts them (set by http/server.py; None elsewhere).
+    open_connections: Callable[[], int] | None = None
     #: Idempotency keys live in the store: the publisher's in-process keys share the table.
     idempotency: IdempotencyKeys = field(init=False)
 
@@ -32,6 +36,8 @@ class HttpContext:
         r = self.metrics.registry
         self.waits = Gauge("pn_http_waits", "HTTP long-polls in progress", registry=r)
         self.streams = Gauge("pn_http_streams", "HTTP SSE streams open", registry=r)
+        self.refused = Counter("pn_http_refused", "HTTP requests refused over a cap",
+                               ["cap"], registry=r)
         self.idempotency = IdempotencyKeys(self.app.store)
 
     @property

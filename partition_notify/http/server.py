@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import resource
 import threading
 import time
 from collections.abc import Callable
@@ -18,6 +19,33 @@ from partition_notify.metrics import Metrics
 log = logging.getLogger(__name__)
 #: How long start() waits for the socket to be bound.
 START_TIMEOUT_SECONDS = 30.0
+#: Descriptors serve needs besides its HTTP connections: the store's pool, the
+#: waker, broker sockets, logs, the metrics endpoint, Spark spool scans.
+OTHER_DESCRIPTORS = 256
+
+
+def fit_descriptor_limit(max_connections: int) -> int:
+    """Raise the soft open-files limit to hold ``max_connections`` connections; the limit.
+
+    Soft limits are often 1024 (the hard one much higher): without this the cap
+    would never be reached, accept() failing with EMFILE first. Up to the hard
+    limit only; short of that, a warning names the cap that cannot be held.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = max_connections + OTHER_DESCRIPTORS
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        raised = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+        except (ValueError, OSError) as exc:
+            log.warning("cannot raise the open-files limit to %d: %s", raised, exc)
+        if soft < wanted:
+            log.warning("open-files limit %d (hard %d) is below PN_HTTP_MAX_CONNECTIONS=%d "
+                        "+ %d: connections past about %d fail to open instead of getting "
+                        "503; raise `ulimit -n` or lower the cap", soft, hard,
+                        max_connections, OTHER_DESCRIPTORS, soft - OTHER_DESCRIPTORS)
+    return int(soft)
 
 
 def parse_bind(value: str) -> tuple[str, int]:
@@ -38,6 +66,7 @@ class HttpServer:
         assert app.settings.http_bind is not None
         host, port = parse_bind(app.settings.http_bind)
         self.api = create_http_app(app, metrics=metrics, healthy=healthy)
+        fit_descriptor_limit(app.settings.http_max_connections)
         self.shutdown_timeout = app.settings.http_shutdown_timeout_seconds
         config = uvicorn.Config(
             self.api,
@@ -50,10 +79,14 @@ class HttpServer:
             # A Spark driver keeps one connection to serve for its life; commits minutes
             # apart would each open a new one after uvicorn's 5 s default.
             timeout_keep_alive=app.settings.http_keepalive_seconds,
+            # http/limits.py caps connections and streams with a problem body instead
+            # of this option's plain-text 503.
             limit_concurrency=None,
             backlog=4096,
         )
         self.server = uvicorn.Server(config)
+        connections = self.server.server_state.connections
+        self.api.state.pn.open_connections = lambda: len(connections)
         self._thread = threading.Thread(target=self.server.run, name="pn-http", daemon=True)
         self.port = 0
 

@@ -1,4 +1,5 @@
-"""SSE clients learn of another process's commit from the database's signal, not the poll.
+"""SSE clients and long-polls learn of another process's commit from the database's
+signal, not the poll.
 
 ``serve`` runs with a 30 s poll interval: a hub that only polled would hand
 these events over after up to 30 s. The publisher is this test process, a
@@ -7,8 +8,10 @@ different process from ``serve``, so no in-process after-commit hook helps.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -16,6 +19,7 @@ import pytest
 from tests.http.support import Server, start_server
 from tests.http.test_reads import Sse
 from tests.support.markers import uses
+from tests.support.net import wait_until
 
 POLL_SECONDS = 30.0
 #: Far below the poll interval, far above a wake-up on a loaded 2-core machine.
@@ -53,3 +57,33 @@ def test_commit_in_another_process_reaches_sse_client_before_the_poll(
     assert max(delays) < WOKEN_WITHIN_SECONDS, (
         f"commit -> SSE event took {[round(d, 3) for d in delays]} s with a "
         f"{POLL_SECONDS:g} s poll: the hub was not woken by the commit")
+
+
+def open_waits(server: Server) -> float:
+    """serve's own count of long-polls registered with its hub (pn_http_waits)."""
+    text = httpx.get(server.base + "/metrics", timeout=10).text
+    found = re.search(r"^pn_http_waits (\S+)$", text, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+def test_commit_in_another_process_ends_a_long_poll_before_the_poll(
+        slow_poll_server: Server) -> None:
+    server = slow_poll_server
+    table = server.table()
+    db, name = table.split(".")
+    with server.client("read", timeout=httpx.Timeout(POLL_SECONDS * 2)) as c, \
+            ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(c.get, f"/v1/tables/{table}/wait",
+                              params={"spec": "datestamp=1", "timeout": POLL_SECONDS * 1.5})
+        # Counted once it listens to the hub, before its read of the store: from here
+        # on a commit reaches it through the hub (or that read), never by luck.
+        wait_until(lambda: open_waits(server) >= 1, 30, "serve to hold the long-poll", 0.02)
+        started = time.monotonic()
+        sent = server.app.publisher.send_mark_set_done(db, name, "datestamp=1")
+        r = pending.result(POLL_SECONDS * 2)
+        took = time.monotonic() - started
+    assert r.status_code == 200, r.text
+    assert r.json()["messageId"] == sent.message_id
+    assert took < WOKEN_WITHIN_SECONDS, (
+        f"commit -> long-poll answer took {took:.3f} s with a {POLL_SECONDS:g} s poll: "
+        "the hub was not woken by the commit")
