@@ -245,9 +245,9 @@ class EventLog:
         """:meth:`_append_batch` on SQLite: the same statements, begun and committed on
         the driver (no SQLAlchemy Connection or pool checkout per commit)."""
         try:
-            with writer.transaction() as raw:
-                return [append.run(raw, d, self._db.clock, published).logged()
-                        for d, published in items]
+            clock = self._db.clock
+            return writer.run(lambda raw: [append.run(raw, d, clock, published)
+                                           for d, published in items])
         except sqlite3.Error as exc:
             raise map_driver_error(exc) from exc
 
@@ -256,7 +256,7 @@ class EventLog:
         if self._driver_append is not None:
             raw = conn.connection.driver_connection
             assert isinstance(raw, sqlite3.Connection), "a SQLite connection in a transaction"
-            return self._driver_append.run(raw, draft, self._db.clock, published).logged()
+            return self._driver_append.run(raw, draft, self._db.clock, published)
         topic = draft.table.topic
         first = reserve(conn, "event", 1)
         seqs = {topic: reserve(conn, f"topic:{topic}", 1)}
