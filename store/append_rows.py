@@ -217,38 +217,60 @@ class DriverAppend:
     def __init__(self) -> None:
         seq = cast(Table, SequenceRow.__table__)
         # Both counters in one statement (one fewer per publish); on SQLite the writer
-        # holds the database's write lock already, so their order does not matter.
+        # holds the database's write lock already, so their order does not matter. The
+        # catalog counter comes back beside them (one statement fewer again): read in
+        # the same transaction, under the same lock, as the separate SELECT was.
+        self._catalog = f"SELECT next_value FROM {seq.name} WHERE name = '{CATALOG_COUNTER}'"
         self._reserve_two = (f"UPDATE {seq.name} SET next_value = next_value + 1 "
-                             "WHERE name IN ('event', ?) RETURNING name, next_value")
+                             "WHERE name IN ('event', ?) RETURNING name, next_value, "
+                             f"({self._catalog})")
         self._new_counter = f"INSERT INTO {seq.name} (name, next_value) VALUES (?, 2)"
         self._event = _insert(cast(Table, EventRow.__table__), _EVENT_COLUMNS)
         self._set_done = _insert(cast(Table, SetDoneRow.__table__), _SET_DONE_COLUMNS)
-        self._catalog = f"SELECT next_value FROM {seq.name} WHERE name = '{CATALOG_COUNTER}'"
 
     def run(self, raw: sqlite3.Connection, draft: EventDraft, clock: Clock,
-            published: bool) -> Rows:
-        """Append ``draft`` in ``raw``'s open write transaction (the caller commits)."""
+            published: bool) -> Logged:
+        """Append ``draft`` (no partition row: :meth:`EventLog.append`'s one-event case)
+        in ``raw``'s open write transaction (the caller commits); its message and envelope.
+
+        The rows :meth:`Rows.add` makes for such a draft, as statement parameters
+        directly: the dicts in between were a tenth of an append's Python.
+        """
+        assert draft.partition_spec is None, "partition drafts take the general path"
         cur = raw.cursor()
         try:
-            if draft.catalog_version is not None:
-                cur.execute(self._catalog)
-                check_catalog(draft, cur.fetchone())
-            first, seq = self._take_two(cur, f"topic:{draft.table.topic}")
-            rows = Rows.of([draft], first, {draft.table.topic: seq}, clock(), {}, published)
-            headers = rows.headers_json[0] or json.dumps(rows.envelopes[0].headers)
-            event = {**rows.events[0], "headers": headers}
-            cur.execute(self._event, [event[c] for c in _EVENT_COLUMNS])
-            for done in rows.dones:
-                cur.execute(self._set_done, [done[c] for c in _SET_DONE_COLUMNS])
+            first, seq = self._take_two(cur, draft)
+            now = clock()
+            msg = draft.build(first, seq, now)
+            env = to_envelope(msg) if draft.encode is None else draft.encode(msg)
+            body = env.body.decode()
+            headers = None if draft.headers_json is None else draft.headers_json(env)
+            table = draft.table
+            cur.execute(self._event, (
+                first, table.topic, seq, msg.event_type, table.id, msg.message_id,
+                headers or json.dumps(env.headers), body, now,
+                now if published else None,  # ``published``: the log itself is the bus
+                0))
+            if isinstance(msg, SetDoneMessage):
+                cur.execute(self._set_done, (table.id, msg.spec, first, body, now,
+                                             now + table.retention_seconds))
         finally:
             cur.close()
-        return rows
+        return Logged([msg], [env])
 
-    def _take_two(self, cur: sqlite3.Cursor, topic_counter: str) -> tuple[int, int]:
-        """The next event id and the topic's next sequence number; a counter's first
-        use starts it at 1."""
+    def _take_two(self, cur: sqlite3.Cursor, draft: EventDraft) -> tuple[int, int]:
+        """The next event id and the topic's next sequence number, a counter's first use
+        starting it at 1; refuses a draft built from an older catalog (check_catalog)."""
+        topic_counter = f"topic:{draft.table.topic}"
         cur.execute(self._reserve_two, (topic_counter,))
-        taken = {str(name): int(value) - 1 for name, value in cur.fetchall()}
+        rows = cur.fetchall()
+        if draft.catalog_version is not None:
+            if rows:
+                check_catalog(draft, None if rows[0][2] is None else (rows[0][2],))
+            else:  # no counter to return it beside yet (a new database)
+                cur.execute(self._catalog)
+                check_catalog(draft, cur.fetchone())
+        taken = {str(name): int(value) - 1 for name, value, _ in rows}
         for name in ("event", topic_counter):
             if name not in taken:
                 cur.execute(self._new_counter, (name,))

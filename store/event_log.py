@@ -25,7 +25,7 @@ from partition_notify.store.repositories import (
     TOPIC_EVENTS_AFTER,
     reserve,
 )
-from partition_notify.store.sqlite_writer import SQLiteWriter
+from partition_notify.store.sqlite_writer import DriverMarks, SQLiteWriter
 from partition_notify.store.uow import Access, InTxn, UnitOfWork, map_db_error, map_driver_error
 from partition_notify.store.wakeups import NOTIFY_SQL, wake_file
 from sqlalchemy.engine import Connection, Engine
@@ -38,8 +38,7 @@ log = logging.getLogger(__name__)
 #: Topics per read of :meth:`EventLog.last_topic_seqs`: within every driver's
 #: bound-parameter limit (SQLite builds from 999 up, PostgreSQL 65,535).
 TOPICS_PER_READ = 900
-_LAST_SEQ_SQL = ("SELECT topic, max(topic_seq) FROM pn_events WHERE topic IN ({}) "
-                 "GROUP BY topic")
+_LAST_SEQ_SQL = "SELECT topic, max(topic_seq) FROM pn_events WHERE topic IN ({}) GROUP BY topic"
 
 #: :meth:`EventLog.events_after` as one driver statement (headers: JSON text on SQLite).
 _AFTER_SQL = ("SELECT event_id, topic, topic_seq, body, headers FROM pn_events "
@@ -69,16 +68,17 @@ class EventLog:
         # (store/sqlite_writer.py); an in-memory database has just the one connection.
         memory = access.engine.url.database in (None, "", ":memory:")
         self._writer = SQLiteWriter(access.engine) if sqlite and not memory else None
-        #: Concurrent one-event appends share a commit; False: one commit each (the bench's
-        #: baseline).
+        self._marks = DriverMarks(access.engine) if self._writer is not None else None
+        #: Concurrent one-event appends share a commit; False: one each (the bench's baseline).
         self.group_commit = True
         self._group: GroupCommit[tuple[EventDraft, bool], list[AnyMessage]] = GroupCommit(
             self._append_batch, wait_seconds=FOLLOWER_WAIT_SECONDS)
 
     def close(self) -> None:
-        """Close the appends' own connection (the store closes its engine after)."""
-        if self._writer is not None:
-            self._writer.close()
+        """Close the appends' and marks' own connections (the store closes its engine after)."""
+        for own in (self._writer, self._marks):
+            if own is not None:
+                own.close()
 
     @property
     def engine(self) -> Engine:
@@ -242,12 +242,11 @@ class EventLog:
 
     def _append_on_writer(self, writer: SQLiteWriter, append: DriverAppend,
                           items: Sequence[tuple[EventDraft, bool]]) -> list[list[AnyMessage]]:
-        """:meth:`_append_batch` on SQLite: the same statements, begun and committed on
-        the driver (no SQLAlchemy Connection or pool checkout per commit)."""
+        """:meth:`_append_batch` on SQLite, begun and committed on the driver."""
         try:
-            with writer.transaction() as raw:
-                return [append.run(raw, d, self._db.clock, published).logged()
-                        for d, published in items]
+            clock = self._db.clock
+            return writer.run(lambda raw: [append.run(raw, d, clock, published)
+                                           for d, published in items])
         except sqlite3.Error as exc:
             raise map_driver_error(exc) from exc
 
@@ -256,7 +255,7 @@ class EventLog:
         if self._driver_append is not None:
             raw = conn.connection.driver_connection
             assert isinstance(raw, sqlite3.Connection), "a SQLite connection in a transaction"
-            return self._driver_append.run(raw, draft, self._db.clock, published).logged()
+            return self._driver_append.run(raw, draft, self._db.clock, published)
         topic = draft.table.topic
         first = reserve(conn, "event", 1)
         seqs = {topic: reserve(conn, f"topic:{topic}", 1)}
@@ -379,7 +378,12 @@ class EventLog:
             ]
 
     def mark_published(self, event_ids: Sequence[int]) -> None:
-        if event_ids:
+        if event_ids and self._marks is not None:  # a SQLite file (store/sqlite_writer.py)
+            try:
+                self._marks.mark_published(event_ids, self._db.clock())
+            except sqlite3.Error as exc:
+                raise map_driver_error(exc) from exc
+        elif event_ids:
             with self._db.uow(write=True) as uow:
                 uow.events.mark_published(event_ids, self._db.clock())
 

@@ -94,3 +94,23 @@ def test_a_stale_draft_is_refused_in_the_append_and_nothing_is_logged(
     assert msg.expires_at == msg.timestamp + 7200
     a.close()
     b.close()
+
+
+def test_a_stale_draft_is_refused_when_no_counter_exists_yet(
+        stores: tuple[Store, Store, str]) -> None:
+    # The append reads the catalog counter beside the counters it advances; with none
+    # of them there (the seeded "event" row gone, no topic yet) it reads it on its own.
+    a, b, _ = stores
+    with a.engine.begin() as conn:
+        conn.execute(text("DELETE FROM pn_sequence WHERE name = 'event'"))
+    pub = _publisher(a)
+    info, version, _ = a.catalog.cached_table("db", "t")
+    assert version is not None
+    b.catalog.set_retention("db", "t", 7200)
+    with pytest.raises(CatalogChanged):
+        pub._set_done(info, version, "d=1", None, None, None)
+    assert _logged(a) == []
+    msg = pub.send_mark_set_done("db", "t", "d=1")
+    assert (msg.event_id, msg.topic_seq, msg.expires_at) == (1, 1, msg.timestamp + 7200)
+    a.close()
+    b.close()
