@@ -290,10 +290,17 @@ class Publisher:
         template = self._partition_template(info, revision)
         template.reserve_ids(len(specs))
         keys = info.partition_keys
+        # A spec is a full one, its keys sorted: when the table's keys are too, it is
+        # already in their order (one dict fewer per partition, kept for the whole call).
+        sorted_keys = list(keys) == sorted(keys)
         drafts = []
+        limit = self.config.max_message_bytes
         for i, (s, canon, loc) in enumerate(zip(specs, canons, locs, strict=True)):
-            d, size = template.draft(canon, spec.in_key_order(s, keys), loc, replace)
-            self._refuse_over(d, size, f"partition #{i} ({d.partition_spec})", f"locations[{i}]")
+            d, size = template.draft(canon, s if sorted_keys else spec.in_key_order(s, keys),
+                                     loc, replace)
+            if size > limit:  # the text only for the refusal
+                self._refuse_over(d, size, f"partition #{i} ({d.partition_spec})",
+                                  f"locations[{i}]")
             drafts.append(d)
         return drafts
 
