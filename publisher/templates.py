@@ -115,6 +115,8 @@ class _Template:
         self._plain = (self.message.__pydantic_extra__ is None
                        and getattr(self.message, "__pydantic_private__", None) is None)
         self._ids: Iterator[str] = iter(())
+        self._cls = type(self.message)
+        self._new = self._cls.__new__
         # Bound once: each ``self.method`` is a new object, and a draft keeps it alive.
         self._headers_json = self.headers_json
 
@@ -149,14 +151,16 @@ class _Template:
 
     def copy(self, event_id: int, seq: int, now: float, **fields: object) -> AnyMessage:
         """The message with its ids and ``fields`` (python names), not validated again."""
-        update = {"timestamp": int(now), "message_id": next(self._ids, None) or uuid.uuid4().hex,
-                  "event_id": event_id, "topic_seq": seq, "timestamp_ms": int(now * 1000),
-                  **fields}
+        return self.copy_with({
+            "timestamp": int(now), "message_id": next(self._ids, None) or uuid.uuid4().hex,
+            "event_id": event_id, "topic_seq": seq, "timestamp_ms": int(now * 1000), **fields})
+
+    def copy_with(self, update: dict[str, object]) -> AnyMessage:
+        """The message with ``update`` (python names: the ids and the varying fields)."""
         if not self._plain:
             return self.message.model_copy(update=update)
         # What model_copy does for such a model (tests/publisher/test_templates.py).
-        cls = type(self.message)
-        msg = cls.__new__(cls)
+        msg = self._new(self._cls)
         _set(msg, "__dict__", {**self.message.__dict__, **update})
         _set(msg, "__pydantic_extra__", None)
         _set(msg, "__pydantic_fields_set__", self.message.__pydantic_fields_set__.union(update))
@@ -198,6 +202,7 @@ class PartitionTemplate(_Template):
         self._spaces = (spaces if len(json.dumps(sample)) - spaces == len(_json([sample]))
                         else None)
         self._encode_one = self._encode  # bound once, shared by every draft
+        self._key_list = list(cast(AddPartitionMessage, self.message).partition_keys)
 
     def draft(self, spec: str, ordered: dict[str, str], location: str | None,
               replace: bool = False) -> tuple[EventDraft, int]:
@@ -233,10 +238,13 @@ class PartitionTemplate(_Template):
 
     def copy_partition(self, ordered: dict[str, str], location: str | None, event_id: int,
                        seq: int, now: float) -> AnyMessage:
-        # Its own key list, as a validated message has: the template's stays unshared.
-        keys = cast(AddPartitionMessage, self.message).partition_keys
-        return self.copy(event_id, seq, now, partitions=[ordered], locations=[location],
-                         partition_keys=list(keys))
+        # One dict of the ids and fields (copy's keyword arguments were a second), its own
+        # key list, as a validated message has: the template's stays unshared.
+        return self.copy_with({
+            "timestamp": int(now), "message_id": next(self._ids, None) or uuid.uuid4().hex,
+            "event_id": event_id, "topic_seq": seq, "timestamp_ms": int(now * 1000),
+            "partitions": [ordered], "locations": [location],
+            "partition_keys": self._key_list.copy()})
 
     def _encode(self, msg: AnyMessage) -> Envelope:
         assert isinstance(msg, AddPartitionMessage), "a template encodes its own messages"
