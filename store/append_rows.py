@@ -129,7 +129,7 @@ class Rows:
             event_id = first + offset
             seq = seqs[d.table.topic]
             seqs[d.table.topic] = seq + 1
-            msg = d.build(event_id, seq, now)
+            msg = d.message(event_id, seq, now)
             if (isinstance(msg, AddPartitionMessage)
                     and d.partition_spec in existing.get(d.table.id, ())):
                 # Announced before: this one supersedes it (an overwrite), and says so.
