@@ -68,7 +68,11 @@ def send_frame(destination: str, body: bytes, headers: Mapping[str, str]) -> byt
     """A SEND frame's bytes exactly as stomp.py 1.2 writes them (``Protocol12.send``:
     header values escaped, headers sorted, no content-length, NUL-terminated);
     tests/transports/test_stomp_wire.py compares the two."""
-    merged = {**headers, "destination": destination}
+    return _send_frame({**headers, "destination": destination}, body)
+
+
+def _send_frame(merged: Mapping[str, str], body: bytes) -> bytes:
+    """:func:`send_frame` of headers that hold the destination already."""
     head = _HEADS.get(names := tuple(merged))
     if head is None:
         head = _head(names)
@@ -111,8 +115,9 @@ class SendBuffer:
 
     def send(self, frame: Frame, rid: str) -> None:
         self.event_ids[rid] = frame.event_id
-        self._pending.append(send_frame(f"/topic/{frame.topic}", frame.body,
-                                        {**frame.headers, "persistent": "true", "receipt": rid}))
+        # send_frame's headers in one merge (the same names, order and precedence).
+        self._pending.append(_send_frame({**frame.headers, "persistent": "true", "receipt": rid,
+                                          "destination": f"/topic/{frame.topic}"}, frame.body))
         if len(self._pending) >= SEND_BATCH:
             self.flush()
 
