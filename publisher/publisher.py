@@ -289,16 +289,10 @@ class Publisher:
         locs = validate.locations(locations, len(specs), info.qualified)
         template = self._partition_template(info, revision)
         template.reserve_ids(len(specs))
-        keys = info.partition_keys
-        # A spec is a full one, its keys sorted: when the table's keys are too, it is
-        # already in their order (one dict fewer per partition, kept for the whole call).
-        sorted_keys = list(keys) == sorted(keys)
         drafts = []
-        limit = self.config.max_message_bytes
         for i, (s, canon, loc) in enumerate(zip(specs, canons, locs, strict=True)):
-            d, size = template.draft(canon, s if sorted_keys else spec.in_key_order(s, keys),
-                                     loc, replace)
-            if size > limit:  # the text only for the refusal
+            d, size = template.draft(canon, s, loc, replace)
+            if size > self.config.max_message_bytes:  # the texts only for a refusal
                 self._refuse_over(d, size, f"partition #{i} ({d.partition_spec})",
                                   f"locations[{i}]")
             drafts.append(d)
@@ -364,10 +358,8 @@ class Publisher:
         return PartitionTemplate(info, {**self._fixed(info, revision),
                                         "partitionKeys": list(info.partition_keys)})
 
-    def _partition_draft(
-        self, info: TableInfo, s: spec.Spec, location: str | None, revision: int | None,
-        canon: str | None = None,
-    ) -> EventDraft:
+    def _partition_draft(self, info: TableInfo, s: spec.Spec, location: str | None,
+                         revision: int | None, canon: str | None = None) -> EventDraft:
         ordered = spec.in_key_order(s, info.partition_keys)
         return self._partition_template(info, revision).draft(
             spec.canonical(s) if canon is None else canon, ordered, location)[0]

@@ -190,6 +190,7 @@ class PartitionTemplate(_Template):
         self.exact = self.exact and encode_body(replaced) == (
             encode_body(self.message)[:-1] + _REPLACE)
         self._keys = tuple(info.partition_keys)
+        self._sorted_keys = list(self._keys) == sorted(self._keys)
         #: json.dumps of a partition's values (in key order) as a %-format of the values.
         fmt = "{" + ", ".join(json.dumps(k).replace("%", "%%") + ': "%s"'
                               for k in self._keys) + "}"
@@ -206,9 +207,14 @@ class PartitionTemplate(_Template):
 
     def draft(self, spec: str, ordered: dict[str, str], location: str | None,
               replace: bool = False) -> tuple[EventDraft, int]:
-        """The draft of one partition (``ordered``: its values in the table's key order)
-        and its body size with the widest ids; with ``replace``, with the replace flag
-        too (which partitions get it is known only in the logging transaction)."""
+        """The draft of one partition (``ordered``: its values, all keys, normalised or in
+        the table's key order) and its body size with the widest ids; with ``replace``,
+        with the replace flag too (which partitions get it is known only in the logging
+        transaction)."""
+        # A normalised spec is key-sorted: in the table's order already when its keys
+        # are sorted (then no copy: one dict fewer per partition, kept for the whole call).
+        if not self._sorted_keys:
+            ordered = {k: ordered[k] for k in self._keys if k in ordered}
         values_json = self.values_json(ordered)
         draft = _PartitionDraft(self.info, None, partition_spec=spec, partition_values=ordered,
                                 location=location, revision=self.message.revision,

@@ -212,3 +212,18 @@ def test_log_rows_hold_each_messages_headers_and_values(store_url: str) -> None:
     for s in specs:
         stored = values[spec.canonical(s)]
         assert (json.loads(stored) if isinstance(stored, str) else stored) == s
+
+
+def test_partitions_are_in_the_tables_key_order_when_its_keys_are_not_sorted(
+        tmp_path: Path) -> None:
+    """A normalised spec is key-sorted; the draft reorders it only for unsorted keys."""
+    with build_app(store_url=f"sqlite:///{tmp_path}/s.db", transport_url="embedded://") as app:
+        for name, keys in (("unsorted", ["zone", "ds"]), ("sorted", ["ds", "zone"])):
+            app.publisher.register_table("db", name, keys)
+            sent = app.publisher.announce_partitions("db", name, [{"ds": "1", "zone": "a"},
+                                                                 "zone=b/ds=2"])
+            assert [list(m.partitions[0]) for m in sent] == [keys, keys]
+            assert sent[1].partitions == [{"zone": "b", "ds": "2"}]
+            logged = {e.event_id: e.body for e in app.store.log.events_after(0)}
+            assert all(logged[m.event_id] == encode_body(m).decode() for m in sent)
+        _rows_hold_json_dumps(tmp_path / "s.db")
