@@ -289,11 +289,12 @@ class Publisher:
         locs = validate.locations(locations, len(specs), info.qualified)
         template = self._partition_template(info, revision)
         template.reserve_ids(len(specs))
-        keys = info.partition_keys
         drafts = []
         for i, (s, canon, loc) in enumerate(zip(specs, canons, locs, strict=True)):
-            d, size = template.draft(canon, spec.in_key_order(s, keys), loc, replace)
-            self._refuse_over(d, size, f"partition #{i} ({d.partition_spec})", f"locations[{i}]")
+            d, size = template.draft(canon, s, loc, replace)
+            if size > self.config.max_message_bytes:  # the texts only for a refusal
+                self._refuse_over(d, size, f"partition #{i} ({d.partition_spec})",
+                                  f"locations[{i}]")
             drafts.append(d)
         return drafts
 
@@ -357,10 +358,8 @@ class Publisher:
         return PartitionTemplate(info, {**self._fixed(info, revision),
                                         "partitionKeys": list(info.partition_keys)})
 
-    def _partition_draft(
-        self, info: TableInfo, s: spec.Spec, location: str | None, revision: int | None,
-        canon: str | None = None,
-    ) -> EventDraft:
+    def _partition_draft(self, info: TableInfo, s: spec.Spec, location: str | None,
+                         revision: int | None, canon: str | None = None) -> EventDraft:
         ordered = spec.in_key_order(s, info.partition_keys)
         return self._partition_template(info, revision).draft(
             spec.canonical(s) if canon is None else canon, ordered, location)[0]

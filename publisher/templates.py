@@ -54,10 +54,14 @@ from partition_notify.contract.messages import PN_EVENT_ID, PN_MESSAGE_ID, PN_TA
 WIDEST_ID = 2**63 - 1
 _IDS = {"timestamp": 1, "message_id": "m" * 32, "event_id": 1, "topic_seq": 1,
         "timestamp_ms": 1000}
+#: Ids written with ``%d`` into a body: serde_json writes an int as ``str`` does, and a
+#: str() and an encode per id and message cost more than the rest of the splice.
+_INT_IDS = frozenset({"timestamp", "event_id", "topic_seq", "timestamp_ms"})
 _REPLACE = b',"replace":true}'
 #: What the replace flag adds to a body (``_REPLACE`` takes the place of its closing brace).
 REPLACE_EXTRA = len(_REPLACE) - 1
 _NO_LOCATION = b"[null]"
+_NO_LOCATION_SIZE = len(_NO_LOCATION)
 #: Templates kept per publisher (set-dones: one per table and revision).
 MAX_TEMPLATES = 1024
 #: Text ``json.dumps`` writes as it is (printable ASCII but the quote and backslash).
@@ -75,7 +79,10 @@ class _Template:
         self.message = cast(AnyMessage, model.model_validate({**fixed, **_IDS, **probe}))
         placeholder = encode_body(self.message)
         self._headers = to_envelope(self.message).headers
+        self._key = self._headers[PN_TABLE]
         cuts: list[tuple[int, int, str]] = []
+        #: A body's values in this order: the ids (as _IDS), then the probe fields.
+        names = [*_IDS, *probe]
         for name, value in {**_IDS, **probe}.items():
             alias = model.model_fields[name].alias or name
             token = b'"' + alias.encode() + b'":' + _json(value)
@@ -87,24 +94,29 @@ class _Template:
         cuts.sort()
         # One bytes %-format: a loop over the pieces cost more than the rest of a build.
         fmt, start = [], 0
-        for begin, end, _ in cuts:
-            fmt.append(placeholder[start:begin].replace(b"%", b"%%") + b"%s")
+        for begin, end, name in cuts:
+            spec = b"%d" if name in _INT_IDS else b"%s"
+            fmt.append(placeholder[start:begin].replace(b"%", b"%%") + spec)
             start = end
         fmt.append(placeholder[start:].replace(b"%", b"%%"))
         self._fmt = b"".join(fmt)
-        self._order = [name for _, _, name in cuts]
-        self._in_order = operator.itemgetter(*self._order) if cuts else None
+        order = [name for _, _, name in cuts]
+        # Picks the values (in ``names`` order) in the body's order: one C call.
+        self._in_order = (operator.itemgetter(*[names.index(n) for n in order])
+                          if len(cuts) > 1 else None)
         #: A body's length is its literal pieces' and its spliced values' (the size check).
         self._literal = len(placeholder) - sum(end - begin for begin, end, _ in cuts)
-        self._sized = [name for name in self._order if name not in _IDS]
         #: The splice reproduces the model's encoding (checked on the placeholder).
-        self.exact = bool(cuts) and self.body(
-            {k: _json(v) for k, v in {**_IDS, **probe}.items()}) == placeholder
+        self.exact = len(cuts) == len(names) and self.body(
+            (*[v if k in _INT_IDS else _json(v) for k, v in _IDS.items()],
+             *[_json(v) for v in probe.values()])) == placeholder
         self._headers_fmt = _headers_format(self._headers)
         # model_copy's own steps apply (no extra fields, no private attributes to copy).
         self._plain = (self.message.__pydantic_extra__ is None
                        and getattr(self.message, "__pydantic_private__", None) is None)
         self._ids: Iterator[str] = iter(())
+        self._cls = type(self.message)
+        self._new = self._cls.__new__
         # Bound once: each ``self.method`` is a new object, and a draft keeps it alive.
         self._headers_json = self.headers_json
 
@@ -112,20 +124,20 @@ class _Template:
         """Message ids for the next ``n`` copies, made at once (then uuid4 each again)."""
         self._ids = iter(message_ids(n))
 
-    def body(self, values: Mapping[str, bytes]) -> bytes:
-        """The placeholder's JSON with each varying field's value (as JSON) put in."""
-        if self._in_order is None:
-            return self._fmt
+    def body(self, values: tuple[object, ...]) -> bytes:
+        """The placeholder's JSON with each varying field's value put in: ``values`` in
+        ``_IDS`` order (ints as they are, the message id as JSON), then the probe
+        fields' as JSON (exact templates only)."""
+        assert self._in_order is not None, "an exact template splices"
         spliced: bytes = self._fmt % self._in_order(values)
         return spliced
 
-    def widest_size(self, now: float, values: Mapping[str, bytes]) -> int:
-        """Body size with the widest ids: the real body is never larger. Counted, not
-        spliced: the pieces' lengths add up to the body's (exact templates only)."""
-        size = self._literal + _WIDE_IDS + len(str(int(now))) + len(str(int(now * 1000)))
-        for name in self._sized:
-            size += len(values[name])
-        return size
+    def widest_size(self, now: float, sized: int) -> int:
+        """Body size with the widest ids (``sized``: the probe fields' JSON lengths): the
+        real body is never larger. Counted, not spliced: the pieces' lengths add up to
+        the body's (exact templates only)."""
+        return (self._literal + _WIDE_IDS + len(str(int(now))) + len(str(int(now * 1000)))
+                + sized)
 
     def headers_json(self, env: Envelope) -> str | None:
         """``json.dumps(env.headers)`` spliced (ids are digits and hex: written as they
@@ -139,33 +151,31 @@ class _Template:
 
     def copy(self, event_id: int, seq: int, now: float, **fields: object) -> AnyMessage:
         """The message with its ids and ``fields`` (python names), not validated again."""
-        update = {"timestamp": int(now), "message_id": next(self._ids, None) or uuid.uuid4().hex,
-                  "event_id": event_id, "topic_seq": seq, "timestamp_ms": int(now * 1000),
-                  **fields}
+        return self.copy_with({
+            "timestamp": int(now), "message_id": next(self._ids, None) or uuid.uuid4().hex,
+            "event_id": event_id, "topic_seq": seq, "timestamp_ms": int(now * 1000), **fields})
+
+    def copy_with(self, update: dict[str, object]) -> AnyMessage:
+        """The message with ``update`` (python names: the ids and the varying fields)."""
         if not self._plain:
             return self.message.model_copy(update=update)
         # What model_copy does for such a model (tests/publisher/test_templates.py).
-        cls = type(self.message)
-        msg = cls.__new__(cls)
+        msg = self._new(self._cls)
         _set(msg, "__dict__", {**self.message.__dict__, **update})
         _set(msg, "__pydantic_extra__", None)
         _set(msg, "__pydantic_fields_set__", self.message.__pydantic_fields_set__.union(update))
         _set(msg, "__pydantic_private__", None)
         return msg
 
-    def envelope(self, values: Mapping[str, bytes], msg: AnyMessage,
-                 tail: bytes | None = None) -> Envelope:
-        """``msg``'s envelope; ``values``: its varying fields other than the ids, as JSON."""
-        event_id, message_id = str(msg.event_id), msg.message_id
-        body = self.body({
-            "timestamp": str(msg.timestamp).encode(), "message_id": _json(message_id),
-            "event_id": event_id.encode(), "topic_seq": str(msg.topic_seq).encode(),
-            "timestamp_ms": str(msg.timestamp_ms).encode(), **values})
+    def envelope(self, msg: AnyMessage, *values: bytes, tail: bytes | None = None) -> Envelope:
+        """``msg``'s envelope; ``values``: its probe fields' JSON, in the probe's order."""
+        message_id = msg.message_id
+        body = self.body((msg.timestamp, _json(message_id), msg.event_id, msg.topic_seq,
+                          msg.timestamp_ms, *values))
         if tail is not None:
             body = body[:-1] + tail
-        headers = {**self._headers, PN_EVENT_ID: event_id, PN_MESSAGE_ID: message_id}
-        return Envelope(topic=msg.topic, key=headers[PN_TABLE], headers=headers, body=body,
-                        event_id=msg.event_id, message_id=message_id)
+        headers = {**self._headers, PN_EVENT_ID: str(msg.event_id), PN_MESSAGE_ID: message_id}
+        return Envelope(msg.topic, self._key, headers, body, msg.event_id, message_id)
 
 
 class PartitionTemplate(_Template):
@@ -180,28 +190,47 @@ class PartitionTemplate(_Template):
         self.exact = self.exact and encode_body(replaced) == (
             encode_body(self.message)[:-1] + _REPLACE)
         self._keys = tuple(info.partition_keys)
+        self._sorted_keys = list(self._keys) == sorted(self._keys)
         #: json.dumps of a partition's values (in key order) as a %-format of the values.
         fmt = "{" + ", ".join(json.dumps(k).replace("%", "%%") + ': "%s"'
                               for k in self._keys) + "}"
         sample = {k: "v" for k in self._keys}
         self._values_fmt = fmt if fmt % tuple(sample.values()) == json.dumps(sample) else None
+        #: What json.dumps' separators (": ", ", ") add over the body's compact JSON of a
+        #: partition in its list: with plain values both write them as they are, so one
+        #: length gives the other (checked on the sample; None: encode to measure).
+        spaces = 2 * len(self._keys) - 1 - 2
+        self._spaces = (spaces if len(json.dumps(sample)) - spaces == len(_json([sample]))
+                        else None)
         self._encode_one = self._encode  # bound once, shared by every draft
+        self._key_list = list(cast(AddPartitionMessage, self.message).partition_keys)
 
     def draft(self, spec: str, ordered: dict[str, str], location: str | None,
               replace: bool = False) -> tuple[EventDraft, int]:
-        """The draft of one partition (``ordered``: its values in the table's key order)
-        and its body size with the widest ids; with ``replace``, with the replace flag
-        too (which partitions get it is known only in the logging transaction)."""
-        build = _PartitionBuild(self, ordered, location)
-        draft = EventDraft(self.info, build, partition_spec=spec, partition_values=ordered,
-                           location=location, revision=self.message.revision,
-                           encode=self._encode_one if self.exact else None,
-                           values_json=self.values_json(ordered),
-                           headers_json=self._headers_json if self.exact else None)
+        """The draft of one partition (``ordered``: its values, all keys, normalised or in
+        the table's key order) and its body size with the widest ids; with ``replace``,
+        with the replace flag too (which partitions get it is known only in the logging
+        transaction)."""
+        # A normalised spec is key-sorted: in the table's order already when its keys
+        # are sorted (then no copy: one dict fewer per partition, kept for the whole call).
+        if not self._sorted_keys:
+            ordered = {k: ordered[k] for k in self._keys if k in ordered}
+        values_json = self.values_json(ordered)
+        draft = _PartitionDraft(self.info, None, partition_spec=spec, partition_values=ordered,
+                                location=location, revision=self.message.revision,
+                                encode=self._encode_one if self.exact else None,
+                                values_json=values_json,
+                                headers_json=self._headers_json if self.exact else None)
+        draft.template = self
         now, flag = time.time(), REPLACE_EXTRA if replace else 0
         if not self.exact:
-            return draft, len(encode_body(build(WIDEST_ID, WIDEST_ID, now))) + flag
-        return draft, self.widest_size(now, _values(ordered, location)) + flag
+            return draft, len(encode_body(draft.message(WIDEST_ID, WIDEST_ID, now))) + flag
+        sized = _NO_LOCATION_SIZE if location is None else len(_json([location]))
+        if values_json is not None and self._spaces is not None:
+            sized += len(values_json) - self._spaces
+        else:
+            sized += len(_json([ordered]))
+        return draft, self.widest_size(now, sized) + flag
 
     def values_json(self, ordered: dict[str, str]) -> str | None:
         """``json.dumps(ordered)`` spliced, when that writes the same: every key in the
@@ -215,38 +244,36 @@ class PartitionTemplate(_Template):
 
     def copy_partition(self, ordered: dict[str, str], location: str | None, event_id: int,
                        seq: int, now: float) -> AnyMessage:
-        # Its own key list, as a validated message has: the template's stays unshared.
-        keys = cast(AddPartitionMessage, self.message).partition_keys
-        return self.copy(event_id, seq, now, partitions=[ordered], locations=[location],
-                         partition_keys=list(keys))
+        # One dict of the ids and fields (copy's keyword arguments were a second), its own
+        # key list, as a validated message has: the template's stays unshared.
+        return self.copy_with({
+            "timestamp": int(now), "message_id": next(self._ids, None) or uuid.uuid4().hex,
+            "event_id": event_id, "topic_seq": seq, "timestamp_ms": int(now * 1000),
+            "partitions": [ordered], "locations": [location],
+            "partition_keys": self._key_list.copy()})
 
     def _encode(self, msg: AnyMessage) -> Envelope:
         assert isinstance(msg, AddPartitionMessage), "a template encodes its own messages"
         # Its values as JSON again (not kept from the draft: one object fewer per partition).
-        values = _values(msg.partitions[0], msg.locations[0])
-        return self.envelope(values, msg, _REPLACE if msg.replace else None)
+        return self.envelope(
+            msg, _json(msg.partitions),
+            _NO_LOCATION if msg.locations[0] is None else _json(msg.locations),
+            tail=_REPLACE if msg.replace else None)
 
 
-class _PartitionBuild:
-    """One partition's ``EventDraft.build``. Why a class: a ``functools.partial`` of a
-    bound method is three objects (partial, method, arguments) per partition, each kept
-    alive for the whole append, and every full garbage collection during it walks them
-    all: with 10,000 partitions that was a large share of an announce's CPU."""
+class _PartitionDraft(EventDraft):
+    """One partition's draft, its message copied by its template from the draft's own
+    values. Why not a ``build`` callable: it was an object per partition (a
+    ``functools.partial`` of a bound method three) kept alive for the whole append,
+    and every full garbage collection during it walks them all: with 10,000
+    partitions, a large share of an announce's CPU."""
 
-    __slots__ = ("location", "ordered", "template")
+    __slots__ = ("template",)
+    template: PartitionTemplate
 
-    def __init__(self, template: PartitionTemplate, ordered: dict[str, str],
-                 location: str | None) -> None:
-        self.template, self.ordered, self.location = template, ordered, location
-
-    def __call__(self, event_id: int, seq: int, now: float) -> AnyMessage:
-        return self.template.copy_partition(self.ordered, self.location, event_id, seq, now)
-
-
-def _values(ordered: dict[str, str], location: str | None) -> dict[str, bytes]:
-    """An add-partition's own fields as JSON: its one partition and one location."""
-    return {"partitions": _json([ordered]),
-            "locations": _NO_LOCATION if location is None else _json([location])}
+    def message(self, event_id: int, seq: int, now: float) -> AnyMessage:
+        return self.template.copy_partition(self.partition_values, self.location, event_id,
+                                            seq, now)
 
 
 class SetDoneTemplate(_Template):
@@ -260,7 +287,7 @@ class SetDoneTemplate(_Template):
     def draft(self, s: dict[str, str], canon: str) -> tuple[EventDraft, int]:
         """The draft of one set-done (``s`` normalised, ``canon`` its canonical string) and
         its body size with the widest ids."""
-        values = {"partition_spec": _json(s), "spec": _json(canon)}
+        values = (_json(s), _json(canon))
         build: Callable[[int, int, float], AnyMessage] = partial(self._copy_done, s, canon)
         draft = EventDraft(self.info, build, revision=self.message.revision,
                            encode=partial(self._encode, values) if self.exact else None,
@@ -269,16 +296,16 @@ class SetDoneTemplate(_Template):
         if not self.exact:
             return draft, len(encode_body(build(WIDEST_ID, WIDEST_ID, now)))
         expires = str(int(now + self.info.retention_seconds)).encode()
-        return draft, self.widest_size(now, {**values, "expires_at": expires})
+        return draft, self.widest_size(now, len(values[0]) + len(values[1]) + len(expires))
 
     def _copy_done(self, s: dict[str, str], canon: str, event_id: int, seq: int,
                    now: float) -> AnyMessage:
         return self.copy(event_id, seq, now, partition_spec=s, spec=canon,
                          expires_at=int(now + self.info.retention_seconds))
 
-    def _encode(self, values: Mapping[str, bytes], msg: AnyMessage) -> Envelope:
+    def _encode(self, values: tuple[bytes, bytes], msg: AnyMessage) -> Envelope:
         assert isinstance(msg, SetDoneMessage), "a template encodes its own messages"
-        return self.envelope({**values, "expires_at": str(msg.expires_at).encode()}, msg)
+        return self.envelope(msg, *values, str(msg.expires_at).encode())
 
 
 def _headers_format(headers: Mapping[str, str]) -> str | None:

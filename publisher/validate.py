@@ -33,17 +33,18 @@ def partitions_canon(info: TableInfo,
         )
     out: list[spec.Spec] = []
     seen: dict[str, None] = {}  # the canonical strings, in order
-    # Key tuples (as given) already normalised and checked against the table.
-    accepted: dict[tuple[object, ...], tuple[str, ...]] = {}
+    # Key tuples (as given) already normalised and checked against the table, and
+    # whether the normalised ones are sorted.
+    accepted: dict[tuple[object, ...], tuple[tuple[str, ...], bool]] = {}
     for i, raw in enumerate(partitions):
         try:
-            if type(raw) is dict and (keys := accepted.get(tuple(raw))) is not None:
-                s = spec.normalize_known(raw, keys)
+            if type(raw) is dict and (known := accepted.get(tuple(raw))) is not None:
+                s = spec.normalize_known(raw, *known)
             else:
                 s = spec.coerce(raw)
                 spec.check_against(s, info.partition_keys, full=True, table=info.qualified)
                 if type(raw) is dict and (order := spec.key_order(raw)) is not None:
-                    accepted[tuple(raw)] = order
+                    accepted[tuple(raw)] = (order, list(order) == sorted(order))
         except InvalidSpecError as exc:
             raise InvalidSpecError(f"partition #{i}: {exc}") from exc
         canon = _bounded(spec.canonical_normal(s))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import operator
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, cast, overload
 
 from partition_notify.store.records import Clock, EventDraft, Logged
 from partition_notify.store.schema import EventRow, SequenceRow, SetDoneRow
@@ -26,21 +26,50 @@ from partition_notify.core.errors import CatalogChanged
 JsonColumn = tuple[Sequence[object], Sequence[str | None]]
 
 
+class RowsView(Sequence[dict[str, Any]]):
+    """Rows made as they are read (``make`` of each index in ``at``), not kept: a row
+    kept per event was two dicts per partition for the whole append, and every
+    collection-capable object made counts towards the garbage collector's next
+    collections (with 10,000 partitions alive, full ones: a large share of
+    announce_partitions' CPU)."""
+
+    __slots__ = ("_at", "_make")
+
+    def __init__(self, at: Sequence[int], make: Callable[[int], dict[str, Any]]) -> None:
+        self._at, self._make = at, make
+
+    def __len__(self) -> int:
+        return len(self._at)
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(i, slice):
+            return [self._make(j) for j in self._at[i]]
+        return self._make(self._at[i])  # IndexError past the end ends an iteration
+
+
 @dataclass(slots=True)
 class Rows:
     """The messages of an append and the rows it writes.
 
     ``events`` and ``parts`` hold every column but their JSON one (headers:
-    the envelopes'; values: ``part_values``), given beside them (:meth:`json`):
-    a row of plain values is a dict the garbage collector does not track, and
-    every object an append of 10,000 partitions keeps alive is walked by each
-    full collection during it (a large share of announce_partitions' CPU).
+    the envelopes'; values: ``part_values``), given beside them (:meth:`json`),
+    and are made from the drafts, messages and envelopes when read (RowsView).
     """
 
+    now: float = 0.0
+    published: bool = False
     messages: list[AnyMessage] = field(default_factory=list)
     envelopes: list[Envelope] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    parts: list[dict[str, Any]] = field(default_factory=list)
+    #: Per event: its draft, id and topic sequence number.
+    drafts: list[EventDraft] = field(default_factory=list)
+    event_ids: list[int] = field(default_factory=list)
+    seqs: list[int] = field(default_factory=list)
+    #: The events (indices) whose partition row is new, and its values.
+    new_parts: list[int] = field(default_factory=list)
     part_values: list[dict[str, str]] = field(default_factory=list)
     #: (table id, spec, new values) of partitions announced again (an overwrite).
     replaced: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)
@@ -54,6 +83,30 @@ class Rows:
 
     def logged(self) -> Logged:
         return Logged(self.messages, self.envelopes)
+
+    @property
+    def events(self) -> RowsView:
+        """The pn_events rows (but their headers: :meth:`json`)."""
+        return RowsView(range(len(self.messages)), self._event)
+
+    @property
+    def parts(self) -> RowsView:
+        """The new pn_partitions rows (but their values: :meth:`json`)."""
+        return RowsView(self.new_parts, self._part)
+
+    def _event(self, i: int) -> dict[str, Any]:
+        msg, d, now = self.messages[i], self.drafts[i], self.now
+        return {"event_id": self.event_ids[i], "topic": d.table.topic,
+                "topic_seq": self.seqs[i], "event_type": msg.event_type,
+                "table_id": d.table.id, "message_id": msg.message_id,
+                "body": self.envelopes[i].body.decode(), "created_at": now,
+                # ``published``: the log itself is the bus.
+                "published_at": now if self.published else None, "attempts": 0}
+
+    def _part(self, i: int) -> dict[str, Any]:
+        d = self.drafts[i]
+        return {"table_id": d.table.id, "spec": d.partition_spec, "location": d.location,
+                "revision": d.revision, "event_id": self.event_ids[i], "created_at": self.now}
 
     def json(self) -> tuple[dict[str, JsonColumn], dict[str, JsonColumn]]:
         """The JSON columns of ``events`` and of ``parts``, for :func:`insert_many`."""
@@ -71,12 +124,12 @@ class Rows:
         published: bool,
     ) -> Rows:
         """Build each draft's message with its ids; ``seqs`` is advanced in place."""
-        rows = cls()
+        rows = cls(now, published)
         for offset, d in enumerate(drafts):
             event_id = first + offset
             seq = seqs[d.table.topic]
             seqs[d.table.topic] = seq + 1
-            msg = d.build(event_id, seq, now)
+            msg = d.message(event_id, seq, now)
             if (isinstance(msg, AddPartitionMessage)
                     and d.partition_spec in existing.get(d.table.id, ())):
                 # Announced before: this one supersedes it (an overwrite), and says so.
@@ -94,25 +147,12 @@ class Rows:
     ) -> None:
         event_id, seq, now = ids
         env = to_envelope(msg) if d.encode is None else d.encode(msg)
-        body = env.body.decode()
         self.messages.append(msg)
         self.envelopes.append(env)
         self.headers_json.append(None if d.headers_json is None else d.headers_json(env))
-        self.events.append(
-            {
-                "event_id": event_id,
-                "topic": d.table.topic,
-                "topic_seq": seq,
-                "event_type": msg.event_type,
-                "table_id": d.table.id,
-                "message_id": msg.message_id,
-                "body": body,
-                "created_at": now,
-                # ``published``: the log itself is the bus.
-                "published_at": now if published else None,
-                "attempts": 0,
-            }
-        )
+        self.drafts.append(d)
+        self.event_ids.append(event_id)
+        self.seqs.append(seq)
         spec, table_id = d.partition_spec, d.table.id
         if spec is None:
             pass
@@ -123,9 +163,7 @@ class Rows:
                 "values": d.partition_values, "location": d.location, "revision": d.revision,
                 "event_id": event_id, "created_at": now}))
         else:  # its values beside the row (json())
-            self.parts.append({"table_id": table_id, "spec": spec, "location": d.location,
-                               "revision": d.revision, "event_id": event_id,
-                               "created_at": now})
+            self.new_parts.append(len(self.messages) - 1)
             self.part_values.append(d.partition_values)
             self.values_json.append(d.values_json)
         if isinstance(msg, SetDoneMessage):
@@ -134,7 +172,7 @@ class Rows:
                     "table_id": d.table.id,
                     "spec": msg.spec,
                     "event_id": event_id,
-                    "body": body,
+                    "body": env.body.decode(),
                     "published_at": now,
                     "expires_at": now + d.table.retention_seconds,
                 }
@@ -163,7 +201,7 @@ def check_catalog(draft: EventDraft, row: Sequence[object] | None) -> None:
             f"{draft.catalog_version} -> {version}) since it was read; nothing was logged")
 
 
-def insert_many(conn: Connection, stmt: Insert, rows: list[dict[str, Any]],
+def insert_many(conn: Connection, stmt: Insert, rows: Sequence[Mapping[str, Any]],
                 json_columns: Mapping[str, JsonColumn] | None = None) -> None:
     """``conn.execute(stmt, rows)``, ``json_columns`` (name -> each row's value and JSON
     text or None) added to each row; on SQLite one driver ``executemany``.
@@ -178,24 +216,31 @@ def insert_many(conn: Connection, stmt: Insert, rows: list[dict[str, Any]],
         return
     if conn.dialect.name != "sqlite":
         conn.execute(stmt, [{**r, **{c: v[n] for c, (v, _) in given.items()}}
-                            for n, r in enumerate(rows)] if given else rows)
+                            for n, r in enumerate(rows)] if given else list(rows))
         return
     table = cast(Table, stmt.table)
     columns = list(rows[0])
     json_at = [i for i, c in enumerate(columns) if isinstance(table.c[c].type, JSON)]
+    raw = conn.connection.driver_connection
+    assert isinstance(raw, sqlite3.Connection), "a SQLite connection in a transaction"
+    raw.executemany(_insert(table, [*columns, *given]),
+                    _params(rows, columns, json_at, list(given.values())))
+
+
+def _params(rows: Sequence[Mapping[str, Any]], columns: list[str], json_at: list[int],
+            given: list[JsonColumn]) -> Iterator[Sequence[object]]:
+    """Each row's parameters, made as executemany takes them: a list of 10,000 rows'
+    parameter lists kept alive was walked by every garbage collection meanwhile, and
+    its allocations brought the next collections sooner."""
     values = operator.itemgetter(*columns)  # one C call per row, in column order
     one = len(columns) == 1  # then it returns the value, not a tuple
-    params = []
     for n, r in enumerate(rows):
         row = [values(r)] if one else list(values(r))
         for i in json_at:
             row[i] = json.dumps(row[i])
-        for objects, texts in given.values():
+        for objects, texts in given:
             row.append(texts[n] or json.dumps(objects[n]))
-        params.append(row)
-    raw = conn.connection.driver_connection
-    assert isinstance(raw, sqlite3.Connection), "a SQLite connection in a transaction"
-    raw.executemany(_insert(table, [*columns, *given]), params)
+        yield row
 
 
 def _insert(table: Table, columns: Sequence[str]) -> str:

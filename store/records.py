@@ -55,10 +55,11 @@ class PartitionInfo:
 
 @dataclass(slots=True)
 class EventDraft:
-    """An event to append; ``build`` makes the message once ids are allocated."""
+    """An event to append; ``build`` makes the message once ids are allocated (None:
+    a subclass's :meth:`message` makes it)."""
 
     table: TableInfo
-    build: Callable[[int, int, float], AnyMessage]
+    build: Callable[[int, int, float], AnyMessage] | None
     partition_spec: str | None = None
     partition_values: dict[str, str] = field(default_factory=dict)
     location: str | None = None
@@ -80,6 +81,11 @@ class EventDraft:
     #: templates.py); None: the SQLite append serialises them (store/append_rows.py).
     values_json: str | None = None
     headers_json: Callable[[Envelope], str | None] | None = None
+
+    def message(self, event_id: int, seq: int, now: float) -> AnyMessage:
+        """The message with its ids, as the append logs it."""
+        assert self.build is not None, "a draft without build makes its message itself"
+        return self.build(event_id, seq, now)
 
 
 @dataclass(frozen=True, slots=True)

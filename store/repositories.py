@@ -98,6 +98,10 @@ _INSERT_PARTITIONS = insert(cast(Table, PartitionRow.__table__))
 INSERT_SET_DONE = insert(cast(Table, SetDoneRow.__table__))
 
 
+_EXISTING_SQL = (f"SELECT spec FROM {PartitionRow.__tablename__} "
+                 "WHERE table_id = {mark} AND spec IN ({marks})")
+
+
 def _chunks(items: Sequence[Any], n: int = _IN_CHUNK) -> Iterable[Sequence[Any]]:
     for i in range(0, len(items), n):
         yield items[i : i + n]
@@ -124,15 +128,16 @@ class PartitionRepository:
         self.session = session
 
     def existing(self, table_id: int, specs: Sequence[str]) -> set[str]:
+        """The ``specs`` of ``table_id`` present; driver SQL (an ORM IN list cost 4x)."""
         found: set[str] = set()
+        conn = self.session.connection()
+        mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
         for chunk in _chunks(specs):
-            stmt = select(PartitionRow.spec).where(
-                PartitionRow.table_id == table_id, PartitionRow.spec.in_(chunk)
-            )
-            found.update(self.session.scalars(stmt))
+            sql = _EXISTING_SQL.format(mark=mark, marks=", ".join([mark] * len(chunk)))
+            found.update(str(spec) for spec, in conn.exec_driver_sql(sql, (table_id, *chunk)))
         return found
 
-    def add_many(self, rows: list[dict[str, Any]],
+    def add_many(self, rows: Sequence[Mapping[str, Any]],
                  json_columns: Mapping[str, JsonColumn] | None = None) -> None:
         insert_many(self.session.connection(), _INSERT_PARTITIONS, rows, json_columns)
 
@@ -204,7 +209,7 @@ class EventRepository:
     def __init__(self, session: Session) -> None:
         self.session = session
 
-    def add_many(self, rows: list[dict[str, Any]],
+    def add_many(self, rows: Sequence[Mapping[str, Any]],
                  json_columns: Mapping[str, JsonColumn] | None = None) -> None:
         if rows:
             conn = self.session.connection()

@@ -49,7 +49,7 @@ def test_spliced_body_and_message_equal_the_validated_model(
     ordered = {"ds": ds, "region": region}
     draft, size = template.draft("spec", ordered, location)
     now = time.time()
-    msg = draft.build(event_id, seq, now)
+    msg = draft.message(event_id, seq, now)
     if replace:
         msg = msg.model_copy(update={"replace": True})
     expected = AddPartitionMessage.model_validate({
@@ -61,7 +61,7 @@ def test_spliced_body_and_message_equal_the_validated_model(
     env = draft.encode(msg)
     assert env == to_envelope(expected)
     assert env.body == encode_body(expected)
-    widest = draft.build(WIDEST_ID, WIDEST_ID, now)
+    widest = draft.message(WIDEST_ID, WIDEST_ID, now)
     assert size == len(encode_body(widest))
     _same_as_model_copy(template.message, msg)
     _json_texts_are_json_dumps(draft, env, ordered)
@@ -92,8 +92,8 @@ def _json_texts_are_json_dumps(draft: EventDraft, env: Envelope,
 
 def test_messages_do_not_share_their_lists() -> None:
     template = PartitionTemplate(INFO, _fixed(None))
-    a = template.draft("a", {"ds": "1", "region": "x"}, None)[0].build(1, 1, 1.0)
-    b = template.draft("b", {"ds": "2", "region": "x"}, None)[0].build(2, 2, 1.0)
+    a = template.draft("a", {"ds": "1", "region": "x"}, None)[0].message(1, 1, 1.0)
+    b = template.draft("b", {"ds": "2", "region": "x"}, None)[0].message(2, 2, 1.0)
     assert isinstance(a, AddPartitionMessage) and isinstance(b, AddPartitionMessage)
     assert a.partition_keys == b.partition_keys and a.partition_keys is not b.partition_keys
     assert a.partitions != b.partitions
@@ -155,7 +155,7 @@ def test_set_done_splice_equals_the_validated_model(
     canon = spec.canonical_normal(s)
     draft, size = template.draft(s, canon)
     now = time.time()
-    msg = draft.build(event_id, seq, now)
+    msg = draft.message(event_id, seq, now)
     expected = SetDoneMessage.model_validate({
         **fixed, "timestamp": int(now), "timestampMs": int(now * 1000),
         "messageId": msg.message_id, "eventId": event_id, "topicSeq": seq,
@@ -163,7 +163,7 @@ def test_set_done_splice_equals_the_validated_model(
         "expiresAt": int(now + retention)})
     assert msg == expected
     assert draft.encode is not None and draft.encode(msg) == to_envelope(expected)
-    assert size == len(encode_body(draft.build(WIDEST_ID, WIDEST_ID, now)))
+    assert size == len(encode_body(draft.message(WIDEST_ID, WIDEST_ID, now)))
     _same_as_model_copy(template.message, msg)
     _json_texts_are_json_dumps(draft, draft.encode(msg), None)
 
@@ -212,3 +212,18 @@ def test_log_rows_hold_each_messages_headers_and_values(store_url: str) -> None:
     for s in specs:
         stored = values[spec.canonical(s)]
         assert (json.loads(stored) if isinstance(stored, str) else stored) == s
+
+
+def test_partitions_are_in_the_tables_key_order_when_its_keys_are_not_sorted(
+        tmp_path: Path) -> None:
+    """A normalised spec is key-sorted; the draft reorders it only for unsorted keys."""
+    with build_app(store_url=f"sqlite:///{tmp_path}/s.db", transport_url="embedded://") as app:
+        for name, keys in (("unsorted", ["zone", "ds"]), ("sorted", ["ds", "zone"])):
+            app.publisher.register_table("db", name, keys)
+            sent = app.publisher.announce_partitions("db", name, [{"ds": "1", "zone": "a"},
+                                                                 "zone=b/ds=2"])
+            assert [list(m.partitions[0]) for m in sent] == [keys, keys]
+            assert sent[1].partitions == [{"zone": "b", "ds": "2"}]
+            logged = {e.event_id: e.body for e in app.store.log.events_after(0)}
+            assert all(logged[m.event_id] == encode_body(m).decode() for m in sent)
+        _rows_hold_json_dumps(tmp_path / "s.db")

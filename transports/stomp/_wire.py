@@ -7,9 +7,10 @@ DEBUG frame logs; the link installs it before it first connects.
 from __future__ import annotations
 
 import logging
+import operator
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -67,12 +68,37 @@ def send_frame(destination: str, body: bytes, headers: Mapping[str, str]) -> byt
     """A SEND frame's bytes exactly as stomp.py 1.2 writes them (``Protocol12.send``:
     header values escaped, headers sorted, no content-length, NUL-terminated);
     tests/transports/test_stomp_wire.py compares the two."""
-    items = sorted({**headers, "destination": destination}.items())
-    if _NEEDS_ESCAPE.search("".join([v for _, v in items])) is not None:  # rare: escape each
-        items = [(k, v.replace("\\", "\\\\").replace("\n", "\\n").replace(":", "\\c")
-                  .replace("\r", "\\r")) for k, v in items]
-    head = "".join([f"{k}:{v}\n" for k, v in items])
-    return b"".join((b"SEND\n", head.encode(), b"\n", body, b"\x00"))
+    return _send_frame({**headers, "destination": destination}, body)
+
+
+def _send_frame(merged: Mapping[str, str], body: bytes) -> bytes:
+    """:func:`send_frame` of headers that hold the destination already."""
+    head = _HEADS.get(names := tuple(merged))
+    if head is None:
+        head = _head(names)
+    values = head[0](merged)
+    if _NEEDS_ESCAPE.search("".join(values)) is not None:  # rare: escape each
+        values = tuple(v.replace("\\", "\\\\").replace("\n", "\\n").replace(":", "\\c")
+                       .replace("\r", "\\r") for v in values)
+    return b"".join(((head[1] % values).encode(), body, b"\x00"))
+
+
+#: Per set of header names (in the order given): their values in sorted-name order, and
+#: the frame's head as a %-format of them. Every SEND of one kind of message has the same
+#: names, and sorting and formatting them per frame was most of its encoding.
+_HEADS: dict[tuple[str, ...], tuple[Callable[[Mapping[str, str]], tuple[str, ...]], str]] = {}
+_MAX_HEADS = 256
+
+
+def _head(names: tuple[str, ...]) -> tuple[Callable[[Mapping[str, str]], tuple[str, ...]], str]:
+    order = sorted(names)
+    fmt = "SEND\n" + "".join(k.replace("%", "%%") + ":%s\n" for k in order) + "\n"
+    # One name: itemgetter returns the value itself, not a tuple of it.
+    pick = operator.itemgetter(*order) if len(order) > 1 else (lambda h: (h[order[0]],))
+    if len(_HEADS) >= _MAX_HEADS:
+        _HEADS.clear()
+    _HEADS[names] = (pick, fmt)
+    return pick, fmt
 
 
 class SendBuffer:
@@ -89,8 +115,9 @@ class SendBuffer:
 
     def send(self, frame: Frame, rid: str) -> None:
         self.event_ids[rid] = frame.event_id
-        self._pending.append(send_frame(f"/topic/{frame.topic}", frame.body,
-                                        {**frame.headers, "persistent": "true", "receipt": rid}))
+        # send_frame's headers in one merge (the same names, order and precedence).
+        self._pending.append(_send_frame({**frame.headers, "persistent": "true", "receipt": rid,
+                                          "destination": f"/topic/{frame.topic}"}, frame.body))
         if len(self._pending) >= SEND_BATCH:
             self.flush()
 
