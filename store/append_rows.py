@@ -286,7 +286,7 @@ class DriverAppend:
         try:
             first, seq = self._take_two(cur, draft)
             now = clock()
-            msg = draft.build(first, seq, now)
+            msg = draft.message(first, seq, now)
             env = to_envelope(msg) if draft.encode is None else draft.encode(msg)
             body = env.body.decode()
             headers = None if draft.headers_json is None else draft.headers_json(env)
