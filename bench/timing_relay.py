@@ -59,6 +59,11 @@ class TimingRelay:
 
     def _relay(self, client: socket.socket, conn_no: int) -> None:
         up = socket.create_connection(self.upstream, CONNECT_TIMEOUT_SECONDS)
+        # Forward each piece at once, as the peers themselves do (the JDK client and
+        # uvicorn both set TCP_NODELAY): with Nagle on, a request's body written while
+        # its headers were unacknowledged waited for serve's delayed ACK (~40 ms).
+        for s in (client, up):
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         nth = 0
         pending: dict[str, float] | None = None  # the request in flight: not answered yet
         head = b""
