@@ -26,6 +26,10 @@ from sqlalchemy.orm import Session
 from partition_notify.core.errors import ValidationError
 
 _KEYS = cast(Table, IdempotencyRow.__table__)
+_GET_SQL = ('SELECT id, fingerprint, status, response, expires_at FROM pn_idempotency '
+            'WHERE principal = {p} AND "key" = {p}')
+_ADD_SQL = ('INSERT INTO pn_idempotency (principal, "key", fingerprint, status, response, '
+            "created_at, expires_at) VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p})")
 _KEY = re.compile(rf"[\x21-\x7e]{{1,{MAX_IDEMPOTENCY_KEY_CHARS}}}")
 
 
@@ -66,14 +70,6 @@ class IdempotencyRepository:
         )
         return self.session.scalars(stmt).one_or_none()
 
-    def add(self, row: IdempotencyRow) -> None:
-        self.session.add(row)
-        self.session.flush()
-
-    def remove(self, row: IdempotencyRow) -> None:
-        self.session.delete(row)
-        self.session.flush()
-
     def purge_batch(self, now: float, n: int) -> int:
         """Delete the ``n`` keys that expired first (at or before ``now``)."""
         c = _KEYS.c
@@ -90,11 +86,13 @@ class IdempotencyKeys:
         return UnitOfWork(self.store.engine, write=write)
 
     def stored_response(self, principal: str, key: str) -> StoredResponse | None:
-        with self._uow() as uow:
-            row = IdempotencyRepository(uow.session).get(principal, key)
-            if row is None or row.expires_at <= self.store.clock():
-                return None
-            return StoredResponse(row.fingerprint, row.status, json.loads(row.response))
+        """A pre-check before a write (``record_in`` checks again under the write lock),
+        as a hot read."""
+        rows = self.store.read(_GET_SQL, (principal, key))
+        if not rows or rows[0][4] <= self.store.clock():
+            return None
+        _, fp, status, response, _ = rows[0]
+        return StoredResponse(fp, int(status), json.loads(response))
 
     def record_in(
         self,
@@ -112,26 +110,17 @@ class IdempotencyKeys:
         Every write holds the event counter's lock by now, so the check
         cannot race another writer with the same key.
         """
-        repo = IdempotencyRepository(uow.session)
+        # Prebuilt statements, not ORM objects and a flush: this runs inside every
+        # keyed write, and the ORM's unit of work was most of its time.
         now = self.store.clock()
-        row = repo.get(principal, key)
-        if row is not None:
-            if row.expires_at > now:
-                raise IdempotentReplay(
-                    StoredResponse(row.fingerprint, row.status, json.loads(row.response))
-                )
-            repo.remove(row)
-        repo.add(
-            IdempotencyRow(
-                principal=principal,
-                key=key,
-                fingerprint=fingerprint,
-                status=status,
-                response=json.dumps(body, separators=(",", ":")),
-                created_at=now,
-                expires_at=now + ttl_seconds,
-            )
-        )
+        found = uow.run(_GET_SQL, (principal, key)).first()
+        if found is not None:
+            row_id, fp, stored_status, response, expires_at = tuple(found)
+            if expires_at > now:
+                raise IdempotentReplay(StoredResponse(fp, stored_status, json.loads(response)))
+            uow.run("DELETE FROM pn_idempotency WHERE id = {p}", (row_id,))
+        uow.run(_ADD_SQL, (principal, key, fingerprint, status,
+                           json.dumps(body, separators=(",", ":")), now, now + ttl_seconds))
 
     def restate(self, principal: str, key: str, status: int, body: dict[str, object]) -> None:
         """Replace a stored response (a 201 that became 202: the broker did not confirm),

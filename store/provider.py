@@ -10,6 +10,8 @@ part is one unit of work.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from typing import Any
 
 from partition_notify.store.catalog import Catalog
 from partition_notify.store.engine import DEFAULT_SQLITE_SYNCHRONOUS, make_engine
@@ -72,6 +74,21 @@ class Store:
         self._hot.close()  # kept connections: the engine's pool does not own them
         self.log.close()
         self.engine.dispose()
+
+    def read(self, sql: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
+        """The rows of one SELECT (``{p}`` marks each parameter), read on a kept raw
+        connection (store/hot_read.py): no pool checkout, ORM session or result
+        wrapping, which were most of a single indexed read's time. Reads the newest
+        commit, as a unit of work would."""
+        text = sql.format(p="?" if self.engine.dialect.paramstyle == "qmark" else "%s")
+        rows = self._hot.rows(text, params)
+        if rows is not None:
+            return rows
+        try:  # every kept connection busy: one from the pool
+            with self.engine.connect() as conn:
+                return [tuple(r) for r in conn.exec_driver_sql(text, tuple(params))]
+        except SQLAlchemyError as exc:
+            raise map_db_error(exc) from exc
 
     @property
     def dialect(self) -> str:

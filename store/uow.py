@@ -53,6 +53,15 @@ def affected_rows(result: object) -> int:
     return int(result.rowcount)
 
 
+def run_sql(session: Session, sql: str, params: Sequence[object]) -> CursorResult[Any]:
+    """One prebuilt statement (``{p}`` marks each parameter) in ``session``'s transaction,
+    handed to the driver as written: building a Core statement, its cache key and
+    execution context cost more than a one-row insert (serve's commit route)."""
+    conn = session.connection()
+    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    return conn.exec_driver_sql(sql.format(p=mark), tuple(params))
+
+
 class UnitOfWork:
     """``with UnitOfWork(engine, write=True) as uow:`` commits on success, rolls back on error.
 
@@ -74,6 +83,10 @@ class UnitOfWork:
         self.events = EventRepository(self.session)
         self.set_done = SetDoneRepository(self.session)
         return self
+
+    def run(self, sql: str, params: Sequence[object]) -> CursorResult[Any]:
+        """:func:`run_sql` in this unit of work's transaction."""
+        return run_sql(self.session, sql, params)
 
     def __exit__(
         self,

@@ -248,8 +248,9 @@ def _ignored(publisher: Publisher, manifest: CommitManifest, default_fs: str | N
 
 
 def already_processed(publisher: Publisher, job_id: str) -> bool:
-    with UnitOfWork(publisher.store.engine, write=False) as uow:
-        return SparkCommitRepository(uow.session).get(job_id) is not None
+    """A pre-check (the write's own insert of the job id is the guard), as a hot read."""
+    return bool(publisher.store.read(
+        "SELECT 1 FROM pn_spark_commits WHERE job_id = {p}", (job_id,)))
 
 
 def purge_spark_commits(store: Store, before: float, *, batch_size: int,
