@@ -45,6 +45,8 @@ _TABLE_COLUMNS = (
 def _keys(text: str) -> tuple[str, ...]:
     """Partition keys from their JSON: tables mostly share a few key lists, parsed once."""
     return tuple(json.loads(text))
+_LOCATED_SQL = (f"SELECT {', '.join(_TABLE_COLUMNS)} FROM {_TABLES_T.name} "
+                "WHERE location IS NOT NULL ORDER BY db, name")
 
 
 def _driver_table_info(row: DriverRow) -> TableInfo:
@@ -314,7 +316,10 @@ class Catalog:
 
     def tables_with_location(self) -> list[TableInfo]:
         """Tables registered with a location (the Spark commit pick-up's spool folders)."""
-        return [TableInfo.of(r) for r in self._db.read(_TABLE_INFOS_WITH_LOCATION, {})]
+        if self._table_sql is None:
+            return [TableInfo.of(r) for r in self._db.read(_TABLE_INFOS_WITH_LOCATION, {})]
+        # Every Spark commit reads this: on the driver, as the other SQLite look-ups.
+        return [_driver_table_info(r) for r in self._db.read_driver(_LOCATED_SQL, ())]
 
     def longest_retention(self) -> int:
         """The largest ``retention_seconds`` of any table (0 with none registered)."""

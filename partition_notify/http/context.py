@@ -45,6 +45,8 @@ class HttpContext:
         return self.app.settings
 
 
-def context(request: Request) -> HttpContext:
+async def context(request: Request) -> HttpContext:
+    # async: FastAPI runs a plain-def dependency on a worker thread, a hop and back
+    # per request for one attribute read.
     ctx: HttpContext = request.app.state.pn
     return ctx
