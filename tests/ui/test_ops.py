@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 from partition_notify.store.push_letters import PushLetters
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
 
 from partition_notify.app import build_app
@@ -101,4 +102,8 @@ def test_admin_sees_set_aside_commits_and_acts_on_push_letters(browser: Any) -> 
 def _click(browser: Any, row_id: str, label: str) -> None:
     row = browser.find_element(By.ID, row_id)
     row.find_element(By.XPATH, f'.//button[text()="{label}"]').click()
+    # The answer is a new page: wait for the old one to go. A "done" already on it (the
+    # previous action's) is not this action's (CI failure, 2026-11-28: the discard was
+    # asserted before serve had it).
+    WebDriverWait(browser, 10).until(EC.staleness_of(row))
     WebDriverWait(browser, 10).until(lambda b: b.find_elements(By.ID, "done"))
