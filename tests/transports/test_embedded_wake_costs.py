@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -110,9 +111,19 @@ def test_the_consumer_reads_the_log_once_per_commit(store_url: str) -> None:
 
 
 class TouchOnlyWaker(InotifyWaker):
-    """The real waker without its WAL-write settle: only the wake file can wake it."""
+    """The real waker without its WAL-write settle: only the wake file can wake it.
+
+    ``watching`` is set at the first settle, which ``follow`` runs once its inotify
+    watch exists: a commit before that would be seen by no event (the real waker's
+    start settle catches it through data_version, which this one skips).
+    """
+
+    def __init__(self, database: Path, on_commit: Callable[[], None]) -> None:
+        super().__init__(database, on_commit)
+        self.watching = threading.Event()
 
     def _settle(self, conn: sqlite3.Connection, last: int, fd: int) -> int:
+        self.watching.set()
         return last
 
 
@@ -125,7 +136,7 @@ def test_an_append_touches_the_wake_file_which_alone_wakes_a_reader(tmp_path: Pa
         woke = threading.Event()
         waker = TouchOnlyWaker(db, woke.set).start()
         try:
-            assert woke.wait(WAIT), "the waker never started"
+            assert waker.watching.wait(WAIT), "the waker never set up its watch"
             woke.clear()
             app.publisher.send_mark_set_done("wake", "t", {"ds": "1"})
             assert (tmp_path / f"store.db{WAKE_SUFFIX}").exists()
