@@ -2,6 +2,7 @@
 
     PYTHONPATH=. python bench/brokers_stomp.py [--url stomp://127.0.0.1:61613]
         [--store-url postgresql+psycopg://postgres@127.0.0.1:5432/bench] [--json out.json]
+        [--only-batch [--log-rows N]]
 
 Rows (goal in brackets):
   sync     raw stomp.py SEND+RECEIPT one at a time  vs  StompTransport.publish of one
@@ -138,8 +139,19 @@ def bench_sync(args: argparse.Namespace, app: App, raw: RawSender) -> dict[str, 
     return out
 
 
+def fill_log(app: App, rows: int) -> None:
+    """A log of ``rows`` add-partition events made by this tree's publisher, as a service
+    that has run a while has: the batch rows then insert into indexes of that size."""
+    app.publisher.register_table("bench", "history", ["datestamp", "part"])
+    for start in range(0, rows, 10_000):
+        app.publisher.announce_partitions("bench", "history", [
+            {"datestamp": f"h{start}", "part": f"p{i:05d}"}
+            for i in range(min(10_000, rows - start))])
+
+
 def bench_batch(args: argparse.Namespace, app: App, raw: RawSender) -> dict[str, float]:
     n = args.batch_n
+    fill_log(app, args.log_rows)
     app.publisher.register_table("bench", "batch", ["datestamp", "part"])
     envs = sample_envelopes(app, "batch", n)
     dest = f"/topic/{envs[0].topic}"
@@ -240,6 +252,9 @@ def main() -> None:
     p.add_argument("--latency-n", type=int, default=500)
     p.add_argument("--tables", type=int, default=10_000)
     p.add_argument("--json", default=None, help="also write the figures here")
+    p.add_argument("--log-rows", type=int, default=0,
+                   help="add-partition events logged before the batch rows (a log that "
+                   "has grown: its indexes are that big)")
     p.add_argument("--only-batch", action="store_true",
                    help="only the batch rows (10,000 pipelined, announce_partitions)")
     p.add_argument("--child-follow", type=int, default=0, help=argparse.SUPPRESS)
@@ -278,7 +293,8 @@ def main() -> None:
 
 def report_batch(args: argparse.Namespace, b: dict[str, float]) -> None:
     print(f"\nSTOMP batch rows (median of {args.rounds} alternating rounds of "
-          f"{args.batch_n}; in brackets: client CPU per message)")
+          f"{args.batch_n}, on a log of {args.log_rows:,} earlier events; in brackets: "
+          "client CPU per message)")
     print(f"{'raw stomp.py pipelined':34}{b['raw']:>9.0f}/s ({b['raw_cpu_us']:.0f} us)")
     for label, key in (("StompTransport.publish", "transport"),
                        ("announce_partitions end to end", "publisher")):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -16,6 +15,7 @@ from partition_notify.publisher.marks import (
     DEFAULT_MAX_BATCH,
     MarkBatcher,
 )
+from partition_notify.publisher.message_ids import message_id
 from partition_notify.publisher.templates import MAX_TEMPLATES, PartitionTemplate, SetDoneTemplate
 from partition_notify.publisher.undelivered import saved_but_undelivered
 from partition_notify.store import EventDraft, Logged, Store, TableInfo
@@ -342,7 +342,7 @@ class Publisher:
             "table": info.name,
             "timestamp": int(now),
             "timestampMs": int(now * 1000),
-            "messageId": uuid.uuid4().hex,
+            "messageId": message_id(),
             "eventId": event_id,
             "topic": info.topic,
             "topicSeq": seq,

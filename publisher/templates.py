@@ -31,13 +31,12 @@ import json
 import operator
 import re
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from typing import cast
 
 import pydantic_core
-from partition_notify.publisher.message_ids import message_ids
+from partition_notify.publisher.message_ids import message_id, message_ids
 from partition_notify.store import EventDraft, TableInfo
 from pydantic import BaseModel
 
@@ -121,7 +120,7 @@ class _Template:
         self._headers_json = self.headers_json
 
     def reserve_ids(self, n: int) -> None:
-        """Message ids for the next ``n`` copies, made at once (then uuid4 each again)."""
+        """Message ids for the next ``n`` copies, made at once (then one each again)."""
         self._ids = iter(message_ids(n))
 
     def body(self, values: tuple[object, ...]) -> bytes:
@@ -152,7 +151,7 @@ class _Template:
     def copy(self, event_id: int, seq: int, now: float, **fields: object) -> AnyMessage:
         """The message with its ids and ``fields`` (python names), not validated again."""
         return self.copy_with({
-            "timestamp": int(now), "message_id": next(self._ids, None) or uuid.uuid4().hex,
+            "timestamp": int(now), "message_id": next(self._ids, None) or message_id(),
             "event_id": event_id, "topic_seq": seq, "timestamp_ms": int(now * 1000), **fields})
 
     def copy_with(self, update: dict[str, object]) -> AnyMessage:
@@ -247,7 +246,7 @@ class PartitionTemplate(_Template):
         # One dict of the ids and fields (copy's keyword arguments were a second), its own
         # key list, as a validated message has: the template's stays unshared.
         return self.copy_with({
-            "timestamp": int(now), "message_id": next(self._ids, None) or uuid.uuid4().hex,
+            "timestamp": int(now), "message_id": next(self._ids, None) or message_id(),
             "event_id": event_id, "topic_seq": seq, "timestamp_ms": int(now * 1000),
             "partitions": [ordered], "locations": [location],
             "partition_keys": self._key_list.copy()})

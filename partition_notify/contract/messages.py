@@ -70,7 +70,8 @@ class _Message(BaseModel):
     db: str
     table: str
     timestamp: int = Field(description="Commit time, epoch seconds (HCatalog).")
-    message_id: str = Field(alias="messageId", description="Stable unique id (UUID hex).")
+    message_id: str = Field(alias="messageId",
+                            description="Stable unique id (UUID hex, version 7: time-ordered).")
     event_id: int = Field(
         alias="eventId", ge=1, description="Gap-free id in commit order across the whole store."
     )

@@ -1,33 +1,71 @@
-"""publisher/message_ids.py: a batch of message ids from one os.urandom call must be,
-id for id, what uuid.uuid4() makes of the same 16 random bytes."""
+"""publisher/message_ids.py: message ids are RFC 9562 version-7 UUIDs (time first, then
+74 random bits), built from one os.urandom call per batch, sorted within a batch."""
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from partition_notify.publisher.message_ids import message_ids, v4_hex
+from partition_notify.publisher.message_ids import (
+    RANDOM_BYTES,
+    message_id,
+    message_ids,
+    v7_hex,
+)
+
+MS = st.integers(0, 2**48 - 1)
+PIECES = st.binary(min_size=0, max_size=RANDOM_BYTES * 40).map(
+    lambda b: b[:len(b) // RANDOM_BYTES * RANDOM_BYTES])
+
+
+def _by_the_rfc(unix_ms: int, piece: bytes) -> str:
+    """RFC 9562 5.7, bit by bit: unix_ts_ms(48) ver(4) rand_a(12) var(2) rand_b(62)."""
+    rand = int.from_bytes(piece, "big")  # 80 bits; the 6 overwritten ones are dropped
+    rand_a = (rand >> 64) & 0xFFF
+    rand_b = rand & (2**62 - 1)
+    value = (unix_ms << 80) | (0x7 << 76) | (rand_a << 64) | (0b10 << 62) | rand_b
+    return uuid.UUID(int=value).hex
 
 
 @settings(max_examples=300, deadline=None)
-@given(random=st.binary(min_size=0, max_size=16 * 40).map(lambda b: b[:len(b) // 16 * 16]))
-def test_each_id_is_uuid4_of_its_bytes(random: bytes) -> None:
-    expected = [uuid.UUID(bytes=random[i:i + 16], version=4).hex
-                for i in range(0, len(random), 16)]
-    assert v4_hex(random) == expected
+@given(unix_ms=MS, random=PIECES)
+def test_each_id_is_the_rfc_layout_of_its_time_and_bytes(unix_ms: int, random: bytes) -> None:
+    expected = sorted(_by_the_rfc(unix_ms, random[i:i + RANDOM_BYTES])
+                      for i in range(0, len(random), RANDOM_BYTES))
+    assert v7_hex(unix_ms, random) == expected
 
 
-def test_a_batch_is_random_version_4_rfc_4122_hex() -> None:
+def test_a_batch_is_unique_sorted_version_7_of_now() -> None:
+    before = time.time_ns() // 1_000_000
     ids = message_ids(5000)
+    after = time.time_ns() // 1_000_000
     assert len(ids) == len(set(ids)) == 5000
+    assert ids == sorted(ids)
     for text in ids:
         u = uuid.UUID(hex=text)
-        assert (u.version, u.variant, u.hex) == (4, uuid.RFC_4122, text)
+        assert (u.version, u.variant, u.hex) == (7, uuid.RFC_4122, text)
+        assert before <= u.int >> 80 <= after
     assert message_ids(0) == []
+    one = uuid.UUID(hex=message_id())
+    assert one.version == 7 and after <= one.int >> 80 <= time.time_ns() // 1_000_000
 
 
-def test_bytes_that_are_not_whole_ids_are_refused() -> None:
-    with pytest.raises(ValueError, match="not a whole number"):
-        v4_hex(b"x" * 17)
+def test_later_batches_sort_after_earlier_ones() -> None:
+    # What keeps the unique index's inserts at its right-hand edge.
+    first = message_ids(100)
+    deadline = time.monotonic() + 5
+    while time.time_ns() // 1_000_000 <= int(first[-1][:12], 16):
+        assert time.monotonic() < deadline, "the clock did not advance"
+    assert message_ids(100)[0] > first[-1]
+
+
+def test_bytes_that_are_not_whole_ids_or_times_out_of_range_are_refused() -> None:
+    with pytest.raises(ValueError, match="not a whole number of ids"):
+        v7_hex(0, b"x" * 17)
+    with pytest.raises(ValueError, match=r"outside 0\.\.2\*\*48-1"):
+        v7_hex(2**48, b"x" * RANDOM_BYTES)
+    with pytest.raises(ValueError, match=r"outside 0\.\.2\*\*48-1"):
+        v7_hex(-1, b"x" * RANDOM_BYTES)

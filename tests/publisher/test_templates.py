@@ -128,7 +128,7 @@ def _rows_hold_json_dumps(path: Path) -> None:
         assert text == json.dumps(json.loads(text))
 
 
-def test_batch_message_ids_are_distinct_uuid4(tmp_path: Path) -> None:
+def test_batch_message_ids_are_distinct_uuid7(tmp_path: Path) -> None:
     import uuid
 
     with build_app(store_url=f"sqlite:///{tmp_path}/s.db", transport_url="embedded://") as app:
@@ -136,7 +136,7 @@ def test_batch_message_ids_are_distinct_uuid4(tmp_path: Path) -> None:
         sent = app.publisher.announce_partitions("db", "t", [{"ds": str(i)} for i in range(300)])
         ids = [m.message_id for m in sent]
         assert len(set(ids)) == 300
-        assert all(uuid.UUID(hex=i).version == 4 and uuid.UUID(hex=i).hex == i for i in ids)
+        assert all(uuid.UUID(hex=i).version == 7 and uuid.UUID(hex=i).hex == i for i in ids)
         _rows_hold_json_dumps(tmp_path / "s.db")
 
 
