@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from partition_notify.store.append_rows import JsonColumn, insert_many
+from partition_notify.store.existing_specs import existing_specs
 from partition_notify.store.schema import EventRow, PartitionRow, SequenceRow, SetDoneRow, TableRow
 from partition_notify.store.wakeups import NOTIFY_SQL
 from sqlalchemy import (
@@ -98,17 +99,6 @@ _INSERT_PARTITIONS = insert(cast(Table, PartitionRow.__table__))
 INSERT_SET_DONE = insert(cast(Table, SetDoneRow.__table__))
 
 
-_EXISTING_SQL = (f"SELECT spec FROM {PartitionRow.__tablename__} "
-                 "WHERE table_id = {mark} AND spec IN ({marks})")
-# PostgreSQL: one probe of the unique index per spec, as a subplan the planner cannot
-# turn into a scan. Without statistics (a new store's backfill, autovacuum off), or with
-# psycopg's prepared generic plan, the IN list read every partition of the table and
-# compared each with the whole list (tests/store/test_duplicate_check_plan.py).
-_EXISTING_PG_SQL = (
-    "SELECT s.spec FROM unnest(%s::varchar[]) AS s(spec) WHERE (SELECT 1 FROM "
-    f"{PartitionRow.__tablename__} p WHERE p.table_id = %s AND p.spec = s.spec) IS NOT NULL")
-
-
 def _chunks(items: Sequence[Any], n: int = _IN_CHUNK) -> Iterable[Sequence[Any]]:
     for i in range(0, len(items), n):
         yield items[i : i + n]
@@ -135,19 +125,8 @@ class PartitionRepository:
         self.session = session
 
     def existing(self, table_id: int, specs: Sequence[str]) -> set[str]:
-        """The ``specs`` of ``table_id`` present; driver SQL (an ORM IN list cost 4x)."""
-        found: set[str] = set()
-        conn = self.session.connection()
-        if conn.dialect.name == "postgresql":
-            for chunk in _chunks(specs):
-                found.update(str(spec) for spec, in conn.exec_driver_sql(
-                    _EXISTING_PG_SQL, (list(chunk), table_id)))
-            return found
-        mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
-        for chunk in _chunks(specs):
-            sql = _EXISTING_SQL.format(mark=mark, marks=", ".join([mark] * len(chunk)))
-            found.update(str(spec) for spec, in conn.exec_driver_sql(sql, (table_id, *chunk)))
-        return found
+        """The ``specs`` of ``table_id`` present (store/existing_specs.py)."""
+        return existing_specs(self.session.connection(), table_id, specs)
 
     def add_many(self, rows: Sequence[Mapping[str, Any]],
                  json_columns: Mapping[str, JsonColumn] | None = None) -> None:
