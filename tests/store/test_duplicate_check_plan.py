@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from partition_notify.store import Store
+from partition_notify.store.existing_specs import existing_specs
 from partition_notify.store.uow import UnitOfWork
 from sqlalchemy import text
 
@@ -104,5 +105,39 @@ def test_every_present_spec_is_found_across_chunks(sqlite_url: str, n: int) -> N
         with UnitOfWork(store.engine, write=False) as uow:
             found = uow.partitions.existing(1, specs)
         assert found == {s for s in specs if int(s[2:]) <= PRESENT}
+    finally:
+        store.close()
+
+
+def test_a_plan_made_while_the_table_was_small_does_not_outlive_its_growth(
+        store_url: str) -> None:
+    # psycopg prepares a statement on its fifth run, and PostgreSQL keeps the prepared
+    # statement's generic plan until the table's statistics change: a plan made while
+    # the table was empty (a new store) read all of it per spec once it had grown.
+    if not store_url.startswith("postgresql"):
+        pytest.skip("PostgreSQL's plan cache")
+    store = Store.open(store_url)
+    try:
+        specs = [f"a={n:06d}" for n in range(PRESENT - 199, PRESENT + 301)]
+        with store.engine.connect() as conn:
+            conn.execute(text(
+                "INSERT INTO pn_tables (id, db, name, partition_keys, topic, "
+                "retention_seconds, created_at) VALUES (1, 'd', 't', '[\"a\"]', 'x', 1, 0)"))
+            conn.commit()
+            for _ in range(12):
+                assert existing_specs(conn, 1, specs) == set()
+            conn.commit()
+            with store.engine.begin() as other:
+                other.execute(text(
+                    'INSERT INTO pn_partitions (table_id, spec, "values", event_id, created_at) '
+                    "VALUES (1, :spec, '{}', :n, :n)"),
+                    [{"spec": f"a={n:06d}", "n": n} for n in range(1, PRESENT + 1)])
+            fetched = ("SELECT coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0) "
+                       "FROM pg_stat_xact_user_tables WHERE relname = 'pn_partitions'")
+            before = conn.exec_driver_sql(fetched).scalar_one()
+            assert existing_specs(conn, 1, specs) == set(specs[:200])
+            touched = conn.exec_driver_sql(fetched).scalar_one() - before
+            conn.rollback()
+        assert touched <= 2 * BATCH, f"read {touched} rows of pn_partitions for {BATCH} specs"
     finally:
         store.close()
