@@ -21,6 +21,8 @@ from partition_notify.store.existing_specs import existing_specs
 from partition_notify.store.uow import UnitOfWork
 from sqlalchemy import text
 
+from tests.support.ci import require
+from tests.support.postgres import PostgresDatabases
 from tests.support.query_plans import captured
 from tests.support.query_plans import plan as query_plan
 
@@ -110,13 +112,14 @@ def test_every_present_spec_is_found_across_chunks(sqlite_url: str, n: int) -> N
 
 
 def test_a_plan_made_while_the_table_was_small_does_not_outlive_its_growth(
-        store_url: str) -> None:
+        postgres: PostgresDatabases | None) -> None:
     # psycopg prepares a statement on its fifth run, and PostgreSQL keeps the prepared
     # statement's generic plan until the table's statistics change: a plan made while
     # the table was empty (a new store) read all of it per spec once it had grown.
-    if not store_url.startswith("postgresql"):
-        pytest.skip("PostgreSQL's plan cache")
-    store = Store.open(store_url)
+    require(postgres is not None, "PostgreSQL is not reachable")
+    assert postgres is not None
+    url = postgres.new()
+    store = Store.open(url)
     try:
         specs = [f"a={n:06d}" for n in range(PRESENT - 199, PRESENT + 301)]
         with store.engine.connect() as conn:
@@ -141,3 +144,4 @@ def test_a_plan_made_while_the_table_was_small_does_not_outlive_its_growth(
         assert touched <= 2 * BATCH, f"read {touched} rows of pn_partitions for {BATCH} specs"
     finally:
         store.close()
+        postgres.drop(url)
