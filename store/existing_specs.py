@@ -18,7 +18,7 @@ from typing import Any
 from partition_notify.store.schema import PartitionRow
 from sqlalchemy import Connection
 
-#: Specs per statement: well under SQLite's variable limit.
+#: Specs per SQLite statement: well under its variable limit.
 CHUNK = 500
 
 _IN_SQL = (f"SELECT spec FROM {PartitionRow.__tablename__} "
@@ -30,17 +30,17 @@ _PG_SQL = (
 
 def existing_specs(conn: Connection, table_id: int, specs: Sequence[str]) -> set[str]:
     """The ``specs`` of ``table_id`` present."""
+    if not specs:
+        return set()
+    if conn.dialect.name == "postgresql":
+        # One array parameter: the chunks are SQLite's variable limit, not PostgreSQL's.
+        return {str(spec) for spec, in _unprepared(conn, _PG_SQL, (list(specs), table_id))}
     found: set[str] = set()
-    postgres = conn.dialect.name == "postgresql"
     mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
     for i in range(0, len(specs), CHUNK):
         chunk = specs[i:i + CHUNK]
-        if postgres:
-            rows = _unprepared(conn, _PG_SQL, (list(chunk), table_id))
-        else:
-            sql = _IN_SQL.format(mark=mark, marks=", ".join([mark] * len(chunk)))
-            rows = list(conn.exec_driver_sql(sql, (table_id, *chunk)))
-        found.update(str(spec) for spec, in rows)
+        sql = _IN_SQL.format(mark=mark, marks=", ".join([mark] * len(chunk)))
+        found.update(str(spec) for spec, in conn.exec_driver_sql(sql, (table_id, *chunk)))
     return found
 
 

@@ -99,8 +99,8 @@ def test_the_duplicate_check_reads_only_the_batch_s_own_index_entries(store_url:
 
 
 @pytest.mark.parametrize("n", [0, 1, BATCH, BATCH + 1, 3 * BATCH + 7])
-def test_every_present_spec_is_found_across_chunks(sqlite_url: str, n: int) -> None:
-    store = Store.open(sqlite_url)
+def test_every_present_spec_is_found_across_chunks(store_url: str, n: int) -> None:
+    store = Store.open(store_url)
     try:
         _fill(store)
         specs = [f"a={k:06d}" for k in range(PRESENT - n // 2, PRESENT - n // 2 + n)]
