@@ -1,7 +1,7 @@
 """Spark commit -> ``serve`` -> Airflow acts, with real processes; ours vs Airflow's share.
 
     PYTHONPATH=$PWD .venv/bin/python bench/e2e_airflow.py [--rounds 5] [--poke-interval S]
-        [--store-url POSTGRES_ADMIN_URL]
+        [--store-url POSTGRES_ADMIN_URL] [--trace]
 
 (needs ``.venv-sched``: ``bash scripts/bootstrap_sched.sh``). Started here,
 each in its own process group and all stopped at the end (also on Ctrl-C or a
@@ -35,6 +35,11 @@ Times (one wall clock: every process runs on this machine):
 * baseline: the ``FileSensor`` task's ``end_date``.
 
 Ours = t1 - t0; Airflow's = t2 - t1. Read through Airflow's REST API only.
+
+``--trace`` (bench/cpu_trace.py): while each round's write runs, sample every
+started process group's CPU time and the machine's runnable tasks every 5 ms;
+print, per round, who used the CPUs between t0 and logged (a slow round's
+commit -> logged is then either our processes' own work or a neighbour's).
 """
 
 from __future__ import annotations
@@ -52,6 +57,8 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from core_common import machine_note, scratch_store_url
+from cpu_trace import CpuTrace
+from cpu_trace import report as trace_report
 from e2e_airflow_stack import (
     Airflow,
     airflow_env,
@@ -81,6 +88,8 @@ def parse_args() -> argparse.Namespace:
                    help="our store on PostgreSQL: a new database on this server for the run, "
                    "dropped afterwards (e.g. postgresql+psycopg://postgres@127.0.0.1:5432/"
                    "postgres); default: a temporary SQLite file")
+    p.add_argument("--trace", action="store_true",
+                   help="per round, each process group's CPU between commit and logged")
     args = p.parse_args()
     if args.rounds < 1:
         p.error(f"--rounds {args.rounds}: expected at least 1")
@@ -149,9 +158,21 @@ class Bench:
         while target < time.time() + 1.0:
             target += self.poke
         time.sleep(target - time.time())  # pacing the workload, not waiting for an event
+        trace = self._trace()
         wrote = self.writer.write(day, deadline_s)
+        if trace is not None:
+            self.writer.wait_set_done(day, deadline_s, self.procs.check_alive)
+            trace.stop()
         done = self._wait_done(run_id, day, known_watched, deadline_s)
-        return {"day": day, "run_id": run_id, "wrote": wrote, **done}
+        return {"day": day, "run_id": run_id, "wrote": wrote, "trace": trace, **done}
+
+    def _trace(self) -> CpuTrace | None:
+        if not self.args.trace:
+            return None
+        groups = {name: proc.pid for name, proc in self.procs.started}
+        trace = CpuTrace({**groups, "bench": os.getpgrp()})
+        trace.start()
+        return trace
 
     def _wait_done(self, run_id: str, day: str, known: set[str],
                    timeout: float) -> dict[str, Any]:
@@ -209,6 +230,8 @@ def main() -> int:
                 print(f"round {i}: done ({machine_note().split(', ', 1)[1]})", flush=True)
             bench.app.close()
             triggerer_log = procs.log_text("triggerer")
+        if args.trace:
+            trace_report(rows)
         if args.json is not None:
             args.json.write_text(json.dumps(rows, indent=1, default=str))
         report(rows, bench.poke, args.poke_interval is None)
