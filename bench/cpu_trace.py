@@ -3,8 +3,9 @@
 A sampler thread reads, every ``interval`` seconds, the CPU time of every
 process of each started process group (``/proc/<pid>/stat``: utime + stime of
 all the process's threads, plus cutime + cstime of its reaped children, so a
-short-lived child that a parent waited for still counts) and the number of
-runnable tasks on the machine (``procs_running`` of ``/proc/stat``). Afterwards,
+short-lived child that a parent waited for still counts), the machine's busy
+time (``/proc/stat``; what the groups did not use is reported as ``others``)
+and the number of runnable tasks on the machine (``procs_running``). Afterwards,
 :meth:`CpuTrace.window` says how many ms of CPU each group used between two
 instants, and the most tasks that were runnable at once.
 
@@ -29,6 +30,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 TICK_SECONDS = 1.0 / os.sysconf("SC_CLK_TCK")
+#: The row for every process outside the traced groups (databases, other users' work).
+OTHERS = "others"
 #: One tick: finer shows nothing new, coarser blurs a 50 ms round.
 DEFAULT_INTERVAL_SECONDS = TICK_SECONDS
 
@@ -74,12 +77,17 @@ def _cpu_ticks(fd: int) -> int:
     return int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])
 
 
-def _procs_running() -> int:
+def _machine() -> tuple[int, int]:
+    """(busy ticks of all CPUs: user nice system irq softirq steal, procs_running)."""
+    busy = running = 0
     with open("/proc/stat", "rb") as f:
         for line in f:
-            if line.startswith(b"procs_running"):
-                return int(line.split()[1])
-    return 0
+            if line.startswith(b"cpu "):
+                v = [int(x) for x in line.split()[1:9]]
+                busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7]
+            elif line.startswith(b"procs_running"):
+                running = int(line.split()[1])
+    return busy, running
 
 
 @dataclass
@@ -109,7 +117,10 @@ class CpuTrace:
         try:
             while not self._stop.is_set():
                 ticks = {name: sum(_cpu_ticks(fd) for fd in fs) for name, fs in fds.items()}
-                self.samples.append((time.time(), _procs_running(), ticks))
+                # "others": the machine's busy time that none of the groups used.
+                busy, running = _machine()
+                ticks[OTHERS] = busy - sum(ticks.values())
+                self.samples.append((time.time(), running, ticks))
                 self._stop.wait(self.interval)
         finally:
             for fs in fds.values():
