@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 TICK_SECONDS = 1.0 / os.sysconf("SC_CLK_TCK")
 #: The row for every process outside the traced groups (databases, other users' work).
@@ -144,12 +145,13 @@ class CpuTrace:
         return used, max(s[1] for s in span)
 
 
-def report(rows: list[dict[str, object]]) -> None:
+def report(rows: list[dict[str, object]], relay: Any = None) -> None:
     """Per round: commit -> logged, runnable tasks at most, and each group's CPU ms in it.
 
     Each row needs ``trace`` (a stopped :class:`CpuTrace`, replaced here by its
     figures so the row stays JSON) and ``event`` (``revision`` = t0 in ms,
-    ``timestampMs`` = logged).
+    ``timestampMs`` = logged). ``relay``: a bench/timing_relay.py ``TimingRelay``
+    the driver posted through; its first byte splits the window in two.
     """
     print("\n# --trace: CPU ms each process group used between commit (t0) and logged; "
           f"tick {TICK_SECONDS * 1000:.0f} ms; runnable = most tasks runnable at once "
@@ -163,5 +165,12 @@ def report(rows: list[dict[str, object]]) -> None:
         r["cpu"] = {"ms": used, "runnable": runnable}
         busy = ", ".join(f"{n} {ms:.0f}" for n, ms in sorted(used.items(), key=lambda x: -x[1])
                          if ms > 0)
-        print(f"round {i:<2} commit->logged {(logged - t0) * 1000:5.0f} ms  runnable <= "
+        got = relay.got.get(int(ev["revision"]), {}) if relay is not None else {}
+        split = ""
+        if "first" in got:
+            r["first_byte"] = got["first"]
+            split = (f" = driver {(got['first'] - t0) * 1000:4.0f} + serve "
+                     f"{(logged - got['first']) * 1000:3.0f}"
+                     + (" (new connection)" if got.get("nth") == 1 else ""))
+        print(f"round {i:<2} commit->logged {(logged - t0) * 1000:5.0f} ms{split}  runnable <= "
               f"{runnable:<2}  {busy or 'no tick'}")

@@ -37,9 +37,11 @@ Times (one wall clock: every process runs on this machine):
 Ours = t1 - t0; Airflow's = t2 - t1. Read through Airflow's REST API only.
 
 ``--trace`` (bench/cpu_trace.py): while each round's write runs, sample every
-started process group's CPU time and the machine's runnable tasks every 5 ms;
+started process group's CPU time and the machine's runnable tasks every tick;
 print, per round, who used the CPUs between t0 and logged (a slow round's
-commit -> logged is then either our processes' own work or a neighbour's).
+commit -> logged is then either our processes' own work or a neighbour's), and
+where the request's first byte reached ``serve`` (the driver talks to serve
+through bench/timing_relay.py): the driver's part and serve's.
 """
 
 from __future__ import annotations
@@ -111,7 +113,8 @@ class Bench:
         sched = ROOT / ".venv-sched" / "bin"
         if not (sched / "airflow").exists():
             raise SystemExit("no .venv-sched: run `bash scripts/bootstrap_sched.sh` first")
-        self.writer = start_writer(self.procs, self.tmp, self.pn_store_url)
+        self.writer = start_writer(self.procs, self.tmp, self.pn_store_url,
+                                   timed=self.args.trace)
         self.app, self.store_url = self.writer.app, self.writer.store_url
         self.table_path = self.writer.table_path
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -231,7 +234,9 @@ def main() -> int:
             bench.app.close()
             triggerer_log = procs.log_text("triggerer")
         if args.trace:
-            trace_report(rows)
+            trace_report(rows, bench.writer.relay)
+            if bench.writer.relay is not None:
+                bench.writer.relay.close()
         if args.json is not None:
             args.json.write_text(json.dumps(rows, indent=1, default=str))
         report(rows, bench.poke, args.poke_interval is None)

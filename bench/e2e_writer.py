@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from e2e_procs import LineReader, Procs, http_ok, wait_for
+from timing_relay import TimingRelay
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = "bench.orders"
@@ -30,6 +31,8 @@ class Writer:
     table_path: str
     spark_in: Any
     spark_out: LineReader
+    #: Between the Spark driver and serve when asked for (``start_writer(timed=True)``).
+    relay: TimingRelay | None = None
 
     def write(self, day: str, timeout: float) -> dict[str, Any]:
         """Append to partition ``datestamp=<day>`` and mark it done; the child's JSON answer."""
@@ -69,9 +72,12 @@ class Writer:
         return found[0]
 
 
-def start_writer(procs: Procs, tmp: Path, store_url: str | None = None) -> Writer:
+def start_writer(procs: Procs, tmp: Path, store_url: str | None = None,
+                 timed: bool = False) -> Writer:
     """Register the table, start ``serve`` and the Spark child; return once both are ready.
-    The store: ``store_url`` (an empty one), else a new SQLite file in ``tmp``."""
+    The store: ``store_url`` (an empty one), else a new SQLite file in ``tmp``. ``timed``:
+    the driver talks to serve through a :class:`TimingRelay` (when each request's first
+    byte came), closed by the caller."""
     from partition_notify.app import build_app
     from partition_notify.http.store import HttpStore
     from tests.support.net import free_port
@@ -91,11 +97,12 @@ def start_writer(procs: Procs, tmp: Path, store_url: str | None = None) -> Write
         "PN_HTTP_BIND": f"127.0.0.1:{port}"}, cwd=str(ROOT))
     wait_for(lambda: http_ok(f"{serve_url}/readyz"), SERVE_START_TIMEOUT, "serve",
              procs.check_alive)
+    relay = TimingRelay(port) if timed else None
     spark = procs.start(
         "spark", [str(core_py), str(ROOT / "bench" / "e2e_spark_child.py"),
-                  "--table-path", table_path, "--serve-url", serve_url],
+                  "--table-path", table_path, "--serve-url", relay.url if relay else serve_url],
         {**env, "PN_WRITER_TOKEN": token}, cwd=str(ROOT), stdin=-1, stdout_pipe=True)
     out = LineReader(spark)
     if out.read(SPARK_START_TIMEOUT) != "ready":
         raise RuntimeError("the Spark child did not say ready")
-    return Writer(app, store_url, serve_url, table_path, spark.stdin, out)
+    return Writer(app, store_url, serve_url, table_path, spark.stdin, out, relay)
