@@ -26,6 +26,7 @@ from partition_notify.store.repositories import (
     reserve,
 )
 from partition_notify.store.sqlite_writer import DriverMarks, SQLiteWriter
+from partition_notify.store.topic_seqs import last_seqs_statement
 from partition_notify.store.uow import Access, InTxn, UnitOfWork, map_db_error, map_driver_error
 from partition_notify.store.wakeups import NOTIFY_SQL, wake_file
 from sqlalchemy.engine import Connection, Engine
@@ -38,7 +39,6 @@ log = logging.getLogger(__name__)
 #: Topics per read of :meth:`EventLog.last_topic_seqs`: within every driver's
 #: bound-parameter limit (SQLite builds from 999 up, PostgreSQL 65,535).
 TOPICS_PER_READ = 900
-_LAST_SEQ_SQL = "SELECT topic, max(topic_seq) FROM pn_events WHERE topic IN ({}) GROUP BY topic"
 
 #: :meth:`EventLog.events_after` as one driver statement (headers: JSON text on SQLite).
 _AFTER_SQL = ("SELECT event_id, topic, topic_seq, body, headers FROM pn_events "
@@ -321,10 +321,10 @@ class EventLog:
         try:
             with self._db.reader.connect() as conn:
                 for i in range(0, len(topics), TOPICS_PER_READ):
-                    chunk = list(topics[i : i + TOPICS_PER_READ])
-                    sql = _LAST_SEQ_SQL.format(", ".join([mark] * len(chunk)))
+                    sql, params = last_seqs_statement(
+                        conn.dialect.name, mark, topics[i : i + TOPICS_PER_READ])
                     found.update((str(t), int(s or 0))
-                                 for t, s in conn.exec_driver_sql(sql, tuple(chunk)))
+                                 for t, s in conn.exec_driver_sql(sql, params))
         except SQLAlchemyError as exc:
             raise map_db_error(exc) from exc
         return {t: found.get(t, 0) for t in topics}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -35,3 +36,43 @@ def plan(store: Store, sql: str, params: Any) -> str:
             return " ".join(str(r[-1]) for r in conn.exec_driver_sql(
                 "EXPLAIN QUERY PLAN " + sql, params))
         return " ".join(str(r[0]) for r in conn.exec_driver_sql("EXPLAIN " + sql, params))
+
+
+def rows_read(store: Store, sql: str, params: Any, mode: str, table: str) -> int:
+    """Rows of ``table`` that PostgreSQL reads running ``sql`` as a prepared statement
+    under ``plan_cache_mode = mode``: returned, filtered out or rechecked, per loop.
+
+    ``params`` as SQLAlchemy's psycopg dialect sends them: a dict (``%(name)s``) or a
+    sequence (``%s``). Run in a transaction that is rolled back.
+    """
+    import psycopg  # the [postgres] extra: only a PostgreSQL store gets here
+
+    names: list[str] = []
+
+    def mark(m: re.Match[str]) -> str:
+        names.append(m.group(1) or str(len(names)))
+        return f"${len(names)}"
+
+    prepared = re.sub(r"%\(([^)]+)\)s|%s", mark, sql)
+    values = [params[n] for n in names] if isinstance(params, dict) else list(params)
+    with store.engine.connect() as conn:
+        raw = conn.connection.driver_connection
+        assert isinstance(raw, psycopg.Connection)
+        cur = psycopg.ClientCursor(raw)
+        cur.execute(f"SET LOCAL plan_cache_mode = {mode}")
+        cur.execute(f"PREPARE pn_rows_read AS {prepared}")
+        args = f"({', '.join(['%s'] * len(values))})" if values else ""
+        cur.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE pn_rows_read{args}", values)
+        (doc,), = cur.fetchall()
+        cur.execute("DEALLOCATE pn_rows_read")  # a session's, not the transaction's
+        conn.rollback()
+    return _touched(doc[0]["Plan"], table)
+
+
+def _touched(node: dict[str, Any], table: str) -> int:
+    own = 0
+    if node.get("Relation Name") == table:
+        own = (int(node.get("Actual Rows", 0)) + int(node.get("Rows Removed by Filter", 0))
+               + int(node.get("Rows Removed by Index Recheck", 0)))
+        own *= int(node.get("Actual Loops", 1))
+    return own + sum(_touched(child, table) for child in node.get("Plans", []))

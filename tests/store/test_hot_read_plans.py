@@ -1,0 +1,71 @@
+"""The hot reads' plans do not outlive the growth of the table they were made on.
+
+The kept connections of store/hot_read.py prepare their statements from the
+first call. After five executions PostgreSQL may switch a prepared statement
+to its generic plan, and keeps it until the table's statistics change: without
+autovacuum (or before it runs) that is never. A plan made while the table was
+empty must not become a scan once it has grown (the duplicate check's defect:
+tests/store/test_duplicate_check_plan.py). The look-up runs through the
+product's own kept connection; the rows it read are counted by the server.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from partition_notify.store import Store, TableInfo
+from sqlalchemy import text
+
+from tests.support.ci import require
+from tests.support.postgres import PostgresDatabases
+
+#: Set-done rows of the one table once it has grown (no ANALYZE).
+GROWN = 20_000
+TABLE = TableInfo(1, "d", "t", ("a",), "hcat.d.t", 86_400)
+_READ = ("SELECT coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0) "
+         "FROM pg_stat_xact_user_tables WHERE relname = 'pn_set_done'")
+
+
+def _rows_read(store: Store, read: Callable[[], object]) -> tuple[object, int]:
+    """``read()`` on the store's one kept connection, and the pn_set_done rows it read."""
+    kept = store._hot._idle  # the product's own connection, not a new one
+    assert len(kept) == 1, "one kept connection, reused by every look-up"
+    conn = kept[0]
+    conn.execute("BEGIN")  # the counters are per transaction
+    try:
+        before = conn.execute(_READ).fetchone()
+        found = read()
+        after = conn.execute(_READ).fetchone()
+    finally:
+        conn.execute("COMMIT")
+    assert before is not None and after is not None
+    return found, int(after[0]) - int(before[0])
+
+
+def test_the_set_done_look_up_s_plan_does_not_outlive_the_table_s_growth(
+        postgres: PostgresDatabases | None) -> None:
+    require(postgres is not None, "PostgreSQL is not reachable")
+    assert postgres is not None
+    url = postgres.new()
+    store = Store.open(url)
+    try:
+        with store.engine.begin() as conn:
+            conn.execute(text(
+                "INSERT INTO pn_tables (id, db, name, partition_keys, topic, "
+                "retention_seconds, created_at) VALUES (1, 'd', 't', '[\"a\"]', 'hcat.d.t', 1, 0)"))
+        wanted = ["a=019990", "a=*"]
+        for _ in range(12):  # prepared on the first, generic from about the sixth
+            assert store.retention.set_done_covering(TABLE, wanted) == []
+        now = time.time()
+        with store.engine.begin() as conn:
+            conn.execute(text(
+                "INSERT INTO pn_set_done (table_id, spec, event_id, body, published_at, "
+                "expires_at) SELECT 1, 'a=' || lpad(g::text, 6, '0'), g, 'b' || g, :now - g, "
+                ":now + 86400 - g FROM generate_series(1, :n) AS g"), {"now": now, "n": GROWN})
+        found, read = _rows_read(store, lambda: store.retention.set_done_covering(TABLE, wanted))
+        assert found == ["b19990"]
+        assert read <= 10, f"read {read} rows of pn_set_done for one set-done"
+    finally:
+        store.close()
+        postgres.drop(url)
