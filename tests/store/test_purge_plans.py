@@ -25,7 +25,8 @@ from tests.support.query_plans import rows_read
 
 ROWS = 100_000
 BATCH = 5_000
-#: The n oldest from the index, the same n by primary key to delete, and slack.
+#: The n oldest from the index (the event log: and one look-up each for a later event
+#: of its topic), the same n by primary key to delete, and slack.
 MOST = 3 * BATCH + 100
 
 
@@ -161,5 +162,63 @@ def test_a_purge_batch_takes_the_rows_that_expired_first(store_url: str) -> None
             gone = set(range(1, 42)) - {
                 int(g) for g, in conn.execute(text("SELECT event_id FROM pn_set_done"))}
         assert gone == {34, 36, 38, 40}  # the earliest expiry: now - 39 for g = 40
+    finally:
+        store.close()
+
+
+def test_an_event_log_purge_batch_reads_about_a_batch(postgres: PostgresDatabases | None) -> None:
+    require(postgres is not None, "PostgreSQL is not reachable")
+    assert postgres is not None
+    url = postgres.new()
+    store = Store.open(url)
+    try:
+        now = time.time()
+        with store.engine.begin() as conn:  # the older half published and past the horizon
+            conn.execute(text(
+                "INSERT INTO pn_events (event_id, topic, topic_seq, event_type, table_id, "
+                "message_id, headers, body, created_at, published_at, attempts, rejections) "
+                "SELECT g, 'hcat.d.t' || (g % 20), g, 'ADD_PARTITION', g % 20, 'm' || g, '{}', "
+                "'x', :now - :n + g, :now, 0, 0 FROM generate_series(1, :n) AS g"),
+                {"now": now, "n": ROWS})
+
+        def first_batch() -> int:
+            def stop() -> None:
+                raise _Stop
+
+            with contextlib.suppress(_Stop):
+                store.housekeeping.purge_events(now - ROWS / 2, batch_size=BATCH,
+                                                between_batches=stop)
+            return BATCH
+
+        _assert_reads_a_batch(store, "pn_events", first_batch)
+    finally:
+        store.close()
+        postgres.drop(url)
+
+
+def test_an_event_log_purge_keeps_every_event_its_rules_keep(store_url: str) -> None:
+    store = Store.open(store_url)
+    try:
+        t = store.clock()
+        with store.engine.begin() as conn:
+            for g in range(1, 32):
+                conn.execute(text(
+                    "INSERT INTO pn_events (event_id, topic, topic_seq, event_type, table_id, "
+                    "message_id, headers, body, created_at, published_at, discarded_at, "
+                    "attempts, rejections) VALUES (:g, :topic, :g, 'ADD_PARTITION', 1, :m, '{}', "
+                    "'x', :created, :published, :discarded, 0, 0)"), {
+                        "g": g, "m": f"m{g}",
+                        "topic": "c" if g == 31 else "ab"[g % 2],  # 31: its topic's last
+                        "created": t + g if 28 <= g <= 30 else t - 1000 + g,  # 28-30 young
+                        "published": None if g in (3, 7, 9) else t,  # 3, 7 wait for the relay
+                        "discarded": t if g == 9 else None})
+        purged = store.housekeeping.purge_events(t, batch_size=4, held_from=15,
+                                                 hold_until=t - 982)  # held past 15, bar 16-17
+        with store.engine.connect() as conn:
+            left = [int(g) for g, in conn.execute(text(
+                "SELECT event_id FROM pn_events ORDER BY event_id"))]
+        assert left == [3, 7, *range(18, 32)]
+        assert purged == 15
+        assert store.housekeeping.purged_below() == 18
     finally:
         store.close()
