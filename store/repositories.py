@@ -373,11 +373,11 @@ class SetDoneRepository:
         """
         # No session sync: with a subquery SQLAlchemy would otherwise add
         # RETURNING and ship every deleted id back.
-        expired = SetDoneRow.expires_at <= now
+        c = _SET_DONE_T.c
+        expired = c.expires_at <= now
         result = self.session.execute(
             delete(SetDoneRow)
-            .where(oldest_first(self.session, SetDoneRow.id, SetDoneRow.expires_at, expired,
-                                batch_size), expired)
+            .where(oldest_first(self.session, c.id, c.expires_at, expired, batch_size), expired)
             .execution_options(synchronize_session=False)
         )
         return int(result.rowcount or 0)  # type: ignore[attr-defined]
