@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import cast
 
 from partition_notify.store.cursor_schema import CursorRow
+from partition_notify.store.purge_order import oldest_first
 from partition_notify.store.schema import EventRow, SequenceRow
 from partition_notify.store.uow import Access, UnitOfWork, affected_rows
 from sqlalchemy import (
@@ -124,8 +125,8 @@ class Housekeeping:
                 SequenceRow.name == PURGED_BELOW, SequenceRow.next_value <= top
             ).values(next_value=int(top) + 1))
         return in_batches(
-            self._write, lambda uow, n: delete_where(uow.session, _EVENTS, oldest(
-                _EVENTS.c.event_id, _EVENTS.c.created_at,
+            self._write, lambda uow, n: delete_where(uow.session, _EVENTS, oldest_first(
+                uow.session, _EVENTS.c.event_id, _EVENTS.c.created_at,
                 and_(where, EventRow.event_id <= top), n)),
             batch_size=batch_size, between_batches=between_batches)
 

@@ -16,9 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
-from partition_notify.store.housekeeping import delete_where, in_batches, oldest
+from partition_notify.store.housekeeping import delete_where, in_batches
 from partition_notify.store.idempotency_schema import MAX_IDEMPOTENCY_KEY_CHARS, IdempotencyRow
 from partition_notify.store.provider import Store
+from partition_notify.store.purge_order import oldest_first
 from partition_notify.store.uow import UnitOfWork
 from sqlalchemy import Table, select
 from sqlalchemy.orm import Session
@@ -73,7 +74,8 @@ class IdempotencyRepository:
     def purge_batch(self, now: float, n: int) -> int:
         """Delete the ``n`` keys that expired first (at or before ``now``)."""
         c = _KEYS.c
-        return delete_where(self.session, _KEYS, oldest(c.id, c.expires_at, c.expires_at <= now, n))
+        return delete_where(self.session, _KEYS, oldest_first(
+            self.session, c.id, c.expires_at, c.expires_at <= now, n))
 
 
 class IdempotencyKeys:

@@ -8,6 +8,7 @@ from typing import Any, cast
 
 from partition_notify.store.append_rows import JsonColumn, insert_many
 from partition_notify.store.existing_specs import existing_specs
+from partition_notify.store.purge_order import oldest_first
 from partition_notify.store.schema import EventRow, PartitionRow, SequenceRow, SetDoneRow, TableRow
 from partition_notify.store.wakeups import NOTIFY_SQL
 from sqlalchemy import (
@@ -370,18 +371,13 @@ class SetDoneRepository:
         One statement: shipping the ids to Python and back as a 5,000-element
         IN list made PostgreSQL purges ~3x slower (bench/core_purge.py).
         """
-        oldest = (
-            select(SetDoneRow.id)
-            .where(SetDoneRow.expires_at <= now)
-            .order_by(SetDoneRow.expires_at)
-            .limit(batch_size)
-            .scalar_subquery()
-        )
         # No session sync: with a subquery SQLAlchemy would otherwise add
         # RETURNING and ship every deleted id back.
+        c = _SET_DONE_T.c
+        expired = c.expires_at <= now
         result = self.session.execute(
             delete(SetDoneRow)
-            .where(SetDoneRow.id.in_(oldest), SetDoneRow.expires_at <= now)
+            .where(oldest_first(self.session, c.id, c.expires_at, expired, batch_size), expired)
             .execution_options(synchronize_session=False)
         )
         return int(result.rowcount or 0)  # type: ignore[attr-defined]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from partition_notify.store import Store
@@ -38,12 +38,14 @@ def plan(store: Store, sql: str, params: Any) -> str:
         return " ".join(str(r[0]) for r in conn.exec_driver_sql("EXPLAIN " + sql, params))
 
 
-def rows_read(store: Store, sql: str, params: Any, mode: str, table: str) -> int:
+def rows_read(store: Store, sql: str, params: Any, mode: str, table: str,
+              settings: Sequence[str] = ()) -> int:
     """Rows of ``table`` that PostgreSQL reads running ``sql`` as a prepared statement
     under ``plan_cache_mode = mode``: returned, filtered out or rechecked, per loop.
 
     ``params`` as SQLAlchemy's psycopg dialect sends them: a dict (``%(name)s``) or a
-    sequence (``%s``). Run in a transaction that is rolled back.
+    sequence (``%s``). ``settings``: ``SET LOCAL ...`` statements the product sent in
+    the statement's transaction, run first. Run in a transaction that is rolled back.
     """
     import psycopg  # the [postgres] extra: only a PostgreSQL store gets here
 
@@ -60,6 +62,8 @@ def rows_read(store: Store, sql: str, params: Any, mode: str, table: str) -> int
         assert isinstance(raw, psycopg.Connection)
         cur = psycopg.ClientCursor(raw)
         cur.execute(f"SET LOCAL plan_cache_mode = {mode}")
+        for setting in settings:
+            cur.execute(setting)
         cur.execute(f"PREPARE pn_rows_read AS {prepared}")
         args = f"({', '.join(['%s'] * len(values))})" if values else ""
         cur.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE pn_rows_read{args}", values)
