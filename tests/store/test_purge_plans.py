@@ -222,3 +222,29 @@ def test_an_event_log_purge_keeps_every_event_its_rules_keep(store_url: str) -> 
         assert store.housekeeping.purged_below() == 18
     finally:
         store.close()
+
+
+def test_the_purge_s_planner_setting_ends_with_its_batch(
+        postgres: PostgresDatabases | None) -> None:
+    """``enable_sort = off`` is the batch's own (SET LOCAL): no later statement on any
+    pooled connection is planned without sorts."""
+    require(postgres is not None, "PostgreSQL is not reachable")
+    assert postgres is not None
+    url = postgres.new()
+    store = Store.open(url)
+    try:
+        _fill(store, store.clock(), 9)
+        with store.engine.connect() as conn:  # a second pooled connection, idle in the pool
+            assert conn.exec_driver_sql("SHOW enable_sort").scalar() == "on"
+        assert store.retention.purge_expired(batch_size=2, max_batches=1) == 2
+        with contextlib.ExitStack() as stack:
+            idle = store.engine.pool.checkedin()  # type: ignore[attr-defined]
+            conns = [stack.enter_context(store.engine.connect()) for _ in range(idle)]
+            assert conns, "the purge's connection went back to the pool"
+            assert [c.exec_driver_sql("SHOW enable_sort").scalar() for c in conns] == \
+                ["on"] * len(conns)
+        with store.engine.begin() as conn:  # a new transaction on the purge's connection
+            assert conn.exec_driver_sql("SHOW enable_sort").scalar() == "on"
+    finally:
+        store.close()
+        postgres.drop(url)
