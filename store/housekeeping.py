@@ -76,12 +76,6 @@ def in_batches(
     return total
 
 
-def oldest(pk: ColumnElement[object], order: ColumnElement[float],
-           where: ColumnElement[bool], n: int) -> ColumnElement[bool]:
-    """``pk IN (the n oldest rows matching where)``: one statement, no ids shipped."""
-    return pk.in_(select(pk).where(where).order_by(order).limit(n).scalar_subquery())
-
-
 def delete_where(session: Session, t: TableClause, where: ColumnElement[bool]) -> int:
     """DELETE FROM ``t`` ``where`` (Core: no ORM session sync); rows deleted."""
     return affected_rows(session.execute(delete(t).where(where)))

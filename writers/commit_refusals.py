@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import cast
 
 from partition_notify.store import Store, UnitOfWork
-from partition_notify.store.housekeeping import delete_where, in_batches, oldest
+from partition_notify.store.housekeeping import delete_where, in_batches
+from partition_notify.store.purge_order import oldest_first
 from partition_notify.store.schema import Base, BigId
 from partition_notify.writers.commit_schema import MAX_JOB_ID_CHARS
 from sqlalchemy import Float, Index, String, Table, Text, insert, select
@@ -89,5 +90,6 @@ class CommitRefusals:
         c = _T.c
         return in_batches(
             lambda: UnitOfWork(self.store.engine, write=True),
-            lambda uow, n: delete_where(uow.session, _T, oldest(c.id, c.at, c.at < before, n)),
+            lambda uow, n: delete_where(uow.session, _T, oldest_first(
+                uow.session, c.id, c.at, c.at < before, n)),
             batch_size=batch_size, between_batches=between_batches)

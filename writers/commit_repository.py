@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import cast
 
-from partition_notify.store.housekeeping import delete_where, oldest
+from partition_notify.store.housekeeping import delete_where
+from partition_notify.store.purge_order import oldest_first
 from partition_notify.store.uow import run_sql
 from partition_notify.writers.commit_schema import SparkCommitRow
 from sqlalchemy import Table, select
@@ -33,5 +34,5 @@ class SparkCommitRepository:
     def purge_batch(self, before: float, n: int) -> int:
         """Forget the ``n`` oldest job ids processed before ``before``."""
         c = _COMMITS.c
-        return delete_where(self.session, _COMMITS, oldest(
-            c.job_id, c.processed_at, c.processed_at < before, n))
+        return delete_where(self.session, _COMMITS, oldest_first(
+            self.session, c.job_id, c.processed_at, c.processed_at < before, n))

@@ -9,7 +9,8 @@ from sqlalchemy import Table, and_, select
 from sqlalchemy.orm import Session
 
 from partition_notify.deadlines.schema import ExpectationCheckRow, ExpectationRow
-from partition_notify.store.housekeeping import delete_where, oldest
+from partition_notify.store.housekeeping import delete_where
+from partition_notify.store.purge_order import oldest_first
 
 _CHECKS = cast(Table, ExpectationCheckRow.__table__)
 
@@ -80,5 +81,6 @@ class ExpectationCheckRepository:
         """Delete the ``n`` oldest verdicts checked before ``checked_before`` whose
         deadline is before ``deadline_before`` (the checker no longer looks at them)."""
         c = _CHECKS.c
-        return delete_where(self.session, _CHECKS, oldest(c.id, c.checked_at, and_(
-            c.checked_at < checked_before, c.deadline_at < deadline_before), n))
+        return delete_where(self.session, _CHECKS, oldest_first(
+            self.session, c.id, c.checked_at,
+            and_(c.checked_at < checked_before, c.deadline_at < deadline_before), n))

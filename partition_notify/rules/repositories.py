@@ -9,7 +9,8 @@ from sqlalchemy import Table, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from partition_notify.rules.schema import RuleFiringRow, RuleInputRow, RuleRow
-from partition_notify.store.housekeeping import delete_where, oldest
+from partition_notify.store.housekeeping import delete_where
+from partition_notify.store.purge_order import oldest_first
 from partition_notify.store.uow import affected_rows
 
 _INPUTS = cast(Table, RuleInputRow.__table__)
@@ -122,10 +123,10 @@ class RuleStateRepository:
     def purge_inputs(self, before: float, n: int) -> int:
         """The ``n`` oldest inputs counted before ``before`` (their spec never completed)."""
         c = _INPUTS.c
-        return delete_where(self.session, _INPUTS, oldest(c.id, c.created_at,
-                                                           c.created_at < before, n))
+        return delete_where(self.session, _INPUTS, oldest_first(
+            self.session, c.id, c.created_at, c.created_at < before, n))
 
     def purge_firings(self, before: float, n: int) -> int:
         c = _FIRINGS.c
-        return delete_where(self.session, _FIRINGS, oldest(c.id, c.fired_at,
-                                                            c.fired_at < before, n))
+        return delete_where(self.session, _FIRINGS, oldest_first(
+            self.session, c.id, c.fired_at, c.fired_at < before, n))
