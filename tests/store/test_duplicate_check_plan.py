@@ -21,8 +21,6 @@ from partition_notify.store.existing_specs import existing_specs
 from partition_notify.store.uow import UnitOfWork
 from sqlalchemy import text
 
-from tests.support.ci import require
-from tests.support.postgres import PostgresDatabases
 from tests.support.query_plans import captured
 from tests.support.query_plans import plan as query_plan
 
@@ -111,37 +109,28 @@ def test_every_present_spec_is_found_across_chunks(store_url: str, n: int) -> No
         store.close()
 
 
-def test_a_plan_made_while_the_table_was_small_does_not_outlive_its_growth(
-        postgres: PostgresDatabases | None) -> None:
+def test_a_plan_made_while_the_table_was_small_does_not_outlive_its_growth(pg_store: Store) -> None:
     # psycopg prepares a statement on its fifth run, and PostgreSQL keeps the prepared
     # statement's generic plan until the table's statistics change: a plan made while
     # the table was empty (a new store) read all of it per spec once it had grown.
-    require(postgres is not None, "PostgreSQL is not reachable")
-    assert postgres is not None
-    url = postgres.new()
-    store = Store.open(url)
-    try:
-        specs = [f"a={n:06d}" for n in range(PRESENT - 199, PRESENT + 301)]
-        with store.engine.connect() as conn:
-            conn.execute(text(
-                "INSERT INTO pn_tables (id, db, name, partition_keys, topic, "
-                "retention_seconds, created_at) VALUES (1, 'd', 't', '[\"a\"]', 'x', 1, 0)"))
-            conn.commit()
-            for _ in range(12):
-                assert existing_specs(conn, 1, specs) == set()
-            conn.commit()
-            with store.engine.begin() as other:
-                other.execute(text(
-                    'INSERT INTO pn_partitions (table_id, spec, "values", event_id, created_at) '
-                    "VALUES (1, :spec, '{}', :n, :n)"),
-                    [{"spec": f"a={n:06d}", "n": n} for n in range(1, PRESENT + 1)])
-            fetched = ("SELECT coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0) "
-                       "FROM pg_stat_xact_user_tables WHERE relname = 'pn_partitions'")
-            before = conn.exec_driver_sql(fetched).scalar_one()
-            assert existing_specs(conn, 1, specs) == set(specs[:200])
-            touched = conn.exec_driver_sql(fetched).scalar_one() - before
-            conn.rollback()
-        assert touched <= 2 * BATCH, f"read {touched} rows of pn_partitions for {BATCH} specs"
-    finally:
-        store.close()
-        postgres.drop(url)
+    specs = [f"a={n:06d}" for n in range(PRESENT - 199, PRESENT + 301)]
+    with pg_store.engine.connect() as conn:
+        conn.execute(text(
+            "INSERT INTO pn_tables (id, db, name, partition_keys, topic, "
+            "retention_seconds, created_at) VALUES (1, 'd', 't', '[\"a\"]', 'x', 1, 0)"))
+        conn.commit()
+        for _ in range(12):
+            assert existing_specs(conn, 1, specs) == set()
+        conn.commit()
+        with pg_store.engine.begin() as other:
+            other.execute(text(
+                'INSERT INTO pn_partitions (table_id, spec, "values", event_id, created_at) '
+                "VALUES (1, :spec, '{}', :n, :n)"),
+                [{"spec": f"a={n:06d}", "n": n} for n in range(1, PRESENT + 1)])
+        fetched = ("SELECT coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0) "
+                   "FROM pg_stat_xact_user_tables WHERE relname = 'pn_partitions'")
+        before = conn.exec_driver_sql(fetched).scalar_one()
+        assert existing_specs(conn, 1, specs) == set(specs[:200])
+        touched = conn.exec_driver_sql(fetched).scalar_one() - before
+        conn.rollback()
+    assert touched <= 2 * BATCH, f"read {touched} rows of pn_partitions for {BATCH} specs"

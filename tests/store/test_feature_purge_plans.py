@@ -25,8 +25,6 @@ from sqlalchemy import event, text
 
 from partition_notify.deadlines.repositories import ExpectationCheckRepository
 from partition_notify.rules.repositories import RuleStateRepository
-from tests.support.ci import require
-from tests.support.postgres import PostgresDatabases
 from tests.support.query_plans import rows_read
 
 ROWS = 100_000
@@ -75,40 +73,31 @@ def _one_batch(store: Store, table: str, before: float) -> int:
 
 
 @pytest.mark.parametrize("table", sorted(FILLS))
-def test_a_feature_purge_batch_reads_about_a_batch(
-        postgres: PostgresDatabases | None, table: str) -> None:
-    require(postgres is not None, "PostgreSQL is not reachable")
-    assert postgres is not None
-    url = postgres.new()
-    store = Store.open(url)
+def test_a_feature_purge_batch_reads_about_a_batch(pg_store: Store, table: str) -> None:
+    now = time.time()
+    columns, values = FILLS[table]
+    with pg_store.engine.begin() as conn:
+        # A fill of one table: the parent rows (rules, expectations) are not the question.
+        conn.execute(text("SET LOCAL session_replication_role = replica"))
+        conn.execute(text(
+            f"INSERT INTO {table} ({columns}) SELECT {values.replace(':at', ':now - :n + g')} "
+            "FROM generate_series(1, :n) AS g"), {"now": now, "n": ROWS})
+    sent: list[tuple[str, Any]] = []
+    settings: list[str] = []
+
+    def grab(conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
+        if statement.lstrip().upper().startswith("SET LOCAL"):
+            settings.append(statement)
+        elif statement.lstrip().upper().startswith(f"DELETE FROM {table.upper()}"):
+            sent.append((statement, params))
+
+    event.listen(pg_store.engine, "before_cursor_execute", grab)
     try:
-        now = time.time()
-        columns, values = FILLS[table]
-        with store.engine.begin() as conn:
-            # A fill of one table: the parent rows (rules, expectations) are not the question.
-            conn.execute(text("SET LOCAL session_replication_role = replica"))
-            conn.execute(text(
-                f"INSERT INTO {table} ({columns}) SELECT {values.replace(':at', ':now - :n + g')} "
-                "FROM generate_series(1, :n) AS g"), {"now": now, "n": ROWS})
-        sent: list[tuple[str, Any]] = []
-        settings: list[str] = []
-
-        def grab(conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
-            if statement.lstrip().upper().startswith("SET LOCAL"):
-                settings.append(statement)
-            elif statement.lstrip().upper().startswith(f"DELETE FROM {table.upper()}"):
-                sent.append((statement, params))
-
-        event.listen(store.engine, "before_cursor_execute", grab)
-        try:
-            assert _one_batch(store, table, now - BEFORE_AGO) == BATCH
-        finally:
-            event.remove(store.engine, "before_cursor_execute", grab)
-        assert len(sent) == 1, sent
-        sql, params = sent[0]
-        for mode in ("force_custom_plan", "force_generic_plan"):
-            read = rows_read(store, sql, params, mode, table, settings)
-            assert read <= MOST, f"{mode}: read {read} rows of {table} for a batch of {BATCH}"
+        assert _one_batch(pg_store, table, now - BEFORE_AGO) == BATCH
     finally:
-        store.close()
-        postgres.drop(url)
+        event.remove(pg_store.engine, "before_cursor_execute", grab)
+    assert len(sent) == 1, sent
+    sql, params = sent[0]
+    for mode in ("force_custom_plan", "force_generic_plan"):
+        read = rows_read(pg_store, sql, params, mode, table, settings)
+        assert read <= MOST, f"{mode}: read {read} rows of {table} for a batch of {BATCH}"

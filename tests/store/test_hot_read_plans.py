@@ -17,9 +17,6 @@ from collections.abc import Callable
 from partition_notify.store import Store, TableInfo
 from sqlalchemy import text
 
-from tests.support.ci import require
-from tests.support.postgres import PostgresDatabases
-
 #: Set-done rows of the one table once it has grown (no ANALYZE).
 GROWN = 20_000
 TABLE = TableInfo(1, "d", "t", ("a",), "hcat.d.t", 86_400)
@@ -43,29 +40,20 @@ def _rows_read(store: Store, read: Callable[[], object]) -> tuple[object, int]:
     return found, int(after[0]) - int(before[0])
 
 
-def test_the_set_done_look_up_s_plan_does_not_outlive_the_table_s_growth(
-        postgres: PostgresDatabases | None) -> None:
-    require(postgres is not None, "PostgreSQL is not reachable")
-    assert postgres is not None
-    url = postgres.new()
-    store = Store.open(url)
-    try:
-        with store.engine.begin() as conn:
-            conn.execute(text(
-                "INSERT INTO pn_tables (id, db, name, partition_keys, topic, "
-                "retention_seconds, created_at) VALUES (1, 'd', 't', '[\"a\"]', 'hcat.d.t', 1, 0)"))
-        wanted = ["a=019990", "a=*"]
-        for _ in range(12):  # prepared on the first, generic from about the sixth
-            assert store.retention.set_done_covering(TABLE, wanted) == []
-        now = time.time()
-        with store.engine.begin() as conn:
-            conn.execute(text(
-                "INSERT INTO pn_set_done (table_id, spec, event_id, body, published_at, "
-                "expires_at) SELECT 1, 'a=' || lpad(g::text, 6, '0'), g, 'b' || g, :now - g, "
-                ":now + 86400 - g FROM generate_series(1, :n) AS g"), {"now": now, "n": GROWN})
-        found, read = _rows_read(store, lambda: store.retention.set_done_covering(TABLE, wanted))
-        assert found == ["b19990"]
-        assert read <= 10, f"read {read} rows of pn_set_done for one set-done"
-    finally:
-        store.close()
-        postgres.drop(url)
+def test_the_set_done_look_up_s_plan_does_not_outlive_the_table_s_growth(pg_store: Store) -> None:
+    with pg_store.engine.begin() as conn:
+        conn.execute(text(
+            "INSERT INTO pn_tables (id, db, name, partition_keys, topic, "
+            "retention_seconds, created_at) VALUES (1, 'd', 't', '[\"a\"]', 'hcat.d.t', 1, 0)"))
+    wanted = ["a=019990", "a=*"]
+    for _ in range(12):  # prepared on the first, generic from about the sixth
+        assert pg_store.retention.set_done_covering(TABLE, wanted) == []
+    now = time.time()
+    with pg_store.engine.begin() as conn:
+        conn.execute(text(
+            "INSERT INTO pn_set_done (table_id, spec, event_id, body, published_at, "
+            "expires_at) SELECT 1, 'a=' || lpad(g::text, 6, '0'), g, 'b' || g, :now - g, "
+            ":now + 86400 - g FROM generate_series(1, :n) AS g"), {"now": now, "n": GROWN})
+    found, read = _rows_read(pg_store, lambda: pg_store.retention.set_done_covering(TABLE, wanted))
+    assert found == ["b19990"]
+    assert read <= 10, f"read {read} rows of pn_set_done for one set-done"

@@ -19,8 +19,6 @@ from partition_notify.store import Store
 from partition_notify.store.idempotency import IdempotencyKeys
 from sqlalchemy import event, text
 
-from tests.support.ci import require
-from tests.support.postgres import PostgresDatabases
 from tests.support.query_plans import rows_read
 
 ROWS = 100_000
@@ -61,47 +59,30 @@ def _assert_reads_a_batch(store: Store, table: str, purge: Callable[[], int]) ->
 _EXPIRY = ":now + CASE WHEN g % 2 = 0 THEN -g ELSE g END"
 
 
-def test_a_set_done_purge_batch_reads_about_a_batch(postgres: PostgresDatabases | None) -> None:
-    require(postgres is not None, "PostgreSQL is not reachable")
-    assert postgres is not None
-    url = postgres.new()
-    store = Store.open(url)
-    try:
-        now = time.time()
-        with store.engine.begin() as conn:
-            conn.execute(text(
-                "INSERT INTO pn_tables (id, db, name, partition_keys, topic, "
-                "retention_seconds, created_at) VALUES (1, 'd', 't', '[\"a\"]', 'hcat.d.t', 1, 0)"))
-            conn.execute(text(
-                "INSERT INTO pn_set_done (table_id, spec, event_id, body, published_at, "
-                f"expires_at) SELECT 1, 'a=' || g, g, 'b', :now - g, {_EXPIRY} "
-                "FROM generate_series(1, :n) AS g"), {"now": now, "n": ROWS})
-        _assert_reads_a_batch(store, "pn_set_done", lambda: store.retention.purge_expired(
-            batch_size=BATCH, max_batches=1))
-    finally:
-        store.close()
-        postgres.drop(url)
+def test_a_set_done_purge_batch_reads_about_a_batch(pg_store: Store) -> None:
+    now = time.time()
+    with pg_store.engine.begin() as conn:
+        conn.execute(text(
+            "INSERT INTO pn_tables (id, db, name, partition_keys, topic, "
+            "retention_seconds, created_at) VALUES (1, 'd', 't', '[\"a\"]', 'hcat.d.t', 1, 0)"))
+        conn.execute(text(
+            "INSERT INTO pn_set_done (table_id, spec, event_id, body, published_at, "
+            f"expires_at) SELECT 1, 'a=' || g, g, 'b', :now - g, {_EXPIRY} "
+            "FROM generate_series(1, :n) AS g"), {"now": now, "n": ROWS})
+    _assert_reads_a_batch(pg_store, "pn_set_done", lambda: pg_store.retention.purge_expired(
+        batch_size=BATCH, max_batches=1))
 
 
-def test_an_idempotency_purge_batch_reads_about_a_batch(
-        postgres: PostgresDatabases | None) -> None:
-    require(postgres is not None, "PostgreSQL is not reachable")
-    assert postgres is not None
-    url = postgres.new()
-    store = Store.open(url)
-    try:
-        now = time.time()
-        with store.engine.begin() as conn:
-            conn.execute(text(
-                'INSERT INTO pn_idempotency (principal, "key", fingerprint, status, response, '
-                f"created_at, expires_at) SELECT 'p', 'k' || g, 'f', 201, '{{}}', :now, {_EXPIRY} "
-                "FROM generate_series(1, :n) AS g"), {"now": now, "n": ROWS})
-        keys = IdempotencyKeys(store)
-        # One batch: the purge runs batches until one is short; stop it after the first.
-        _assert_reads_a_batch(store, "pn_idempotency", lambda: _first_batch(keys))
-    finally:
-        store.close()
-        postgres.drop(url)
+def test_an_idempotency_purge_batch_reads_about_a_batch(pg_store: Store) -> None:
+    now = time.time()
+    with pg_store.engine.begin() as conn:
+        conn.execute(text(
+            'INSERT INTO pn_idempotency (principal, "key", fingerprint, status, response, '
+            f"created_at, expires_at) SELECT 'p', 'k' || g, 'f', 201, '{{}}', :now, {_EXPIRY} "
+            "FROM generate_series(1, :n) AS g"), {"now": now, "n": ROWS})
+    keys = IdempotencyKeys(pg_store)
+    # One batch: the purge runs batches until one is short; stop it after the first.
+    _assert_reads_a_batch(pg_store, "pn_idempotency", lambda: _first_batch(keys))
 
 
 class _Stop(Exception):
@@ -166,34 +147,26 @@ def test_a_purge_batch_takes_the_rows_that_expired_first(store_url: str) -> None
         store.close()
 
 
-def test_an_event_log_purge_batch_reads_about_a_batch(postgres: PostgresDatabases | None) -> None:
-    require(postgres is not None, "PostgreSQL is not reachable")
-    assert postgres is not None
-    url = postgres.new()
-    store = Store.open(url)
-    try:
-        now = time.time()
-        with store.engine.begin() as conn:  # the older half published and past the horizon
-            conn.execute(text(
-                "INSERT INTO pn_events (event_id, topic, topic_seq, event_type, table_id, "
-                "message_id, headers, body, created_at, published_at, attempts, rejections) "
-                "SELECT g, 'hcat.d.t' || (g % 20), g, 'ADD_PARTITION', g % 20, 'm' || g, '{}', "
-                "'x', :now - :n + g, :now, 0, 0 FROM generate_series(1, :n) AS g"),
-                {"now": now, "n": ROWS})
+def test_an_event_log_purge_batch_reads_about_a_batch(pg_store: Store) -> None:
+    now = time.time()
+    with pg_store.engine.begin() as conn:  # the older half published and past the horizon
+        conn.execute(text(
+            "INSERT INTO pn_events (event_id, topic, topic_seq, event_type, table_id, "
+            "message_id, headers, body, created_at, published_at, attempts, rejections) "
+            "SELECT g, 'hcat.d.t' || (g % 20), g, 'ADD_PARTITION', g % 20, 'm' || g, '{}', "
+            "'x', :now - :n + g, :now, 0, 0 FROM generate_series(1, :n) AS g"),
+            {"now": now, "n": ROWS})
 
-        def first_batch() -> int:
-            def stop() -> None:
-                raise _Stop
+    def first_batch() -> int:
+        def stop() -> None:
+            raise _Stop
 
-            with contextlib.suppress(_Stop):
-                store.housekeeping.purge_events(now - ROWS / 2, batch_size=BATCH,
-                                                between_batches=stop)
-            return BATCH
+        with contextlib.suppress(_Stop):
+            pg_store.housekeeping.purge_events(now - ROWS / 2, batch_size=BATCH,
+                                            between_batches=stop)
+        return BATCH
 
-        _assert_reads_a_batch(store, "pn_events", first_batch)
-    finally:
-        store.close()
-        postgres.drop(url)
+    _assert_reads_a_batch(pg_store, "pn_events", first_batch)
 
 
 def test_an_event_log_purge_keeps_every_event_its_rules_keep(store_url: str) -> None:
@@ -224,27 +197,18 @@ def test_an_event_log_purge_keeps_every_event_its_rules_keep(store_url: str) -> 
         store.close()
 
 
-def test_the_purge_s_planner_setting_ends_with_its_batch(
-        postgres: PostgresDatabases | None) -> None:
+def test_the_purge_s_planner_setting_ends_with_its_batch(pg_store: Store) -> None:
     """``enable_sort = off`` is the batch's own (SET LOCAL): no later statement on any
     pooled connection is planned without sorts."""
-    require(postgres is not None, "PostgreSQL is not reachable")
-    assert postgres is not None
-    url = postgres.new()
-    store = Store.open(url)
-    try:
-        _fill(store, store.clock(), 9)
-        with store.engine.connect() as conn:  # a second pooled connection, idle in the pool
-            assert conn.exec_driver_sql("SHOW enable_sort").scalar() == "on"
-        assert store.retention.purge_expired(batch_size=2, max_batches=1) == 2
-        with contextlib.ExitStack() as stack:
-            idle = store.engine.pool.checkedin()  # type: ignore[attr-defined]
-            conns = [stack.enter_context(store.engine.connect()) for _ in range(idle)]
-            assert conns, "the purge's connection went back to the pool"
-            assert [c.exec_driver_sql("SHOW enable_sort").scalar() for c in conns] == \
-                ["on"] * len(conns)
-        with store.engine.begin() as conn:  # a new transaction on the purge's connection
-            assert conn.exec_driver_sql("SHOW enable_sort").scalar() == "on"
-    finally:
-        store.close()
-        postgres.drop(url)
+    _fill(pg_store, pg_store.clock(), 9)
+    with pg_store.engine.connect() as conn:  # a second pooled connection, idle in the pool
+        assert conn.exec_driver_sql("SHOW enable_sort").scalar() == "on"
+    assert pg_store.retention.purge_expired(batch_size=2, max_batches=1) == 2
+    with contextlib.ExitStack() as stack:
+        idle = pg_store.engine.pool.checkedin()  # type: ignore[attr-defined]
+        conns = [stack.enter_context(pg_store.engine.connect()) for _ in range(idle)]
+        assert conns, "the purge's connection went back to the pool"
+        assert [c.exec_driver_sql("SHOW enable_sort").scalar() for c in conns] == \
+            ["on"] * len(conns)
+    with pg_store.engine.begin() as conn:  # a new transaction on the purge's connection
+        assert conn.exec_driver_sql("SHOW enable_sort").scalar() == "on"

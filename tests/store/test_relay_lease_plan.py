@@ -18,8 +18,6 @@ from partition_notify.store import Store, repositories
 from partition_notify.store.uow import UnitOfWork
 from sqlalchemy import event, text
 
-from tests.support.ci import require
-from tests.support.postgres import PostgresDatabases
 from tests.support.query_plans import rows_read
 
 #: Published events in the log once it has grown; the unpublished head after them.
@@ -39,36 +37,28 @@ def _grow(store: Store, now: float) -> None:
             {"now": now, "published": PUBLISHED, "n": PUBLISHED + PENDING})
 
 
-def test_a_lease_reads_only_the_unpublished_head(postgres: PostgresDatabases | None) -> None:
-    require(postgres is not None, "PostgreSQL is not reachable")
-    assert postgres is not None
-    url = postgres.new()
-    store = Store.open(url)
+def test_a_lease_reads_only_the_unpublished_head(pg_store: Store) -> None:
+    for _ in range(8):  # while the log is empty: psycopg prepares from the fifth
+        assert pg_store.log.lease_unpublished("relay-1", LIMIT, 30.0) == []
+    now = time.time()
+    _grow(pg_store, now)
+    sent: list[tuple[str, Any]] = []
+
+    def grab(conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
+        if "pn_events" in statement and statement.lstrip().upper().startswith("SELECT"):
+            sent.append((statement, params))
+
+    event.listen(pg_store.engine, "before_cursor_execute", grab)
     try:
-        for _ in range(8):  # while the log is empty: psycopg prepares from the fifth
-            assert store.log.lease_unpublished("relay-1", LIMIT, 30.0) == []
-        now = time.time()
-        _grow(store, now)
-        sent: list[tuple[str, Any]] = []
-
-        def grab(conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
-            if "pn_events" in statement and statement.lstrip().upper().startswith("SELECT"):
-                sent.append((statement, params))
-
-        event.listen(store.engine, "before_cursor_execute", grab)
-        try:
-            leased = store.log.lease_unpublished("relay-1", LIMIT, 30.0)
-        finally:
-            event.remove(store.engine, "before_cursor_execute", grab)
-        assert [e.event_id for e in leased] == list(range(PUBLISHED + 1, PUBLISHED + PENDING + 1))
-        assert sent
-        for sql, params in sent:
-            for mode in ("force_custom_plan", "force_generic_plan"):
-                read = rows_read(store, sql, params, mode, "pn_events")
-                assert read <= 2 * LIMIT, f"{mode}: read {read} rows of pn_events: {sql}"
+        leased = pg_store.log.lease_unpublished("relay-1", LIMIT, 30.0)
     finally:
-        store.close()
-        postgres.drop(url)
+        event.remove(pg_store.engine, "before_cursor_execute", grab)
+    assert [e.event_id for e in leased] == list(range(PUBLISHED + 1, PUBLISHED + PENDING + 1))
+    assert sent
+    for sql, params in sent:
+        for mode in ("force_custom_plan", "force_generic_plan"):
+            read = rows_read(pg_store, sql, params, mode, "pn_events")
+            assert read <= 2 * LIMIT, f"{mode}: read {read} rows of pn_events: {sql}"
 
 
 def test_every_retrying_event_is_read_past_one_page(

@@ -13,34 +13,24 @@ from __future__ import annotations
 from partition_notify.store import Store
 from sqlalchemy import text
 
-from tests.support.ci import require
-from tests.support.postgres import PostgresDatabases
 from tests.support.query_plans import captured, rows_read
 
 TOPICS = 5
 PER_TOPIC = 10_000
 
 
-def test_the_last_topic_seqs_read_one_entry_per_topic(postgres: PostgresDatabases | None) -> None:
-    require(postgres is not None, "PostgreSQL is not reachable")
-    assert postgres is not None
-    url = postgres.new()
-    store = Store.open(url)
-    try:
-        with store.engine.begin() as conn:
-            conn.execute(text(
-                "INSERT INTO pn_events (event_id, topic, topic_seq, event_type, table_id, "
-                "message_id, headers, body, created_at, attempts, rejections) "
-                "SELECT g, 't' || (g % :topics), g / :topics + 1, 'ADD_PARTITION', 1, 'm' || g, "
-                "'{}', 'x', 0, 0, 0 FROM generate_series(0, :n - 1) AS g"),
-                {"topics": TOPICS, "n": TOPICS * PER_TOPIC})
-        topics = [f"t{k}" for k in range(TOPICS)] + ["never-logged"]
-        sql, params, found = captured(store, "pn_events",
-                                      lambda: store.log.last_topic_seqs(topics))
-        assert found == {**{f"t{k}": PER_TOPIC for k in range(TOPICS)}, "never-logged": 0}
-        for mode in ("force_custom_plan", "force_generic_plan"):
-            read = rows_read(store, sql, params, mode, "pn_events")
-            assert read <= 2 * len(topics), f"{mode}: read {read} rows of pn_events"
-    finally:
-        store.close()
-        postgres.drop(url)
+def test_the_last_topic_seqs_read_one_entry_per_topic(pg_store: Store) -> None:
+    with pg_store.engine.begin() as conn:
+        conn.execute(text(
+            "INSERT INTO pn_events (event_id, topic, topic_seq, event_type, table_id, "
+            "message_id, headers, body, created_at, attempts, rejections) "
+            "SELECT g, 't' || (g % :topics), g / :topics + 1, 'ADD_PARTITION', 1, 'm' || g, "
+            "'{}', 'x', 0, 0, 0 FROM generate_series(0, :n - 1) AS g"),
+            {"topics": TOPICS, "n": TOPICS * PER_TOPIC})
+    topics = [f"t{k}" for k in range(TOPICS)] + ["never-logged"]
+    sql, params, found = captured(pg_store, "pn_events",
+                                  lambda: pg_store.log.last_topic_seqs(topics))
+    assert found == {**{f"t{k}": PER_TOPIC for k in range(TOPICS)}, "never-logged": 0}
+    for mode in ("force_custom_plan", "force_generic_plan"):
+        read = rows_read(pg_store, sql, params, mode, "pn_events")
+        assert read <= 2 * len(topics), f"{mode}: read {read} rows of pn_events"
