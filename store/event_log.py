@@ -26,7 +26,7 @@ from partition_notify.store.repositories import (
     reserve,
 )
 from partition_notify.store.sqlite_writer import DriverMarks, SQLiteWriter
-from partition_notify.store.topic_seqs import last_seqs_statement
+from partition_notify.store.topic_seqs import last_seqs
 from partition_notify.store.uow import Access, InTxn, UnitOfWork, map_db_error, map_driver_error
 from partition_notify.store.wakeups import NOTIFY_SQL, wake_file
 from sqlalchemy.engine import Connection, Engine
@@ -36,9 +36,6 @@ from partition_notify.contract import AnyMessage
 
 log = logging.getLogger(__name__)
 
-#: Topics per read of :meth:`EventLog.last_topic_seqs`: within every driver's
-#: bound-parameter limit (SQLite builds from 999 up, PostgreSQL 65,535).
-TOPICS_PER_READ = 900
 
 #: :meth:`EventLog.events_after` as one driver statement (headers: JSON text on SQLite).
 _AFTER_SQL = ("SELECT event_id, topic, topic_seq, body, headers FROM pn_events "
@@ -313,18 +310,12 @@ class EventLog:
     def last_topic_seqs(self, topics: Sequence[str]) -> dict[str, int]:
         """The highest topicSeq logged so far per topic (0 when none).
 
-        Plain driver SQL in chunks on one connection: following 100,000 topics
-        spent its time compiling expanding IN lists (bench/many_tables.py).
+        Plain driver SQL on one connection (store/topic_seqs.py): following 100,000
+        topics spent its time compiling expanding IN lists (bench/many_tables.py).
         """
-        mark = "?" if self._db.engine.dialect.paramstyle == "qmark" else "%s"
-        found: dict[str, int] = {}
         try:
             with self._db.reader.connect() as conn:
-                for i in range(0, len(topics), TOPICS_PER_READ):
-                    sql, params = last_seqs_statement(
-                        conn.dialect.name, mark, topics[i : i + TOPICS_PER_READ])
-                    found.update((str(t), int(s or 0))
-                                 for t, s in conn.exec_driver_sql(sql, params))
+                found = last_seqs(conn, topics)
         except SQLAlchemyError as exc:
             raise map_db_error(exc) from exc
         return {t: found.get(t, 0) for t in topics}

@@ -266,7 +266,7 @@ class EventRepository:
         redriven, so this one condition suffices - and keeps the planner on the
         small partial index instead of scanning every pending row.
         """
-        rows = list(self.session.connection().execute(_RETRYING, {"page": RETRYING_PAGE}))
+        rows = list(self.session.connection().execute(_RETRYING))
         if len(rows) >= RETRYING_PAGE:
             rows = list(self.session.connection().execute(_RETRYING_ALL))
         return [(int(r[0]), str(r[1]), float(r[2] or 0.0)) for r in rows]

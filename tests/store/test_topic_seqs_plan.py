@@ -11,6 +11,7 @@ of PostgreSQL's plan modes.
 from __future__ import annotations
 
 from partition_notify.store import Store
+from partition_notify.store.topic_seqs import TOPICS_PER_READ
 from sqlalchemy import text
 
 from tests.support.query_plans import captured, rows_read
@@ -34,3 +35,22 @@ def test_the_last_topic_seqs_read_one_entry_per_topic(pg_store: Store) -> None:
     for mode in ("force_custom_plan", "force_generic_plan"):
         read = rows_read(pg_store, sql, params, mode, "pn_events")
         assert read <= 2 * len(topics), f"{mode}: read {read} rows of pn_events"
+
+
+def test_every_topic_s_last_seq_is_found_across_chunks(store_url: str) -> None:
+    """More topics than one IN-list statement holds (SQLite), or one array (PostgreSQL)."""
+    n = 2 * TOPICS_PER_READ + 1
+    store = Store.open(store_url)
+    try:
+        with store.engine.begin() as conn:
+            conn.execute(text(
+                "INSERT INTO pn_events (event_id, topic, topic_seq, event_type, table_id, "
+                "message_id, headers, body, created_at, attempts, rejections) "
+                "VALUES (:g, :topic, :seq, 'ADD_PARTITION', 1, :m, '{}', 'x', 0, 0, 0)"),
+                [{"g": g, "topic": f"t{g % n}", "seq": g // n + 1, "m": f"m{g}"}
+                 for g in range(n + 3)])  # t0..t2 twice
+        topics = [f"t{k}" for k in range(n)] + ["never-logged"]
+        found = store.log.last_topic_seqs(topics)
+        assert found == {**{t: 1 for t in topics}, "t0": 2, "t1": 2, "t2": 2, "never-logged": 0}
+    finally:
+        store.close()
