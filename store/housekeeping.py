@@ -76,6 +76,24 @@ def in_batches(
     return total
 
 
+def _purge_marked(session: Session, where: ColumnElement[bool], n: int) -> int:
+    """Delete the ``n`` oldest events matching ``where`` and raise the 410 mark past
+    them, in one transaction: no snapshot shows an event gone below an old mark.
+
+    The mark comes from the batch's own ids (RETURNING) because the newest purgeable
+    id, asked for up front, cost a read of the whole retained log every run.
+    """
+    gone = session.execute(delete(_EVENTS).where(oldest_first(
+        session, _EVENTS.c.event_id, _EVENTS.c.created_at, where, n,
+    )).returning(_EVENTS.c.event_id)).scalars().all()
+    if gone:
+        top = max(gone)
+        session.execute(update(SequenceRow).where(
+            SequenceRow.name == PURGED_BELOW, SequenceRow.next_value <= top
+        ).values(next_value=int(top) + 1))
+    return len(gone)
+
+
 def delete_where(session: Session, t: TableClause, where: ColumnElement[bool]) -> int:
     """DELETE FROM ``t`` ``where`` (Core: no ORM session sync); rows deleted."""
     return affected_rows(session.execute(delete(t).where(where)))
@@ -99,30 +117,20 @@ class Housekeeping:
         which the store cannot read itself): events after it stay too, unless
         created before ``hold_until`` (a cursor stuck that long holds no more).
         """
-        with self._write() as uow:
+        with self._db.uow() as uow:
             floor = uow.session.scalar(select(func.min(CursorRow.event_id)))
-            floor = _NO_FLOOR if floor is None else int(floor)
-            held = _NO_FLOOR if held_from is None else held_from
-            later = aliased(EventRow)
-            where = and_(
-                EventRow.created_at < before,
-                EventRow.event_id <= floor,
-                or_(EventRow.event_id <= held, EventRow.created_at < hold_until),
-                or_(EventRow.published_at.is_not(None), EventRow.discarded_at.is_not(None)),
-                exists().where(later.topic == EventRow.topic, later.topic_seq > EventRow.topic_seq),
-            )
-            top = uow.session.scalar(select(func.max(EventRow.event_id)).where(where))
-            if top is None:
-                return 0
-            # Marked before anything goes: a resume below the mark is answered 410.
-            uow.session.execute(update(SequenceRow).where(
-                SequenceRow.name == PURGED_BELOW, SequenceRow.next_value <= top
-            ).values(next_value=int(top) + 1))
-        return in_batches(
-            self._write, lambda uow, n: delete_where(uow.session, _EVENTS, oldest_first(
-                uow.session, _EVENTS.c.event_id, _EVENTS.c.created_at,
-                and_(where, EventRow.event_id <= top), n)),
-            batch_size=batch_size, between_batches=between_batches)
+        floor = _NO_FLOOR if floor is None else int(floor)
+        held = _NO_FLOOR if held_from is None else held_from
+        later = aliased(EventRow)
+        where = and_(
+            EventRow.created_at < before,
+            EventRow.event_id <= floor,
+            or_(EventRow.event_id <= held, EventRow.created_at < hold_until),
+            or_(EventRow.published_at.is_not(None), EventRow.discarded_at.is_not(None)),
+            exists().where(later.topic == EventRow.topic, later.topic_seq > EventRow.topic_seq),
+        )
+        return in_batches(self._write, lambda uow, n: _purge_marked(uow.session, where, n),
+                          batch_size=batch_size, between_batches=between_batches)
 
     def purge_cursors(self, idle_since: float) -> int:
         """Cursors not moved since ``idle_since`` and not leased (few rows: one statement).

@@ -147,9 +147,11 @@ def test_a_purge_batch_takes_the_rows_that_expired_first(store_url: str) -> None
         store.close()
 
 
-def test_an_event_log_purge_batch_reads_about_a_batch(pg_store: Store) -> None:
+def _event_log_first_batch(store: Store) -> Callable[[], int]:
+    """A log of ``ROWS`` events, the older half published and past the horizon,
+    and a purge run stopped after its first batch."""
     now = time.time()
-    with pg_store.engine.begin() as conn:  # the older half published and past the horizon
+    with store.engine.begin() as conn:
         conn.execute(text(
             "INSERT INTO pn_events (event_id, topic, topic_seq, event_type, table_id, "
             "message_id, headers, body, created_at, published_at, attempts, rejections) "
@@ -162,11 +164,41 @@ def test_an_event_log_purge_batch_reads_about_a_batch(pg_store: Store) -> None:
             raise _Stop
 
         with contextlib.suppress(_Stop):
-            pg_store.housekeeping.purge_events(now - ROWS / 2, batch_size=BATCH,
+            store.housekeeping.purge_events(now - ROWS / 2, batch_size=BATCH,
                                             between_batches=stop)
         return BATCH
 
-    _assert_reads_a_batch(pg_store, "pn_events", first_batch)
+    return first_batch
+
+
+def test_an_event_log_purge_batch_reads_about_a_batch(pg_store: Store) -> None:
+    _assert_reads_a_batch(pg_store, "pn_events", _event_log_first_batch(pg_store))
+
+
+def test_no_statement_of_an_event_log_purge_reads_the_retained_log(pg_store: Store) -> None:
+    """Every statement a run sends that reads pn_events, not only the batch's DELETE:
+    the purge runs every minute, and the retained log is most of the table."""
+    first_batch = _event_log_first_batch(pg_store)
+    sent: list[tuple[str, Any, list[str]]] = []
+    settings: list[str] = []  # the SET LOCALs since the last statement on the log
+
+    def grab(conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
+        if statement.lstrip().upper().startswith("SET LOCAL"):
+            settings.append(statement)
+        elif "pn_events" in statement:
+            sent.append((statement, params, list(settings)))
+            settings.clear()
+
+    event.listen(pg_store.engine, "before_cursor_execute", grab)
+    try:
+        first_batch()
+    finally:
+        event.remove(pg_store.engine, "before_cursor_execute", grab)
+    assert sent
+    for sql, params, before in sent:
+        for mode in ("force_custom_plan", "force_generic_plan"):
+            read = rows_read(pg_store, sql, params, mode, "pn_events", before)
+            assert read <= MOST, f"{mode}: read {read} rows of pn_events: {sql}"
 
 
 def test_an_event_log_purge_keeps_every_event_its_rules_keep(store_url: str) -> None:

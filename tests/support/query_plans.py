@@ -75,7 +75,9 @@ def rows_read(store: Store, sql: str, params: Any, mode: str, table: str,
 
 def _touched(node: dict[str, Any], table: str) -> int:
     own = 0
-    if node.get("Relation Name") == table:
+    # A ModifyTable node's rows are the ones it wrote (with RETURNING, handed back),
+    # not reads: the scan beneath it that found them is counted already.
+    if node.get("Relation Name") == table and node.get("Node Type") != "ModifyTable":
         own = (int(node.get("Actual Rows", 0)) + int(node.get("Rows Removed by Filter", 0))
                + int(node.get("Rows Removed by Index Recheck", 0)))
         own *= int(node.get("Actual Loops", 1))
