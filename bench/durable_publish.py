@@ -22,8 +22,9 @@ publishes/s. Needs ``eval "$(bash scripts/services.sh env)"``.
 
 ``--threads 1,4,16``: instead, N threads publish at once (n per round in all), group
 commit (concurrent appends share a transaction: store/group_commit.py) against one
-commit per publish (``EventLog.group_commit = False``, the behaviour before), in
-alternating rounds; also appends per commit. Every publish still returns only once
+commit per publish (``EventLog.group_commit = False``: the threads take the log's
+writer connection in turn, one transaction and one fsync each), in alternating
+rounds; also appends per commit. Every publish still returns only once
 its event is durable and the broker's receipt came.
 """
 

@@ -3,8 +3,11 @@
 Why: a publish's commit went through SQLAlchemy's Connection, a pool checkout
 and check-in, and the engine's begin event with two ``busy_timeout`` pragmas
 around ``BEGIN IMMEDIATE``; together more CPU than the append's own statements
-(bench/durable_profile.py). Only group commit's leader writes here, one batch
-at a time (store/group_commit.py), so one connection is enough.
+(bench/durable_profile.py). One connection is enough: group commit's leader
+writes one batch at a time (store/group_commit.py). Whoever else shares it (the
+log's appends with group commit off, the relay and the mark flusher) queues for
+it: a transaction has the connection to itself from BEGIN to COMMIT, and the
+wait for it counts against the same deadline as the wait for the write lock.
 
 Its busy timeout is 0 for good: ``BEGIN IMMEDIATE`` polls for the write lock
 itself until the store's lock deadline (store/engine.py), and once the lock
@@ -39,13 +42,15 @@ class SQLiteWriter:
         self._conn: sqlite3.Connection | None = None
         self._pid = 0
         self._guard = threading.Lock()
+        #: Held from BEGIN to COMMIT or ROLLBACK: one transaction at a time.
+        self._use = threading.Lock()
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """``BEGIN IMMEDIATE`` .. ``COMMIT``; rolled back if the body raises.
 
         Raises :class:`sqlite3.OperationalError` ("database is locked") when the
-        lock is not had within the deadline. Callers serialise (group commit).
+        connection or the write lock is not had within the deadline.
         """
         conn = self._begin()
         try:
@@ -54,6 +59,8 @@ class SQLiteWriter:
         except BaseException:
             self._rollback(conn)
             raise
+        finally:
+            self._use.release()
 
     def run(self, body: Callable[[sqlite3.Connection], T]) -> T:
         """``body`` in a :meth:`transaction`, without a generator's context manager
@@ -65,13 +72,25 @@ class SQLiteWriter:
         except BaseException:
             self._rollback(conn)
             raise
+        finally:
+            self._use.release()
         return result
 
     def _begin(self) -> sqlite3.Connection:
-        conn = self._connection()
-        if not try_begin_immediate(conn, time.monotonic() + self._lock_seconds):
+        """The connection, ours until ``_use`` is released, in ``BEGIN IMMEDIATE``."""
+        deadline = time.monotonic() + self._lock_seconds
+        if not self._use.acquire(timeout=self._lock_seconds):
             raise sqlite3.OperationalError(
-                f"database is locked: no write lock within {self._lock_seconds:g} s")
+                f"database is locked: this process's writer connection was busy for "
+                f"{self._lock_seconds:g} s")
+        try:
+            conn = self._connection()
+            if not try_begin_immediate(conn, deadline):
+                raise sqlite3.OperationalError(
+                    f"database is locked: no write lock within {self._lock_seconds:g} s")
+        except BaseException:
+            self._use.release()
+            raise
         return conn
 
     def close(self) -> None:
@@ -118,13 +137,12 @@ class DriverMarks:
     publishes, and through the ORM unit of work (session, the begin event with its
     pragmas, an expanding IN) a flush of ~50 marks cost ~2 ms of CPU: 20-40 us per
     publish, a tenth of a one-at-a-time publish's (bench/durable_ab.py). The same
-    statement, chunks and single transaction as the unit of work's; a lock, because
-    the flusher and the relay may mark at once.
+    statement, chunks and single transaction as the unit of work's; the flusher and
+    the relay may mark at once: the writer takes them one at a time.
     """
 
     def __init__(self, engine: Engine) -> None:
         self._writer = SQLiteWriter(engine)
-        self._lock = threading.Lock()
 
     def mark_published(self, ids: Sequence[int], now: float) -> None:
         def body(conn: sqlite3.Connection) -> None:
@@ -132,8 +150,7 @@ class DriverMarks:
                 part = ids[at:at + MARK_CHUNK]
                 conn.execute(_MARK_SQL.format(ids=", ".join("?" * len(part))), (now, *part))
 
-        with self._lock:
-            self._writer.run(body)
+        self._writer.run(body)
 
     def close(self) -> None:
         self._writer.close()

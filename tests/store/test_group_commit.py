@@ -124,3 +124,45 @@ def test_a_follower_past_its_deadline_is_withdrawn_not_logged() -> None:
     leader.join(30)
     assert group.submit(3) == 3
     assert logged == [1, 3]
+
+
+def test_publishers_without_group_commit_each_run_their_own_transaction(
+        tmp_path: Path) -> None:
+    """``group_commit`` off (bench/durable_publish.py's "one commit each"): the
+    publishing threads share the log's one SQLite writer connection, so each must
+    have it to itself from BEGIN to COMMIT. They all start while another
+    connection holds the write lock, so they contend for it at its release."""
+    path = tmp_path / "store.db"
+    per_thread = 25
+    with build_app(store_url=f"sqlite:///{path}", transport_url="embedded://") as app:
+        app.publisher.register_table("gc", "t", ["ds"])
+        app.store.log.group_commit = False
+        started = threading.Barrier(THREADS + 1, timeout=30)
+        errors: list[BaseException] = []
+        sent: list[SetDoneMessage] = []
+
+        def publish(k: int) -> None:
+            started.wait()
+            try:
+                for i in range(per_thread):
+                    sent.append(app.publisher.send_mark_set_done("gc", "t", f"ds={k}_{i}"))
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        lock = sqlite3.connect(path, isolation_level=None)
+        lock.execute("BEGIN IMMEDIATE")
+        threads = [threading.Thread(target=publish, args=(k,)) for k in range(THREADS)]
+        try:
+            for t in threads:
+                t.start()
+            started.wait()
+        finally:
+            lock.execute("COMMIT")
+            lock.close()
+            for t in threads:
+                t.join(60)
+        assert not errors, errors[0]
+        with sqlite3.connect(path) as other:
+            logged = {m for m, in other.execute("SELECT message_id FROM pn_events")}
+        assert len(sent) == THREADS * per_thread
+        assert {m.message_id for m in sent} <= logged

@@ -102,3 +102,31 @@ def test_a_failed_transaction_is_rolled_back_and_the_connection_reused(tmp_path:
         assert [r[0] for r in conn.execute(text("SELECT v FROM x"))] == [2]
     writer.close()
     store.close()
+
+
+def test_a_second_transaction_waits_for_the_connection_then_gives_up_at_the_deadline(
+        tmp_path: Path) -> None:
+    """One transaction at a time on the shared connection; the wait for it has the
+    write lock's deadline (3 x the connect timeout), not forever."""
+    store = _store(tmp_path / "s.db", timeout=0.1)
+    writer = SQLiteWriter(store.engine)
+    outcome: list[BaseException | int] = []
+
+    def second() -> None:
+        try:
+            outcome.append(writer.run(lambda conn: conn.execute("SELECT 1").fetchone()[0]))
+        except BaseException as exc:  # reported below
+            outcome.append(exc)
+
+    with writer.transaction():
+        other = threading.Thread(target=second)
+        started = time.monotonic()
+        other.start()
+        other.join(10)
+        waited = time.monotonic() - started
+    assert isinstance(outcome[0], sqlite3.OperationalError), outcome
+    assert "writer connection was busy for 0.3 s" in str(outcome[0])
+    assert 0.3 <= waited < 5
+    assert writer.run(lambda conn: conn.execute("SELECT 1").fetchone()[0]) == 1  # released
+    writer.close()
+    store.close()
