@@ -51,6 +51,7 @@ from partition_notify.publisher import Publisher  # noqa: E402
 
 from partition_notify.app import App  # noqa: E402
 from partition_notify.contract import to_envelope  # noqa: E402
+from partition_notify.core.redact import redact_url  # noqa: E402
 
 GOAL = 1500.0
 
@@ -159,7 +160,8 @@ def main() -> None:
 
     tmp = tempfile.mkdtemp(prefix="pn-bench-durable-")
     if args.threads:
-        print(f"Durable publish, N threads at once: SQLite synchronous=FULL + {args.url} "
+        print("Durable publish, N threads at once: SQLite synchronous=FULL + "
+              f"{redact_url(args.url)} "
               f"(median of {args.rounds} alternating rounds of {args.n})")
         threads_main(args, tmp)
         return
@@ -191,7 +193,7 @@ def main() -> None:
 
 def report(args: argparse.Namespace, f: dict[str, float]) -> None:
     floor = 1 / (1 / f["sqlite"] + 1 / f["stomp"])
-    print(f"\nDurable publish, one at a time: SQLite synchronous=FULL + {args.url} "
+    print(f"\nDurable publish, one at a time: SQLite synchronous=FULL + {redact_url(args.url)} "
           f"(median of {args.rounds} alternating rounds of {args.n})\n")
     print(f"{'raw sqlite3 INSERT+COMMIT':36}{f['sqlite']:>9.0f} /s  ({1e3 / f['sqlite']:.3f} ms)"
           f"  cpu {f['sqlite_cpu_us']:.0f} us")

@@ -26,6 +26,8 @@ import threading
 import time
 from typing import Any
 
+from partition_notify.core.redact import redact_url
+
 GOALS = {"connections": 1, "threads": 4, "rss_mb": 500, "subscribe_s": 10}
 
 
@@ -144,7 +146,8 @@ def main() -> None:
         return
     from core_common import machine_note
 
-    print(f"one subscriber, {args.transport}, topic policy {args.policy}; goals {GOALS}")
+    print(f"one subscriber, {redact_url(args.transport)}, topic policy {args.policy}; "
+          f"goals {GOALS}")
     who = {"ours": sys.executable, **({"baseline": args.baseline_python}
                                       if args.baseline_python else {})}
     for n in (int(x) for x in args.n.split(",")):

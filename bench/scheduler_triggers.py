@@ -35,6 +35,8 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from core_common import machine_note, pct, summary_ms
 
+from partition_notify.core.redact import redact_url
+
 DEFAULT_POKE_INTERVAL = 60.0  # BaseSensorOperator's poke_interval default
 ARM_TIMEOUT = 600.0
 
@@ -152,8 +154,8 @@ def main() -> None:
         ours, fresh = poke_costs(store_url, args.poke_rounds)
 
     p = args.poke_interval
-    print(f"# scheduler triggers: {args.n:,} deferred sensors, transport {args.transport}, "
-          "SQLite store")
+    print(f"# scheduler triggers: {args.n:,} deferred sensors, transport "
+          f"{redact_url(args.transport)}, SQLite store")
     print(machine_note())
     print(f"deferred  arm all {args.n:,}: {res['arm_s']:.2f} s; broker TCP connections opened "
           f"by the triggers: {res['conns']}; RSS {res['rss0']:.0f} -> {res['rss1']:.0f} MB "
