@@ -9,7 +9,11 @@ stored as ``last_error`` are searched for the password.
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from partition_notify.publisher.relay import Relay
@@ -137,3 +141,18 @@ def test_cli_error_line_has_no_password(sqlite_url: str, capsys: pytest.CaptureF
     assert "delivery pending:" in err
     assert SECRET not in out + err
     assert all(SECRET not in r.getMessage() for r in debug_logs.records)
+
+
+def test_the_many_tables_bench_prints_no_broker_password() -> None:
+    """bench/many_tables.py takes the broker's credentials in its --transport URL
+    (there is no other way to give them) and echoed that URL in its header. Run
+    against a closed port: it fails at the first delivery, after the header."""
+    root = Path(__file__).resolve().parents[2]
+    url = f"stomp://{SERVICE_USER}:{SECRET}@127.0.0.1:{free_port()}"
+    done = subprocess.run(
+        [sys.executable, str(root / "bench" / "many_tables.py"), "--n", "10", "--transport", url],
+        capture_output=True, text=True, timeout=120, cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)})
+    out = done.stdout + done.stderr
+    assert "one subscriber, stomp://" in out, out  # the header was printed
+    assert SECRET not in out
