@@ -131,11 +131,12 @@ def _load_chunk(store: Store, chunk: list[tuple[Any, ...]]) -> None:
         conn.execute(insert(SetDoneRow), [dict(zip(COLUMNS, r, strict=True)) for r in chunk])
 
 
-def analyze(store: Store) -> None:
-    """Fresh planner statistics, as autovacuum / a periodic ANALYZE would leave them."""
+def analyze(store: Store, table: str = "pn_set_done") -> None:
+    """Fresh planner statistics, as autovacuum / a periodic ANALYZE would leave them
+    (PostgreSQL: of ``table``, one of ours; SQLite: of every table)."""
     if store.dialect == "postgresql":
         with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            conn.execute(text("VACUUM ANALYZE pn_set_done"))
+            conn.execute(text(f"VACUUM ANALYZE {table}"))
     else:
         with store.engine.begin() as conn:
             conn.execute(text("ANALYZE"))

@@ -25,7 +25,7 @@ import statistics
 import time
 from typing import Any
 
-from core_common import backends, machine_note, scratch_store_url
+from core_common import analyze, backends, machine_note, scratch_store_url
 from sqlalchemy import text
 
 TOPICS = 1000
@@ -75,12 +75,6 @@ def rounds(store: Any, n: int, tail: int, before: float, first: int) -> tuple[li
     return prev, ours
 
 
-def analyze(store: Any) -> None:
-    sql = "VACUUM ANALYZE pn_events" if store.dialect == "postgresql" else "ANALYZE"
-    with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(text(sql))
-
-
 def run(backend: str, rows: int, tail: int, n: int) -> None:
     from partition_notify.store import Store
 
@@ -93,7 +87,7 @@ def run(backend: str, rows: int, tail: int, n: int) -> None:
             fill(store, 1, rows, now - rows * 0.01, 0.01, 1)  # inside the horizon
             for label, first in (("no statistics", 0), ("after ANALYZE", n)):
                 if first:
-                    analyze(store)
+                    analyze(store, "pn_events")
                 prev, ours = rounds(store, n, tail, now - rows * 0.01 - 1, first)
                 p, o = statistics.median(prev) * 1000, statistics.median(ours) * 1000
                 print(f"  {label:14} previous first statement p50 {p:8.2f} ms | ours, "

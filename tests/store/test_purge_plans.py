@@ -28,24 +28,35 @@ BATCH = 5_000
 MOST = 3 * BATCH + 100
 
 
-def _batch(store: Store, table: str, purge: Callable[[], int]) -> tuple[str, Any, list[str]]:
-    """The batch's DELETE, its parameters, and the SET LOCALs sent before it."""
-    sent: list[tuple[str, Any]] = []
+def _sent(store: Store, table: str, run: Callable[[], object]) -> list[tuple[str, Any, list[str]]]:
+    """Each statement ``run()`` sent that names ``table``: its SQL, its parameters and
+    the SET LOCALs sent since the previous one (they plan it)."""
+    sent: list[tuple[str, Any, list[str]]] = []
     settings: list[str] = []
 
     def grab(conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
         if statement.lstrip().upper().startswith("SET LOCAL"):
             settings.append(statement)
-        elif table in statement and statement.lstrip().upper().startswith("DELETE"):
-            sent.append((statement, params))
+        elif table in statement:
+            sent.append((statement, params, list(settings)))
+            settings.clear()
 
     event.listen(store.engine, "before_cursor_execute", grab)
     try:
-        assert purge() == BATCH
+        run()
     finally:
         event.remove(store.engine, "before_cursor_execute", grab)
-    assert len(sent) == 1, sent
-    return sent[0][0], sent[0][1], settings
+    return sent
+
+
+def _batch(store: Store, table: str, purge: Callable[[], int]) -> tuple[str, Any, list[str]]:
+    """The batch's DELETE, its parameters, and the SET LOCALs sent before it."""
+    done: list[int] = []
+    deletes = [s for s in _sent(store, table, lambda: done.append(purge()))
+               if s[0].lstrip().upper().startswith("DELETE")]
+    assert done == [BATCH]
+    assert len(deletes) == 1, deletes
+    return deletes[0]
 
 
 def _assert_reads_a_batch(store: Store, table: str, purge: Callable[[], int]) -> None:
@@ -178,22 +189,7 @@ def test_an_event_log_purge_batch_reads_about_a_batch(pg_store: Store) -> None:
 def test_no_statement_of_an_event_log_purge_reads_the_retained_log(pg_store: Store) -> None:
     """Every statement a run sends that reads pn_events, not only the batch's DELETE:
     the purge runs every minute, and the retained log is most of the table."""
-    first_batch = _event_log_first_batch(pg_store)
-    sent: list[tuple[str, Any, list[str]]] = []
-    settings: list[str] = []  # the SET LOCALs since the last statement on the log
-
-    def grab(conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
-        if statement.lstrip().upper().startswith("SET LOCAL"):
-            settings.append(statement)
-        elif "pn_events" in statement:
-            sent.append((statement, params, list(settings)))
-            settings.clear()
-
-    event.listen(pg_store.engine, "before_cursor_execute", grab)
-    try:
-        first_batch()
-    finally:
-        event.remove(pg_store.engine, "before_cursor_execute", grab)
+    sent = _sent(pg_store, "pn_events", _event_log_first_batch(pg_store))
     assert sent
     for sql, params, before in sent:
         for mode in ("force_custom_plan", "force_generic_plan"):
