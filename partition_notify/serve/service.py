@@ -153,6 +153,19 @@ def use_json_logs() -> None:
         handler.setFormatter(JsonFormatter())
 
 
+#: How long the main thread sleeps between checks for a signal: the longest a
+#: SIGTERM that the kernel handed to another thread waits for its handler.
+SIGNAL_CHECK_SECONDS = 0.25
+
+
+def _wait_for(stop: threading.Event) -> None:
+    """Wait for ``stop`` in slices. Python runs signal handlers in the main thread
+    only when it runs bytecode; a SIGTERM delivered to the metrics or scheduler
+    thread does not interrupt an untimed wait, which then never returned."""
+    while not stop.wait(SIGNAL_CHECK_SECONDS):
+        pass
+
+
 def run(app: App, *, stop: threading.Event | None = None) -> None:
     """Run until SIGTERM/SIGINT (or ``stop`` is set), then drain and return."""
     stop = stop or threading.Event()
@@ -186,7 +199,7 @@ def run(app: App, *, stop: threading.Event | None = None) -> None:
         type(app.transport).__name__,
         service.relay.owner,
     )
-    stop.wait()
+    _wait_for(stop)
     if http is not None:
         http.stop()
     log.info("stopping: waiting for the relay batch in flight")
