@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 from sqlalchemy import create_engine, text
 
 from partition_notify.core.errors import PublishError
 from tests.support.accounts import ROOT
+from tests.support.net import wait_until
 
 
 def log_unpublished(app: object, db: str, specs: list[str], chunk: int = 50) -> None:
@@ -81,3 +84,26 @@ class ServeProcess:
             self.proc.wait(timeout)
             raise AssertionError(f"serve did not stop within {timeout} s; its log and threads:\n"
                                  + self.text()[-8000:]) from None
+
+
+def serve_with_metrics(store_url: str, port: int, **env: str) -> subprocess.Popen[str]:
+    """``serve`` on the embedded transport with its metrics on ``port``; no PN_ setting of
+    this process's leaks in. Output piped: ``communicate`` collects it."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "partition_notify.cli", "serve"], cwd=ROOT, text=True,
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("PN_")},
+             "PYTHONPATH": str(ROOT), "PN_STORE_URL": store_url,
+             "PN_TRANSPORT_URL": "embedded://", "PN_METRICS_PORT": str(port), **env},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def wait_healthy(proc: subprocess.Popen[str], url: str, timeout: float = 60) -> None:
+    """Until ``url`` (a ``/healthz``) answers 200; fails at once if ``serve`` exited."""
+    def answers() -> bool:
+        assert proc.poll() is None, proc.communicate(timeout=10)
+        try:
+            return httpx.get(url, timeout=2).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    wait_until(answers, timeout, f"serve healthy at {url}")

@@ -11,17 +11,15 @@ aims the signal at one chosen thread, so the case is not left to chance.
 from __future__ import annotations
 
 import ctypes
-import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.support.accounts import ROOT
-from tests.support.net import free_port, wait_until
+from tests.serve.helpers import serve_with_metrics, wait_healthy
+from tests.support.net import free_port
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="tgkill is Linux's")
 
@@ -32,15 +30,6 @@ def _tgkill(pid: int, tid: int, signum: int) -> None:
         raise OSError(ctypes.get_errno(), f"tgkill({pid}, {tid}, {signum})")
 
 
-def _serve(sqlite_url: str, port: int) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "partition_notify.cli", "serve"], cwd=ROOT, text=True,
-        env={**{k: v for k, v in os.environ.items() if not k.startswith("PN_")},
-             "PYTHONPATH": str(ROOT), "PN_STORE_URL": sqlite_url,
-             "PN_TRANSPORT_URL": "embedded://", "PN_METRICS_PORT": str(port)},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
-
 def _other_threads(pid: int) -> list[int]:
     """The kernel ids of every thread of ``pid`` but the main one (which has the pid)."""
     return sorted(int(task.name) for task in Path(f"/proc/{pid}/task").iterdir()
@@ -49,17 +38,9 @@ def _other_threads(pid: int) -> list[int]:
 
 def test_sigterm_delivered_to_another_thread_stops_serve(sqlite_url: str) -> None:
     port = free_port()
-    proc = _serve(sqlite_url, port)
-
-    def healthy() -> bool:
-        assert proc.poll() is None, proc.communicate(timeout=10)
-        try:
-            return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200
-        except httpx.TransportError:
-            return False
-
+    proc = serve_with_metrics(sqlite_url, port)
     try:
-        wait_until(healthy, 60, "serve healthy")
+        wait_healthy(proc, f"http://127.0.0.1:{port}/healthz")
         others = _other_threads(proc.pid)
         assert others, "serve runs its jobs and metrics on threads of their own"
         _tgkill(proc.pid, others[0], signal.SIGTERM)
