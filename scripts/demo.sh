@@ -3,5 +3,6 @@
 # (SQLite store, no broker) with a local PySpark job writing the table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/bootstrap.sh
+# The demo needs the runtime and PySpark only: not the test tools, drivers or browser.
+PN_EXTRAS=spark bash scripts/bootstrap.sh
 exec .venv/bin/partition-notify demo "$@"
