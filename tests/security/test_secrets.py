@@ -13,7 +13,6 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from partition_notify.publisher.relay import Relay
@@ -25,7 +24,7 @@ from partition_notify.app import build_app
 from partition_notify.cli.entry import EXIT_PENDING
 from partition_notify.core.errors import ConnectError, PartitionNotifyError, PublishError
 from partition_notify.settings import load_settings
-from tests.support.accounts import SERVICE_USER
+from tests.support.accounts import ROOT, SERVICE_USER
 from tests.support.net import free_port
 
 SECRET = "s3cret-Pa55word-4f9e"  # what must never leak
@@ -147,12 +146,11 @@ def test_the_many_tables_bench_prints_no_broker_password() -> None:
     """bench/many_tables.py takes the broker's credentials in its --transport URL
     (there is no other way to give them) and echoed that URL in its header. Run
     against a closed port: it fails at the first delivery, after the header."""
-    root = Path(__file__).resolve().parents[2]
     url = f"stomp://{SERVICE_USER}:{SECRET}@127.0.0.1:{free_port()}"
     done = subprocess.run(
-        [sys.executable, str(root / "bench" / "many_tables.py"), "--n", "10", "--transport", url],
-        capture_output=True, text=True, timeout=120, cwd=root,
-        env={**os.environ, "PYTHONPATH": str(root)})
+        [sys.executable, str(ROOT / "bench" / "many_tables.py"), "--n", "10", "--transport", url],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
     out = done.stdout + done.stderr
     assert "one subscriber, stomp://" in out, out  # the header was printed
     assert SECRET not in out
