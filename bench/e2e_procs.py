@@ -34,14 +34,16 @@ POLL_SECONDS = 0.2
 @contextlib.contextmanager
 def bench_dir(prefix: str, keep: bool) -> Iterator[Path]:
     """A new temporary directory with ``logs/`` for one bench run; removed afterwards
-    (also after a failure) unless ``keep``, then its path is printed."""
+    unless ``keep`` or the run failed (its logs are the evidence), then its path is printed."""
     tmp = Path(tempfile.mkdtemp(prefix=prefix))
     (tmp / "logs").mkdir()
+    failed = True
     try:
         yield tmp
+        failed = False
     finally:
-        if keep:
-            print(f"kept {tmp}")
+        if keep or failed:
+            print(f"kept {tmp}" + (" (the run failed)" if failed else ""), flush=True)
         else:
             shutil.rmtree(tmp, ignore_errors=True)
 
