@@ -174,3 +174,20 @@ def report(rows: list[dict[str, object]], relay: Any = None) -> None:
                      + (" (new connection)" if got.get("nth") == 1 else ""))
         print(f"round {i:<2} commit->logged {(logged - t0) * 1000:5.0f} ms{split}  runnable <= "
               f"{runnable:<2}  {busy or 'no tick'}")
+        f = r.get("fired")
+        if isinstance(f, dict):
+            _fired_window(r, trace, logged, [f.get("sensor"), f.get("watcher")])
+
+
+def _fired_window(r: dict[str, object], trace: CpuTrace, logged: float,
+                  fired: list[float | None]) -> None:
+    """The same for logged -> the later of the two triggers' "fired" (the triggerer's part)."""
+    last = max((t for t in fired if t is not None), default=None)
+    if last is None:
+        return
+    used, runnable = trace.window(logged, last)
+    r["cpu_fired"] = {"ms": used, "runnable": runnable}
+    busy = ", ".join(f"{n} {ms:.0f}" for n, ms in sorted(used.items(), key=lambda x: -x[1])
+                     if ms > 0)
+    print(f"         logged->fired  {(last - logged) * 1000:5.0f} ms  runnable <= "
+          f"{runnable:<2}  {busy or 'no tick'}")

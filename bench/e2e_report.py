@@ -136,3 +136,17 @@ def report(rows: list[dict[str, Any]], poke: float, default_poke: bool) -> dict[
     print(f"goal     ours <= 50 ms p99: worst round {fmt(worst)} -> "
           f"{'met' if worst <= 0.050 else 'NOT met'} on this machine at this load")
     return summary
+
+
+def ours_by_asking(rows: list[dict[str, Any]]) -> None:
+    """``--compare-asking``: ours, median (max), for the rounds of each way of asking."""
+    print("\n# --compare-asking: when the bench first asked Airflow's API after the write")
+    for asked in ("at once", "after fired"):
+        cols = [_columns(r) for r in rows if r.get("asked") == asked]
+        if not cols:
+            continue
+        figs = []
+        for part in ("sensor", "watcher"):
+            ours = [c[part]["OURS"] for c in cols]
+            figs.append(f"{part} {fmt(statistics.median(ours))} (max {fmt(max(ours))})")
+        print(f"{asked:<12} {len(cols)} rounds: ours " + ", ".join(figs))
