@@ -146,14 +146,16 @@ class CpuTrace:
 
 
 def report(rows: list[dict[str, object]], relay: Any = None) -> None:
-    """Per round: commit -> logged, runnable tasks at most, and each group's CPU ms in it.
+    """Per round: commit -> logged, runnable tasks at most, and each group's CPU ms in it;
+    then the same for logged -> the later trigger's "fired" when the row has ``fired``.
 
     Each row needs ``trace`` (a stopped :class:`CpuTrace`, replaced here by its
     figures so the row stays JSON) and ``event`` (``revision`` = t0 in ms,
     ``timestampMs`` = logged). ``relay``: a bench/timing_relay.py ``TimingRelay``
     the driver posted through; its first byte splits the window in two.
     """
-    print("\n# --trace: CPU ms each process group used between commit (t0) and logged; "
+    print("\n# --trace: CPU ms each process group used between commit (t0) and logged, "
+          "then between logged and the later of our two triggers' fired; "
           f"tick {TICK_SECONDS * 1000:.0f} ms; runnable = most tasks runnable at once "
           f"on {os.cpu_count()} CPUs")
     for i, r in enumerate(rows, 1):

@@ -40,12 +40,13 @@ local files (our store, the triggerer's and the trigger's logs), so its own
 requests do not take the CPUs of the window it measures (docs/benchmarks.md,
 Pass 9).
 
-``--trace`` (bench/cpu_trace.py): while each round's write runs, sample every
+``--trace`` (bench/cpu_trace.py): from each round's write to its end, sample every
 started process group's CPU time and the machine's runnable tasks every tick;
-print, per round, who used the CPUs between t0 and logged (a slow round's
-commit -> logged is then either our processes' own work or a neighbour's), and
-where the request's first byte reached ``serve`` (the driver talks to serve
-through bench/timing_relay.py): the driver's part and serve's.
+print, per round, who used the CPUs between t0 and logged and between logged and
+our later trigger's fired (a slow round is then either our processes' own work or
+a neighbour's), and where the request's first byte reached ``serve`` (the
+driver talks to serve through bench/timing_relay.py): the driver's part and
+serve's.
 """
 
 from __future__ import annotations
@@ -95,7 +96,8 @@ def parse_args() -> argparse.Namespace:
                    "dropped afterwards (e.g. postgresql+psycopg://postgres@127.0.0.1:5432/"
                    "postgres); default: a temporary SQLite file")
     p.add_argument("--trace", action="store_true",
-                   help="per round, each process group's CPU between commit and logged")
+                   help="per round, each process group's CPU from commit to logged and "
+                   "from logged to our triggers' fired")
     p.add_argument("--compare-asking", action="store_true",
                    help="odd rounds ask Airflow's API at once after the write (as before "
                    "Pass 9), even rounds once both triggers fired; ours printed for each")
@@ -190,10 +192,11 @@ class Bench:
     def _wait_fired(self, day: str, run_id: str, timeout: float) -> None:
         """Until both our triggers fired, read only local files: the store and the logs.
 
-        Each REST call costs Airflow's api-server 10-20 ms of CPU (``--trace``, session 17:
-        it showed in 6 of 7 rounds' windows when the bench asked at once), on the CPUs
-        the measured window needs. Nothing read from Airflow's API depends on when it
-        is read, so the bench asks it once our share has ended.
+        Answering the bench's REST calls took Airflow's api-server 10-30 ms of CPU inside
+        the measured window in every round of a traced run that asked at once
+        (``--trace``, docs/benchmarks.md Pass 9): CPUs the window needs. Nothing read
+        from Airflow's API depends on when it is read, so the bench asks it once our
+        share has ended.
         """
         def fired() -> bool:
             ev = self.writer.find_set_done(day)
