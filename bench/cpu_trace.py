@@ -165,8 +165,7 @@ def report(rows: list[dict[str, object]], relay: Any = None) -> None:
         t0, logged = ev["revision"] / 1000.0, ev["timestampMs"] / 1000.0
         used, runnable = trace.window(t0, logged)
         r["cpu"] = {"ms": used, "runnable": runnable}
-        busy = ", ".join(f"{n} {ms:.0f}" for n, ms in sorted(used.items(), key=lambda x: -x[1])
-                         if ms > 0)
+        busy = _busy(used)
         got = relay.got.get(int(ev["revision"]), {}) if relay is not None else {}
         split = ""
         if "first" in got:
@@ -189,7 +188,11 @@ def _fired_window(r: dict[str, object], trace: CpuTrace, logged: float,
         return
     used, runnable = trace.window(logged, last)
     r["cpu_fired"] = {"ms": used, "runnable": runnable}
-    busy = ", ".join(f"{n} {ms:.0f}" for n, ms in sorted(used.items(), key=lambda x: -x[1])
-                     if ms > 0)
     print(f"         logged->fired  {(last - logged) * 1000:5.0f} ms  runnable <= "
-          f"{runnable:<2}  {busy or 'no tick'}")
+          f"{runnable:<2}  {_busy(used) or 'no tick'}")
+
+
+def _busy(used: dict[str, float]) -> str:
+    """The groups that used CPU in a window, busiest first: "spark 40, serve 10"."""
+    return ", ".join(f"{n} {ms:.0f}" for n, ms in sorted(used.items(), key=lambda x: -x[1])
+                     if ms > 0)

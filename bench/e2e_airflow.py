@@ -198,12 +198,15 @@ class Bench:
         from Airflow's API depends on when it is read, so the bench asks it once our
         share has ended.
         """
+        event_id: list[int] = []  # read from the store once it is logged, not every poll
+
         def fired() -> bool:
-            ev = self.writer.find_set_done(day)
-            if ev is None:
-                return False
-            f = fired_times(self.airflow, self.procs.log_text("triggerer"), ev["eventId"],
-                            run_id)
+            if not event_id:
+                ev = self.writer.find_set_done(day)
+                if ev is None:
+                    return False
+                event_id.append(ev["eventId"])
+            f = fired_times(self.airflow, self.procs.log_text("triggerer"), event_id[0], run_id)
             return f["sensor"] is not None and f["watcher"] is not None
 
         wait_for(fired, timeout, f"{run_id}: both our triggers to fire", self.procs.check_alive)
