@@ -98,8 +98,9 @@ def test_a_stale_draft_is_refused_in_the_append_and_nothing_is_logged(
 
 def test_a_stale_draft_is_refused_when_no_counter_exists_yet(
         stores: tuple[Store, Store, str]) -> None:
-    # The append reads the catalog counter beside the counters it advances; with none
-    # of them there (the seeded "event" row gone, no topic yet) it reads it on its own.
+    # The append reads the catalog counter in the statement that reads the counters it
+    # advanced; with none of those there (the seeded "event" row gone, no topic yet) it
+    # still reads it, and creates both counters.
     a, b, _ = stores
     with a.engine.begin() as conn:
         conn.execute(text("DELETE FROM pn_sequence WHERE name = 'event'"))
