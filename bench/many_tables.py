@@ -9,7 +9,10 @@ Per N: a fresh SQLite store gets N tables in one transaction (the catalog's own
 rows, one Core ``INSERT``: registering 100,000 one call at a time would take minutes
 and is not what is measured), then a subscriber in its own process subscribes
 to all N (history on, as by default); it reports subscribe time, threads, RSS and
-its connections (TCP to the broker; for SQLite, open handles of the store file),
+its connections (established TCP: the broker's, a PostgreSQL store's; the goal's
+"1 connection") and, beside them, its SQLite connections to the store file (the
+embedded transport on SQLite has no network connection: the pool's, the log
+reader's and the wake-up thread's, the same at every N),
 then this process publishes one set-done to the last table and times its delivery.
 """
 
@@ -73,11 +76,14 @@ def child(args: argparse.Namespace) -> None:
     proc = psutil.Process()
     store_file = args.store_url.split("///", 1)[-1]
     tcp = [c for c in proc.net_connections("tcp") if c.status == psutil.CONN_ESTABLISHED]
+    # One open descriptor of the database file per SQLite connection (its -wal and
+    # -shm are other paths).
     files = [f for f in proc.open_files() if f.path == store_file]
     print(json.dumps({"subscribe_s": took, "subscribe_cpu_s": cpu,
                       "threads": proc.num_threads(),
                       "rss_mb": proc.memory_info().rss / 2**20,
-                      "connections": len(tcp) if tcp else len(files)}), flush=True)
+                      "connections": len(tcp), "sqlite_connections": len(files)}),
+          flush=True)
     wanted = sys.stdin.readline().strip()
     with cond:
         early = wanted in arrived
