@@ -30,6 +30,7 @@ from partition_notify.subscriber.subscription import Callback, Subscription
 from partition_notify.transports import Consumer, RawMessage, Transport
 
 from partition_notify.contract import AnyMessage, SetDoneMessage, decode, spec
+from partition_notify.core import limits
 from partition_notify.core.errors import (
     MalformedMessageError,
     SubscribeError,
@@ -127,8 +128,9 @@ class Subscriber:
         ``history`` says, a reconnect never loses what was published
         meanwhile: it is read back from the event log.
         """
+        limits.callable_or_none(callback, field="callback")
+        since_ts = 0.0 if since is None else limits.epoch_seconds(since, field="since")
         infos = self._tables(tables)
-        since_ts = since if since is not None else 0.0
 
         def load() -> list[AnyMessage]:
             return self._decode_all(self.store.retention.set_done_history(infos, since_ts))
@@ -147,6 +149,7 @@ class Subscriber:
         A table not registered yet is waited for too (a scheduler may start
         before its producer's first run). Raises :class:`WaitTimeout` at the deadline.
         """
+        timeout = limits.seconds(timeout, field="timeout")
         deadline = time.monotonic() + timeout
         info = self.wait_for_tables([(db, table)], timeout)[0]
         wanted = spec.coerce(partial_spec)
@@ -196,6 +199,9 @@ class Subscriber:
         connect timeout); covering messages then go to ``callback`` on the
         dispatcher thread (or to the subscription's queue). Close it when done.
         """
+        limits.callable_or_none(callback, field="callback")
+        if timeout is not None:
+            timeout = limits.seconds(timeout, field="timeout")
         info = self._tables([(db, table)])[0]
         return self._watch(info, spec.coerce(partial_spec), callback, timeout)
 
@@ -221,6 +227,7 @@ class Subscriber:
         return lambda: self._decode_all(self.store.retention.set_done_covering(info, candidates))
 
     def set_done_history(self, db: str, table: str, since: float = 0.0) -> list[SetDoneMessage]:
+        since = limits.epoch_seconds(since, field="since")
         info = self._tables([(db, table)])[0]
         msgs = self._decode_all(self.store.retention.set_done_history([info], since))
         return [m for m in msgs if isinstance(m, SetDoneMessage)]
@@ -255,6 +262,8 @@ class Subscriber:
         """The tables, once all are registered; :class:`WaitTimeout` after ``timeout``
         seconds (None: no limit). Registration is not logged as an event, so the
         catalog is read again every :data:`REGISTRATION_POLL_SECONDS`."""
+        if timeout is not None:
+            timeout = limits.seconds(timeout, field="timeout")
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             try:

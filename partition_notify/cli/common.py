@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from partition_notify.core import limits
 from partition_notify.core.limits import MAX_INT64
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 #: What a sub-command runs: parsed arguments in, exit code out.
 Handler = Callable[[argparse.Namespace], int]
 #: Ten years; larger timeouts overflow the platform's wait primitives.
-MAX_SECONDS = 10 * 365 * 86400
+MAX_SECONDS = limits.MAX_SECONDS
 
 
 def table_arg(value: str) -> tuple[str, str]:

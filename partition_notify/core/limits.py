@@ -6,6 +6,8 @@ docs name these constants rather than repeat the numbers.
 
 from __future__ import annotations
 
+import math
+
 from partition_notify.core.errors import ValidationError
 
 #: Both backends store counts and ids as signed 64-bit integers.
@@ -16,6 +18,9 @@ MAX_RETENTION_SECONDS = 100 * 365 * 86400
 #: How long an idempotency key (HTTP ``Idempotency-Key``, CLI/Python
 #: ``idempotency_key``) is remembered by default (PN_HTTP_IDEMPOTENCY_TTL_SECONDS).
 IDEMPOTENCY_TTL_SECONDS = 86400
+#: The longest wait, timeout or interval a caller may ask for (ten years): a
+#: deadline must be one ``time.monotonic()`` and the OS's timers can hold.
+MAX_SECONDS = 10 * 365 * 86400
 
 
 def retention_seconds(value: object, *, what: str) -> int:
@@ -63,3 +68,37 @@ def revision(value: object) -> int | None:
     if not 0 <= value <= MAX_INT64:
         raise ValidationError(f"revision must be from 0 to {MAX_INT64}, got {value}")
     return value
+
+
+def seconds(value: object, *, field: str) -> float:
+    """A duration from a caller (a timeout, an interval): a finite number of
+    seconds from 0 to :data:`MAX_SECONDS`. NaN or infinity would make a
+    deadline that never comes (or an error deep inside a timer)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValidationError(
+            f"{field} must be a number of seconds, got {type(value).__name__} {value!r:.80}")
+    # A huge int is compared as an int: converting it to a float would overflow.
+    if (isinstance(value, float) and not math.isfinite(value)) or not 0 <= value <= MAX_SECONDS:
+        raise ValidationError(
+            f"{field} must be a finite number of seconds from 0 to {MAX_SECONDS}, "
+            f"got {value!r:.80}")
+    return float(value)
+
+
+def epoch_seconds(value: object, *, field: str) -> float:
+    """A point in time as epoch seconds (``since``): a finite number, 0 or more."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValidationError(
+            f"{field} must be epoch seconds (a number), got {type(value).__name__} "
+            f"{value!r:.80}")
+    if (isinstance(value, float) and not math.isfinite(value)) or value < 0:
+        raise ValidationError(f"{field} must be finite epoch seconds, 0 or more, "
+                              f"got {value!r:.80}")
+    return float(value)
+
+
+def callable_or_none(value: object, *, field: str) -> None:
+    """A callback argument: refused now, not as a traceback per message later."""
+    if value is not None and not callable(value):
+        raise ValidationError(f"{field} must be callable or None, got "
+                              f"{type(value).__name__} {value!r:.80}")
