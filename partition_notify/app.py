@@ -13,7 +13,7 @@ from partition_notify.publisher import Publisher, PublisherConfig
 from partition_notify.publisher.relay import Relay
 from partition_notify.revisions import RevisionManager
 from partition_notify.revisions.datasets import SnapshotDatasets
-from partition_notify.settings import Settings, load_settings
+from partition_notify.settings import Settings, load_settings, with_overrides
 from partition_notify.store import Store, TableInfo
 from partition_notify.subscriber import Subscriber
 from partition_notify.subscriber.subscriber import OnGap
@@ -136,7 +136,7 @@ def build_app(
     if settings is None:
         settings = load_settings(**overrides)
     elif overrides:
-        settings = settings.model_copy(update=overrides)
+        settings = with_overrides(settings, **overrides)
     store = Store.open(
         settings.store_url,
         clock=clock,

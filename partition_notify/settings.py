@@ -20,7 +20,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from partition_notify.contract.messages import DEFAULT_MAX_MESSAGE_BYTES, MAX_BODY_BYTES
 from partition_notify.contract.topics import TopicPolicy
 from partition_notify.core.errors import ConfigurationError
-from partition_notify.core.limits import IDEMPOTENCY_TTL_SECONDS, MAX_RETENTION_SECONDS
+from partition_notify.core.limits import IDEMPOTENCY_TTL_SECONDS, MAX_RETENTION_SECONDS, MAX_SECONDS
 
 DAY = 24 * 3600
 DEFAULT_RETENTION_SECONDS = 7 * DAY
@@ -82,7 +82,9 @@ STREAM_SHARE = 0.75
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="PN_", env_file=".env", extra="ignore")
+    # No NaN or infinity: a deadline or interval of either never comes (or overflows a timer).
+    model_config = SettingsConfigDict(env_prefix="PN_", env_file=".env", extra="ignore",
+                                      allow_inf_nan=False)
 
     store_url: str = Field(
         "sqlite:///./partition-notify.db",
@@ -260,11 +262,19 @@ class Settings(BaseSettings):
         f"PN_HTTP_MAX_CONNECTIONS (default {STREAM_SHARE:.0%} of it); more get 503")
     deadline_check_interval_seconds: float = Field(30.0, gt=0, description="lateness re-check")
     deadline_lookback_seconds: int = Field(
-        86400, gt=0, description="deadlines older than this are not checked (first start)"
-    )
+        86400, gt=0, description="deadlines older than this are not checked (first start)")
     rules_interval_seconds: float = Field(
-        5.0, gt=0, description="serve: how often completeness rules read the new events"
-    )
+        5.0, gt=0, description="serve: how often completeness rules read the new events")
+
+    @field_validator("*")
+    @classmethod
+    def _durations_in_range(cls, value: object, info: ValidationInfo) -> object:
+        # Integer periods (retentions) have their own bounds; float durations are
+        # deadlines and intervals that time.monotonic() and the OS's timers must hold.
+        if (info.field_name or "").endswith("_seconds") and isinstance(value, float) \
+                and value > MAX_SECONDS:
+            raise ValueError(f"must be at most {MAX_SECONDS} seconds (ten years)")
+        return value
 
     @field_validator("http_max_streams")
     @classmethod
@@ -317,13 +327,38 @@ def load_settings(**overrides: object) -> Settings:
     as the caller gave it: the keyword for an override, else the ``PN_*`` variable.
     """
     warn_unknown(os.environ)
+    _refuse_unknown(overrides)
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except PydanticValidationError as exc:
+        raise _invalid(exc, set(overrides)) from None
+    except (UnicodeDecodeError, OSError) as exc:  # pydantic-settings reading ./.env
         raise ConfigurationError(
-            "invalid settings:\n"
-            + "\n".join(_describe(e, set(overrides)) for e in exc.errors())
-        ) from None
+            f"the settings file .env in {os.getcwd()} cannot be read: {exc}") from None
+
+
+def with_overrides(settings: Settings, **overrides: object) -> Settings:
+    """``settings`` with ``overrides`` applied and every field validated again, as
+    :func:`load_settings` validates them (a plain model copy would not)."""
+    _refuse_unknown(overrides)
+    try:
+        return Settings.model_validate({**settings.model_dump(), **overrides})
+    except PydanticValidationError as exc:
+        raise _invalid(exc, set(overrides)) from None
+
+
+def _refuse_unknown(overrides: Mapping[str, object]) -> None:
+    known = list(Settings.model_fields)
+    if unknown := sorted(set(overrides) - set(known)):
+        raise ConfigurationError("invalid settings:\n" + "\n".join(
+            f"{name} is not a setting" + "".join(f"; did you mean {c}?" for c in
+                                                  difflib.get_close_matches(name, known, n=1))
+            for name in unknown))
+
+
+def _invalid(exc: PydanticValidationError, overridden: set[str]) -> ConfigurationError:
+    return ConfigurationError(
+        "invalid settings:\n" + "\n".join(_describe(e, overridden) for e in exc.errors()))
 
 
 def known_variables() -> list[str]:
