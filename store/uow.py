@@ -107,6 +107,9 @@ class UnitOfWork:
             self.session.close()
         if isinstance(exc, SQLAlchemyError):
             raise map_db_error(exc) from exc
+        # Bulk inserts hand rows to SQLite's driver directly (append_rows.insert_many).
+        if isinstance(exc, sqlite3.Error):
+            raise map_driver_error(exc) from exc
 
 
 class Access:
