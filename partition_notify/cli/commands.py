@@ -120,7 +120,7 @@ def say_if_unregistered(app: App, refs: list[tuple[str, str]], timeout: float | 
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    since = time.time() - args.since_seconds if args.since_seconds else 0.0
+    since = 0.0 if args.since_seconds is None else time.time() - args.since_seconds
     with open_app(args, existing=True) as app, app.subscriber() as sub:
         for msg in sub.set_done_history(*db_table(args), since=since):
             print(dump(msg))
