@@ -62,17 +62,35 @@ def dump(msg: BaseModel) -> str:
 def open_app(args: argparse.Namespace, *, existing: bool = False) -> App:
     """The App of a command; ``existing``: a read command, which never creates a store."""
     from partition_notify.app import build_app
+    from partition_notify.settings import load_settings
 
     overrides = {
         k: v for k, v in (("store_url", args.store_url), ("transport_url", args.transport_url)) if v
     }
-    if not existing:
-        return build_app(**overrides)
-    from partition_notify.settings import load_settings
-
     settings = load_settings(**overrides)  # a bad variable first, then the store
-    require_store(settings.store_url)
+    refuse_in_memory(settings.store_url)
+    if existing:
+        require_store(settings.store_url)
     return build_app(settings)
+
+
+def refuse_in_memory(url: str) -> None:
+    """Each command is a process of its own: what one saves in an in-memory database,
+    the next can never read (``register`` would succeed and ``announce`` not find it)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    from partition_notify.core.errors import ConfigurationError
+    from partition_notify.core.redact import redact_url
+
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return  # build_app says what is wrong with it
+    if parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:"):
+        raise ConfigurationError(
+            f"store URL {redact_url(url)!r} is an in-memory database, which ends with the "
+            "command: use a file, e.g. sqlite:///./partition-notify.db")
 
 
 def store_in_use(url: str | None) -> str:

@@ -41,8 +41,11 @@ def _families(value: str) -> list[str]:
 def _app(args: argparse.Namespace) -> Iterator[App]:
     """An App over the configured store; the embedded transport opens no broker."""
     from partition_notify.app import build_app
+    from partition_notify.cli.common import refuse_in_memory
+    from partition_notify.settings import load_settings
 
     store = {"store_url": args.store_url} if args.store_url else {}
+    refuse_in_memory(load_settings(**store).store_url)
     with build_app(transport_url="embedded://", **store) as app:
         yield app
 
