@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from partition_notify.core.errors import NotFoundError, ValidationError
 from partition_notify.http.auth import Principal, require_role
@@ -36,7 +36,7 @@ class RuleBody(BaseModel):
         description="all-of: key, values, by; calendar: key, keyFormat, into, intoFormat, "
         "timezone; cross-table: inputs, by; quiet: by, quietSeconds; every kind: inputs "
         "(default: this table)")
-    fromNow: bool = Field(False, description="ignore the retained history")
+    fromNow: StrictBool = Field(False, description="ignore the retained history")
 
 
 class DryRunBody(BaseModel):

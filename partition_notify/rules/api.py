@@ -10,7 +10,7 @@ from partition_notify.contract.messages import PN_TABLE
 from partition_notify.core.errors import MalformedMessageError, ValidationError
 from partition_notify.publisher import Publisher
 from partition_notify.rules.evaluator import BATCH_EVENTS, Evaluator, contributions, definition
-from partition_notify.rules.kinds import Kind, Quiet, build
+from partition_notify.rules.kinds import Kind, Quiet, build, check_params
 from partition_notify.rules.store import FiringInfo, RuleInfo, RuleStore
 from partition_notify.store import Store, TableInfo
 
@@ -65,6 +65,7 @@ class Rules:
         for ref in inputs:
             info = self._table(ref)  # NotFoundError names an unregistered table
             tables[info.qualified] = info
+        check_params(kind, params)
         canon = {**params, "inputs": [self._table(t).qualified for t in inputs]}
         return build(kind, target.qualified, canon, {n: t.partition_keys
                                                      for n, t in tables.items()})

@@ -39,6 +39,11 @@ from partition_notify.contract import (
 from partition_notify.core.errors import ValidationError
 
 KINDS = ("all-of", "calendar", "cross-table", "quiet")
+#: The parameters each kind reads: a definition naming another (a typo such as
+#: ``timeZone``, an option of another kind) is refused, not stored as the default.
+PARAMS = {"all-of": ("inputs", "key", "values", "by"), "cross-table": ("inputs", "by"),
+          "calendar": ("inputs", "key", "keyFormat", "into", "intoFormat", "timezone"),
+          "quiet": ("inputs", "by", "quietSeconds")}
 #: Longest quiet period (31 days: a month's partitions trickling in).
 MAX_QUIET_SECONDS = 31 * 86400
 #: What a quiet rule "requires": a label no input has (a canonical spec is never
@@ -251,6 +256,15 @@ def parse_key(value: str | None, fmt: str) -> datetime | None:
         return datetime.strptime(value, FORMATS[fmt][1])
     except ValueError:  # 2026-02-30, hour 24
         return None
+
+
+def check_params(kind: str, params: Mapping[str, object]) -> None:
+    """A new definition's parameters are all ones ``kind`` reads (stored rules are not
+    checked again: an older release may have kept one it ignores)."""
+    if kind in PARAMS and (extra := sorted(set(params) - set(PARAMS[kind]))):
+        raise _bad(extra[0], params[extra[0]],
+                   f"no {extra[0]!r} for a {kind} rule (its parameters: "
+                   f"{', '.join(PARAMS[kind])})")
 
 
 def build(kind: str, target: str, params: Mapping[str, object],

@@ -93,3 +93,27 @@ def test_a_quiet_rule_over_http_and_its_bad_input(server: Server) -> None:
     with server.app.subscriber() as sub:  # serve's rules job fires it a second later
         msg = sub.wait_for_set_done(db, name, "datestamp=20260301", timeout=60)
     assert msg.derived_from is not None and msg.derived_from.kind == "quiet"
+
+
+def test_a_parameter_the_kind_does_not_read_is_refused_and_nothing_stored(
+        server: Server) -> None:
+    # Before session 18: a typo ("timeZone") was dropped and the rule stored with the
+    # default UTC; another kind's option was ignored; "fromNow": "yes" was true.
+    orders, _, daily = tables(server)
+    url = f"/v1/tables/{daily}/rules"
+    calendar = {"key": "datestamp", "keyFormat": "YYYYMMDD", "into": "datestamp",
+                "intoFormat": "YYYYMM"}
+    with server.client("admin") as c:
+        assert_problem(c.post(url, json={"name": "cal", "kind": "calendar", "params": {
+            **calendar, "timeZone": "Europe/Berlin"}}), 422, "body.params.timeZone",
+            "no 'timeZone' for a calendar rule", "timezone")
+        assert_problem(c.post(url, json={"name": "q", "kind": "quiet", "params": {
+            "by": ["datestamp"], "quietSeconds": 5, "values": ["a"]}}), 422,
+            "body.params.values", "no 'values' for a quiet rule")
+        assert_problem(c.post(url, json={"name": "x", "kind": "cross-table", "params": {
+            "inputs": [orders], "by": ["datestamp"]}, "fromNow": "yes"}), 422, "body.fromNow")
+        assert c.get(url).json()["rules"] == []
+        r = c.post(url, json={"name": "cal", "kind": "calendar",
+                              "params": {**calendar, "timezone": "Europe/Berlin"}})
+        assert r.status_code == 201, r.text
+        assert r.json()["params"]["timezone"] == "Europe/Berlin"
