@@ -8,8 +8,11 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from partition_notify.cli.common import db_table, dump, open_app, table_arg
+from partition_notify.cli.common import db_table, dump, integer, open_app, table_arg
 from partition_notify.deadlines.schedule import VARIABLES
+
+#: `expect status --limit` at most: verdicts are kept for a retention, not for ever.
+MAX_STATUS_LIMIT = 10_000
 
 if TYPE_CHECKING:
     from partition_notify.app import App
@@ -107,5 +110,6 @@ def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser]) ->
     sp = add("status", cmd_expect_status, "latest verdicts of an expectation (JSON lines)")
     sp.add_argument("table", type=table_arg, help="db.table")
     sp.add_argument("name")
-    sp.add_argument("--limit", type=int, default=20, help="how many (default 20)")
+    sp.add_argument("--limit", type=integer(1, MAX_STATUS_LIMIT), default=20,
+                    help=f"how many, 1 to {MAX_STATUS_LIMIT} (default %(default)s)")
     add("check", cmd_expect_check, "run the deadline check once now (serve does it itself)")
