@@ -114,6 +114,7 @@ def _httptools_variant() -> type[asyncio.Protocol] | None:
             super().__init__(*args, **kwargs)
             self._head = _HeadTimer(self.loop, self.head_timeout_seconds,
                                     lambda: _close(self.transport))
+            self._head_started = False  # a head partly parsed
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
@@ -124,13 +125,22 @@ def _httptools_variant() -> type[asyncio.Protocol] | None:
             super().connection_lost(exc)
 
         def on_message_begin(self) -> None:
-            # The parser's callback at a request's first byte: pipelined heads included.
-            self._head.arm()
+            # The parser's callback at a request's first byte. A pipelined head's
+            # deadline starts with the answer before it, as h11's does: not cut mid-answer.
+            self._head_started = True
+            if self.cycle is None or self.cycle.response_complete:
+                self._head.arm()
             super().on_message_begin()
 
         def on_headers_complete(self) -> None:
+            self._head_started = False
             self._head.disarm()
             super().on_headers_complete()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if self._head_started:
+                self._head.arm()
 
     return HttpToolsHeadDeadline
 

@@ -19,7 +19,7 @@ import pytest
 
 from partition_notify.app import build_app
 from partition_notify.http.store import HttpStore
-from tests.http.support import HttpServe
+from tests.http.support import HttpServe, until_closed
 
 MAX_CONNECTIONS = 4
 HEAD_SECONDS = BODY_SECONDS = 1
@@ -60,36 +60,19 @@ def connect(stack: ExitStack, serve: HttpServe) -> socket.socket:
         socket.create_connection(("127.0.0.1", serve.port), timeout=CLOSE_DEADLINE_SECONDS))
 
 
-def until_closed(s: socket.socket) -> bytes:
-    """Everything serve sends until it closes the connection; fails past the deadline."""
-    received = b""
-    s.settimeout(CLOSE_DEADLINE_SECONDS)
-    while True:
-        try:
-            chunk = s.recv(65536)
-        except TimeoutError:
-            pytest.fail(f"serve kept the connection > {CLOSE_DEADLINE_SECONDS:g} s; "
-                        f"got {received[:200]!r}")
-        except ConnectionResetError:
-            return received
-        if not chunk:
-            return received
-        received += chunk
-
-
 def test_partial_heads_are_closed_and_free_the_connection_cap(slow: Slow) -> None:
     with ExitStack() as stack:
         stuck = [connect(stack, slow.serve) for _ in range(MAX_CONNECTIONS)]
         for s in stuck:
             s.sendall(PARTIAL_HEAD)
         for s in stuck:
-            until_closed(s)
+            until_closed(s, CLOSE_DEADLINE_SECONDS)
         assert httpx.get(slow.serve.base + "/healthz", timeout=10).status_code == 200
 
 
 def test_a_connection_that_sends_nothing_is_closed(slow: Slow) -> None:
     with ExitStack() as stack:
-        assert until_closed(connect(stack, slow.serve)) == b""
+        assert until_closed(connect(stack, slow.serve), CLOSE_DEADLINE_SECONDS) == b""
 
 
 def test_a_dripped_head_is_closed_at_the_deadline_from_its_first_byte(slow: Slow) -> None:
@@ -121,7 +104,7 @@ def test_the_next_request_on_a_keepalive_connection_has_a_head_deadline(slow: Sl
             answer += s.recv(65536)
         assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
         s.sendall(PARTIAL_HEAD)
-        until_closed(s)
+        until_closed(s, CLOSE_DEADLINE_SECONDS)
 
 
 def test_a_body_short_of_its_content_length_gets_408_and_stores_nothing(slow: Slow) -> None:
@@ -130,7 +113,7 @@ def test_a_body_short_of_its_content_length_gets_408_and_stores_nothing(slow: Sl
         s.sendall(f"POST /v1/tables/{TABLE}/set-done HTTP/1.1\r\nHost: x\r\n"
                   f"Authorization: Bearer {slow.token}\r\nContent-Type: application/json\r\n"
                   "Content-Length: 100\r\n\r\n".encode() + b'{"spec": ')
-        answer = until_closed(s)
+        answer = until_closed(s, CLOSE_DEADLINE_SECONDS)
     assert answer.startswith(b"HTTP/1.1 408"), answer[:300]
     assert b"content-type: application/problem+json" in answer.lower(), answer[:300]
     assert b"urn:partition-notify:problem:request-timeout" in answer, answer
