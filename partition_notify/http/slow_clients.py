@@ -157,6 +157,14 @@ class _BodyTimeout(Exception):
     """Raised from ``receive`` to unwind the app once the 408 is sent."""
 
 
+def _has_body(scope: Scope) -> bool:
+    """HTTP/1.1: a request has a body only if it declares one (RFC 9112, section 6.3)."""
+    for name, value in scope.get("headers") or ():
+        if name == b"transfer-encoding" or (name == b"content-length" and value.strip() != b"0"):
+            return True
+    return False
+
+
 class BodyDeadline:
     """ASGI middleware: 408 when a request's body is not complete within ``seconds``."""
 
@@ -165,7 +173,8 @@ class BodyDeadline:
         self.seconds = seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or not _has_body(scope):
+            # Most requests (reads, streams, long-polls): no timer task per request.
             await self.app(scope, receive, send)
             return
         loop = asyncio.get_running_loop()
