@@ -252,6 +252,17 @@ class Settings(BaseSettings):
     http_keepalive_seconds: int = Field(
         120, ge=1, description="serve keeps an idle HTTP connection open this long, so a "
         "Spark driver's next commit reuses it (uvicorn's default: 5)")
+    # A head is a few hundred bytes any client sends at once: 10 s allows many
+    # round trips on a bad link, yet a client holding the connection cap this way
+    # must open it anew every 10 s. A body of PN_HTTP_MAX_BODY_BYTES (1 MiB by
+    # default) arrives within 30 s at 35 KB/s or more (http/slow_clients.py).
+    http_header_timeout_seconds: float = Field(
+        10.0, gt=0, description="serve: a request's head (request line and headers) must "
+        "arrive within this, from the connection's accept or the request's first byte; "
+        "else the connection is closed")
+    http_body_timeout_seconds: float = Field(
+        30.0, gt=0, description="serve: a request's declared body must arrive within this "
+        "from the request's start; else 408 and the connection is closed")
     http_max_connections: int = Field(
         DEFAULT_HTTP_MAX_CONNECTIONS, ge=2,
         description="serve: open HTTP connections (idle keep-alive ones too) and requests in "

@@ -22,6 +22,7 @@ from partition_notify.http import (
 from partition_notify.http.context import HttpContext
 from partition_notify.http.hub import EventHub
 from partition_notify.http.limits import ConnectionCaps
+from partition_notify.http.slow_clients import BodyDeadline
 from partition_notify.http.store import HttpStore
 from partition_notify.http.ui import router as ui_router
 from partition_notify.metrics import Metrics
@@ -89,6 +90,8 @@ def create_http_app(
     for router in (*ROUTERS, *extra_routers):
         api.include_router(router)
     api.add_middleware(problems.BodyLimit, limit=app.settings.http_max_body_bytes)
+    # Outside BodyLimit: a slow body gets its 408 however the inner layers unwind.
+    api.add_middleware(BodyDeadline, seconds=app.settings.http_body_timeout_seconds)
     # Added last, so it runs first: a refused request costs no body read.
     api.add_middleware(ConnectionCaps, ctx=ctx)
     return api

@@ -1,7 +1,8 @@
 """Caps on open connections and on long-lived requests, answered with a 503 problem.
 
 Every open connection holds a file descriptor and some memory, idle keep-alive
-ones for PN_HTTP_KEEPALIVE_SECONDS too; SSE streams and long-polls hold theirs
+ones for PN_HTTP_KEEPALIVE_SECONDS too, unfinished requests until their head
+or body deadline (http/slow_clients.py); SSE streams and long-polls hold theirs
 for minutes. Without a cap, enough clients (or one misbehaving) exhaust the
 process. Two caps, checked when a request arrives:
 

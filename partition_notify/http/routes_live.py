@@ -75,16 +75,38 @@ async def wait(
         )
         if bodies:
             return _json(bodies[0])
-        try:
-            body = await asyncio.wait_for(asyncio.shield(found), timeout)
-        except TimeoutError:
+        if not await _until_found_or_gone(found, request, timeout):
+            # Timed out, or the client left: either way the slot and waiter go now.
             return Response(status_code=204)
+        body = found.result()
         if body is None:
             raise ApiProblem(503, "shutting-down", "Shutting down", "the server is stopping")
         return _json(body)
     finally:
         close()
         ctx.waits.dec()
+
+
+async def _until_found_or_gone(found: asyncio.Future[str | None], request: Request,
+                               timeout: float) -> bool:
+    """Whether ``found`` completed within ``timeout`` while the client stayed connected.
+
+    Without the race, a client that left held its stream slot (PN_HTTP_MAX_STREAMS)
+    and its waiter for the whole timeout, up to PN_HTTP_WAIT_MAX_SECONDS. A GET has
+    no body, so the next ASGI message is the server's ``http.disconnect``.
+    """
+    gone = asyncio.ensure_future(_disconnected(request))
+    try:
+        await asyncio.wait((found, gone), timeout=timeout,
+                           return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+    return found.done()
+
+
+async def _disconnected(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass  # the (empty) request body; the disconnect follows
 
 
 def _event_id(raw: str, field: str) -> int:

@@ -14,6 +14,7 @@ import uvicorn
 from partition_notify.app import App
 from partition_notify.core.errors import ConfigurationError
 from partition_notify.http.app import create_http_app
+from partition_notify.http.slow_clients import head_deadline_protocol
 from partition_notify.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,8 @@ class HttpServer:
             # http/limits.py caps connections and streams with a problem body instead
             # of this option's plain-text 503.
             limit_concurrency=None,
+            # uvicorn's own protocol with a deadline on request heads (http/slow_clients.py).
+            http=head_deadline_protocol(app.settings.http_header_timeout_seconds),
             backlog=4096,
         )
         self.server = uvicorn.Server(config)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -84,6 +85,22 @@ class HttpServe:
 
     def text(self) -> str:
         return self.log.read_text(errors="replace")
+
+
+def until_closed(s: socket.socket, deadline: float) -> bytes:
+    """Everything the server sends until it closes the connection; fails past ``deadline`` s."""
+    received = b""
+    s.settimeout(deadline)
+    while True:
+        try:
+            chunk = s.recv(65536)
+        except TimeoutError:
+            pytest.fail(f"the server kept the connection > {deadline:g} s; got {received[:200]!r}")
+        except ConnectionResetError:
+            return received
+        if not chunk:
+            return received
+        received += chunk
 
 
 def unique_db() -> str:
