@@ -90,12 +90,10 @@ class Settings(BaseSettings):
         "sqlite:///./partition-notify.db",
         description="SQLAlchemy URL of the store: sqlite:///path or postgresql+psycopg://... "
         "(the default is relative to the working directory; read commands never create a "
-        "store, tables and serve name the one in use)",
-    )
+        "store, tables and serve name the one in use)")
     transport_url: str = Field(
         "embedded://",
-        description="embedded:// (the store is the bus), stomp://host:61613, kafka://host:9092",
-    )
+        description="embedded:// (the store is the bus), stomp://host:61613, kafka://host:9092")
     broker_username: str | None = Field(None, description="broker login (STOMP) or SASL/PLAIN "
                                         "user (Kafka)")
     broker_password: SecretStr | None = Field(None, description="secret, never logged")
@@ -120,22 +118,19 @@ class Settings(BaseSettings):
     poll_interval_seconds: float = Field(
         0.02, gt=0,
         description="embedded transport and log followers: how often they read the log "
-        "without cross-process wake-ups (with them: a fallback, at least 1 s)",
-    )
+        "without cross-process wake-ups (with them: a fallback, at least 1 s)")
     cross_process_wakeups: bool = Field(
         True,
         description="wake log readers on other processes' commits (PostgreSQL LISTEN/NOTIFY, "
         "SQLite inotify on the WAL and on `<db>-pn-commit`, which appends touch once "
-        "committed); false behind a pooler that breaks LISTEN (PgBouncer transaction mode)",
-    )
+        "committed); false behind a pooler that breaks LISTEN (PgBouncer transaction mode)")
 
     purge_interval_seconds: float = Field(
         60.0, gt=0, description="serve: how often retention and housekeeping purges run")
     dataset_expiry_interval_seconds: float = Field(
         3600.0, gt=0,
         description="serve: remove SNAPSHOT-dataset versions retention lets go, this often "
-        "(local paths; hdfs:// or s3a:// need `dataset expire --spark`)",
-    )
+        "(local paths; hdfs:// or s3a:// need `dataset expire --spark`)")
     purge_batch_size: int = Field(5000, gt=0, description="rows per purge batch (SQLite: at "
                                   "most 2,500 with a 5 ms pause, so writers get the lock)")
     # Housekeeping (docs/reliability.md#retention), at PN_PURGE_INTERVAL_SECONDS.
@@ -163,74 +158,55 @@ class Settings(BaseSettings):
                                           "outbox relay looks for undelivered events")
     relay_batch_size: int = Field(500, gt=0, description="serve: events per relay batch")
     relay_lease_seconds: float | None = Field(
-        None,
-        gt=0,
-        description="how long a relay owns leased entries (default "
-        f"max({RELAY_MIN_LEASE_SECONDS} s, 3 x publish_timeout_seconds))",
-    )
+        None, gt=0, description="how long a relay owns leased entries (default "
+        f"max({RELAY_MIN_LEASE_SECONDS} s, 3 x publish_timeout_seconds))")
     relay_writer_grace_seconds: float | None = Field(
-        None,
-        ge=0,
-        description="leave entries this young to their writer (default "
-        f"publish_timeout_seconds + {RELAY_WRITER_GRACE_MARGIN_SECONDS} s)",
-    )
+        None, ge=0, description="leave entries this young to their writer (default "
+        f"publish_timeout_seconds + {RELAY_WRITER_GRACE_MARGIN_SECONDS} s)")
     relay_max_backoff_seconds: float = Field(
         8.0, gt=0, description="serve: longest pause between failed relay batches")
     sqlite_synchronous: SqliteSynchronous = Field(
         "FULL",
         description="SQLite store: FULL fsyncs the WAL at every commit (durable at commit); "
-        "NORMAL is faster but may lose the last commits on power loss",
-    )
+        "NORMAL is faster but may lose the last commits on power loss")
     relay_max_attempts: int = Field(
         DEFAULT_MAX_ATTEMPTS,
         gt=0,
         description="refusals for good (too large, not authorized) before an event is "
-        "dead-lettered; broker-down and timeout failures do not count",
-    )
+        "dead-lettered; broker-down and timeout failures do not count")
     max_message_bytes: int = Field(
         DEFAULT_MAX_MESSAGE_BYTES,
         gt=0,
         le=MAX_BODY_BYTES,
         description="largest message body the publisher accepts (checked before logging); "
-        "subscribers accept up to the ceiling, so nothing accepted is ever dropped",
-    )
+        "subscribers accept up to the ceiling, so nothing accepted is ever dropped")
     spark_spool_interval_seconds: float = Field(
-        5.0, gt=0, description="serve: how often it looks for Spark commit manifests"
-    )
+        5.0, gt=0, description="serve: how often it looks for Spark commit manifests")
     spark_spool_scan_deadline_seconds: float = Field(
         30.0, gt=0, description="serve: longest one pick-up of Spark commit manifests runs; "
-        "the rest waits for the next"
-    )
+        "the rest waits for the next")
     default_fs: DefaultFs = Field(
         None, description="the filesystem scheme-less table locations are on, as Hadoop's "
-        "fs.defaultFS (e.g. hdfs://nn:8020); unset: the local filesystem"
-    )
+        "fs.defaultFS (e.g. hdfs://nn:8020); unset: the local filesystem")
     spark_spool_dirs: str = Field(
-        "", description="serve: extra comma-separated dirs holding Spark commit manifests"
-    )
+        "", description="serve: extra comma-separated dirs holding Spark commit manifests")
     log_format: Literal["text", "json"] = Field(
-        "text", description="serve: text lines, or json (one object per line)"
-    )
+        "text", description="serve: text lines, or json (one object per line)")
     log_level: LogLevel = Field(
         "INFO", description="serve: INFO is one line per thing that happened; DEBUG adds "
-        "every scheduler job run and migration step"
-    )
+        "every scheduler job run and migration step")
     iceberg_poll_interval_seconds: float = Field(
         5.0, gt=0, description="serve: how often it reads the commits of Iceberg tables "
-        "registered with --format iceberg"
-    )
+        "registered with --format iceberg")
     delta_poll_interval_seconds: float = Field(
         5.0, gt=0, description="serve: how often it reads the _delta_log of Delta tables "
-        "registered with --format delta"
-    )
+        "registered with --format delta")
     lakehouse_lease_seconds: float = Field(
         60.0, gt=0, description="serve: how long a follower owns an Iceberg/Delta table without "
-        "renewing (every run renews); a serve that died is taken over after this"
-    )
+        "renewing (every run renews); a serve that died is taken over after this")
     lakehouse_read_timeout_seconds: float = Field(
         60.0, gt=0, description="serve: longest one read of an Iceberg/Delta table's commits "
-        "(pyiceberg, delta-rs) may take; past it the table is skipped until the read returns"
-    )
+        "(pyiceberg, delta-rs) may take; past it the table is skipped until the read returns")
     metrics_port: int | None = Field(None, ge=1, le=65535,
                                      description="serve: Prometheus endpoint port (off unset)")
     metrics_bind: str = Field(
