@@ -107,9 +107,8 @@ class Publisher:
     ) -> TableInfo:
         db_n, table_n = names.db_name(db), names.table_name(table)
         # list('ds') would silently become keys ['d', 's']; let the name rules refuse a str.
-        keys = names.partition_keys(
-            partition_keys if isinstance(partition_keys, str) else list(partition_keys)
-        )
+        keys = names.partition_keys(list(partition_keys) if isinstance(partition_keys, Iterable)
+                                    and not isinstance(partition_keys, str) else partition_keys)
         what = f"{db_n}.{table_n}"
         explicit = retention_seconds is not None
         retention = limits.retention_seconds(
@@ -285,6 +284,7 @@ class Publisher:
                           locations: Sequence[str | None] | None,
                           revision: int | None, replace: bool = False) -> list[EventDraft]:
         """Validated add-partition drafts: specs, locations (text rules) and size."""
+        replace = limits.flag(replace, field="replace")  # "no" is truthy: an overwrite
         specs, canons = validate.partitions_canon(info, partitions)
         locs = validate.locations(locations, len(specs), info.qualified)
         template = self._partition_template(info, revision)

@@ -25,7 +25,7 @@ def partitions_canon(info: TableInfo,
     """:func:`partitions` and each one's canonical string (computed once, here). Two
     lists, not a (spec, string) pair each: a pair holding a dict is an object the
     garbage collector tracks, one per partition for the whole announce."""
-    if isinstance(partitions, str | bytes | Mapping):
+    if isinstance(partitions, str | bytes | Mapping) or not isinstance(partitions, Iterable):
         # A str would be iterated per character, a mapping per key.
         raise InvalidSpecError(
             f"partitions must be a list of specs, got {type(partitions).__name__} "

@@ -51,6 +51,9 @@ class IdempotentReplay(Exception):
 
 
 def check_idempotency_key(key: str) -> str:
+    if not isinstance(key, str):  # from Python callers: an int is no key
+        raise ValidationError(f"idempotency key must be a string, got {type(key).__name__} "
+                              f"{key!r:.40}")
     if not _KEY.fullmatch(key):
         raise ValidationError(
             f"Idempotency-Key {key[:40]!r}: expected 1 to {MAX_IDEMPOTENCY_KEY_CHARS} "

@@ -102,3 +102,11 @@ def callable_or_none(value: object, *, field: str) -> None:
     if value is not None and not callable(value):
         raise ValidationError(f"{field} must be callable or None, got "
                               f"{type(value).__name__} {value!r:.80}")
+
+
+def flag(value: object, *, field: str) -> bool:
+    """A yes/no argument: ``True`` or ``False`` only (any non-empty string is truthy)."""
+    if not isinstance(value, bool):
+        raise ValidationError(f"{field} must be True or False, got {type(value).__name__} "
+                              f"{value!r:.80}")
+    return value
