@@ -173,6 +173,14 @@ async def _invalid(request: Request, exc: RequestValidationError) -> JSONRespons
             f"request body is not valid JSON: {why}{where}", field="body",
             instance=request.url.path,
         )
+    declared = request.headers.get("content-type", "")
+    if field == "body" and isinstance(first.get("input"), bytes) and not _json_type(declared):
+        # FastAPI parses a body as JSON only when it is declared so; say that, not "invalid".
+        return problem_response(
+            415, "unsupported-media-type", "Unsupported media type",
+            f"Content-Type {declared!r:.80}: this route takes a JSON body; send it with "
+            "Content-Type: application/json", field="header.Content-Type",
+            instance=request.url.path)
     more = f" ({len(errors)} errors; first shown)" if len(errors) > 1 else ""
     detail = f"{field}: {first.get('msg')}{more}"
     if "input" in first and first["type"] not in {"missing"}:
@@ -180,6 +188,11 @@ async def _invalid(request: Request, exc: RequestValidationError) -> JSONRespons
     return problem_response(
         422, "invalid-input", "Invalid input", detail, field=field, instance=request.url.path,
     )
+
+
+def _json_type(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or media.endswith("+json")
 
 
 async def _bug(request: Request, exc: Exception) -> JSONResponse:
