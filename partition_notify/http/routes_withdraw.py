@@ -7,10 +7,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
-from pydantic import Field, StrictInt, StrictStr
+from pydantic import Field, StrictInt, StrictStr, field_validator
 
 from partition_notify.contract import AnyMessage, PartitionWithdrawnMessage
 from partition_notify.contract.messages import MAX_REASON_CHARS
+from partition_notify.core import limits
+from partition_notify.core.errors import ValidationError
 from partition_notify.http.auth import Principal, require_role
 from partition_notify.http.common import message_json, table_info
 from partition_notify.http.context import HttpContext, context
@@ -29,6 +31,19 @@ class WithdrawBody(_Body):
     reason: StrictStr = Field(min_length=1, max_length=MAX_REASON_CHARS,
                               description="why, for consumers: 'bad data: ...'")
     revision: StrictInt | None = Field(None, ge=0, le=MAX_INT64)
+
+    @field_validator("reason")
+    @classmethod
+    def _reason(cls, value: str) -> str:
+        # The publisher's own checks (no NUL, not blank once stripped), here so that the
+        # problem names body.reason rather than the spec the write is about.
+        try:
+            text = limits.text(value, field="reason")
+        except ValidationError as exc:
+            raise ValueError(str(exc)) from None
+        if not text.strip():
+            raise ValueError("must not be blank")
+        return value
 
 
 @router.post(

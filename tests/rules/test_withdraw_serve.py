@@ -116,6 +116,11 @@ def test_bad_withdrawals_are_4xx_problems(server: Server) -> None:
                        "body.reason")
         assert_problem(c.post(url, json={"spec": "datestamp=1", "reason": "x" * 1001}), 422,
                        "body.reason")
+        # Blank once stripped, or with a NUL: named body.reason (was body.spec before
+        # session 18, the publisher's check running inside the spec's scope).
+        for reason in ("   ", "bad\u0000data"):
+            assert_problem(c.post(url, json={"spec": "datestamp=1", "reason": reason}), 422,
+                           "body.reason")
         assert_problem(c.post(url, json={"spec": "hour=3", "reason": "bad"}), 422, "body.spec",
                        "hour")
         assert_problem(c.post(url, json={"spec": 7, "reason": "bad"}), 422, "body.spec")
