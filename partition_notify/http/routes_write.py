@@ -14,7 +14,9 @@ from pydantic import (
     PlainValidator,
     StrictBool,
     StrictInt,
+    ValidationInfo,
     WithJsonSchema,
+    field_validator,
 )
 
 from partition_notify.contract import AddPartitionMessage, AnyMessage, SetDoneMessage
@@ -81,6 +83,19 @@ class AnnounceBody(_Body):
     locations: list[str | None] | None = Field(None, description="one per partition")
     revision: StrictInt | None = Field(None, ge=0, le=MAX_INT64)
     replace: StrictBool = Field(False, description="announce again (an overwrite)")
+
+    @field_validator("locations")
+    @classmethod
+    def _one_location_each(cls, value: list[str | None] | None,
+                           info: ValidationInfo) -> list[str | None] | None:
+        # Checked here so the problem names body.locations, not the partitions.
+        partitions = info.data.get("partitions")
+        if value is not None and partitions is not None and len(value) != len(partitions):
+            raise ValueError(f"{len(value)} locations for {len(partitions)} partitions "
+                             "(one each, or none)")
+        if value is not None and any(loc is not None and "\x00" in loc for loc in value):
+            raise ValueError("a location contains a NUL character")
+        return value
 
 
 class SetDoneBody(_Body):
