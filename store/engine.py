@@ -68,6 +68,9 @@ def make_engine(
             f"{', '.join(SQLITE_SYNCHRONOUS_LEVELS)}"
         )
     if backend == "sqlite":
+        if "\x00" in str(parsed.database or ""):  # the OS's paths end at a NUL
+            raise ConfigurationError(
+                f"store URL {redact_url(url)!r}: the SQLite path contains a NUL character")
         if parsed.database in (None, "", ":memory:"):
             # Every pooled connection would otherwise be its own empty database.
             kwargs.setdefault("poolclass", StaticPool)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from partition_notify.store.catalog import Catalog
-from partition_notify.store.engine import DEFAULT_SQLITE_SYNCHRONOUS, make_engine
+from partition_notify.store.engine import DEFAULT_SQLITE_SYNCHRONOUS, make_engine, sqlite_file
 from partition_notify.store.event_log import EventLog
 from partition_notify.store.hot_read import HotReader
 from partition_notify.store.housekeeping import Housekeeping
@@ -31,6 +31,8 @@ from partition_notify.store.retention import Retention
 from partition_notify.store.uow import Access, InTxn, map_db_error
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
+
+from partition_notify.core.redact import redact_url
 
 
 class Store:
@@ -67,7 +69,8 @@ class Store:
             try:
                 migrate(engine)
             except SQLAlchemyError as exc:
-                raise map_db_error(exc) from exc
+                err = map_db_error(exc)  # the driver does not say which file it could not open
+                raise type(err)(f"{err} (store {where(url)})") from exc
         return cls(engine, clock=clock)
 
     def close(self) -> None:
@@ -93,6 +96,16 @@ class Store:
     @property
     def dialect(self) -> str:
         return self.engine.dialect.name
+
+
+def where(url: str) -> str:
+    """The store as a user can find it: redacted URL and, for SQLite, its file, with
+    the reason SQLite gives only as "unable to open" when its directory is missing."""
+    path = sqlite_file(url)
+    if path is None:
+        return redact_url(url)
+    missing = "" if path.parent.is_dir() else f"; directory {path.parent} does not exist"
+    return f"{redact_url(url)}, file {path}{missing}"
 
 
 __all__ = [
