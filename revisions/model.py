@@ -14,6 +14,7 @@ from typing import Any
 from partition_notify.revisions.schema import MAX_FAMILY_CHARS, MAX_TABLE_CHARS, RevisionTxnRow
 
 from partition_notify.core.errors import ValidationError
+from partition_notify.core.limits import MAX_SECONDS
 
 Clock = Callable[[], float]
 
@@ -155,9 +156,10 @@ def keep_alive_seconds(seconds: object) -> float:
         isinstance(seconds, bool)
         or not isinstance(seconds, int | float)
         or not math.isfinite(seconds)
-        or seconds <= 0
+        or not 0 < seconds <= MAX_SECONDS
     ):
-        raise ValidationError(f"keep_alive must be a positive number of seconds, got {seconds!r}")
+        raise ValidationError(f"keep_alive must be a number of seconds from 0 (excluded) to "
+                              f"{MAX_SECONDS}, got {seconds!r}")
     return float(seconds)
 
 

@@ -222,8 +222,11 @@ def test_definition_rules(datasets: SnapshotDatasets, tmp_path: Path) -> None:
         SnapshotDataset.define(datasets, NAME, str(tmp_path / "b"))
     with pytest.raises(ValidationError, match="min_versions"):
         SnapshotDataset.define(datasets, NAME, str(tmp_path / "a"), ttl_seconds=10, min_versions=0)
-    with pytest.raises(ValidationError, match="ttl_seconds"):
-        SnapshotDataset.define(datasets, NAME, str(tmp_path / "a"), ttl_seconds=-1)
+    # inf and 1e300 were kept before session 18, and `dataset describe` printed
+    # "ttlSeconds": Infinity, which is not JSON.
+    for bad in (-1, 0, float("nan"), float("inf"), 1e300, "60"):
+        with pytest.raises(ValidationError, match="ttl_seconds"):
+            SnapshotDataset.define(datasets, NAME, str(tmp_path / "a"), ttl_seconds=bad)
     with pytest.raises(NotFoundError, match="not defined"):
         SnapshotDataset.open(datasets, "warehouse.other")
     with pytest.raises(NotFoundError, match="no complete version"):
