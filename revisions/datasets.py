@@ -345,8 +345,8 @@ def _policy(ttl_seconds: float | None, min_versions: int, name: str) -> None:
             isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int | float)
             or not 0 < ttl_seconds <= MAX_SECONDS):  # NaN fails; inf is stored as no JSON
         raise ValidationError(
-            f"SNAPSHOT dataset {name}: ttl_seconds must be a number of seconds from 0 "
-            f"(excluded) to {MAX_SECONDS}, or None, got {ttl_seconds!r}")
+            f"SNAPSHOT dataset {name}: ttl_seconds must be a positive number of seconds, "
+            f"at most {MAX_SECONDS}, or None, got {ttl_seconds!r}")
     if isinstance(min_versions, bool) or not isinstance(min_versions, int) or min_versions < 1:
         raise ValidationError(
             f"SNAPSHOT dataset {name}: min_versions must be an integer >= 1 (a TTL alone would "

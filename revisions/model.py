@@ -158,7 +158,7 @@ def keep_alive_seconds(seconds: object) -> float:
         or not math.isfinite(seconds)
         or not 0 < seconds <= MAX_SECONDS
     ):
-        raise ValidationError(f"keep_alive must be a number of seconds from 0 (excluded) to "
+        raise ValidationError(f"keep_alive must be a positive number of seconds, at most "
                               f"{MAX_SECONDS}, got {seconds!r}")
     return float(seconds)
 

@@ -28,6 +28,8 @@ INTERNAL = {
     "writers/lakehouse/commits.py": {"Gap"},  # raised by the readers, caught by the follower
     "partition_notify/rules/retract.py": {"Stale"},  # rolls back a batch another serve won
     "partition_notify/rules/quiet.py": {"_NotQuiet"},  # rolls back a firing another serve made
+    # Unwinds the app once the body-deadline 408 is sent; caught by the same middleware.
+    "partition_notify/http/slow_clients.py": {"_BodyTimeout"},
 }
 _BRANCH = re.compile(r"── (?P<name>[A-Z]\w+)")
 
