@@ -44,6 +44,16 @@ def sqlite_file(url: str) -> Path | None:
     return Path(str(parsed.database)).resolve()
 
 
+def sqlite_in_memory(url: str) -> bool:
+    """Whether ``url`` names an in-memory SQLite database (False for a URL that does
+    not parse: make_engine says why)."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return False
+    return parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:")
+
+
 def make_engine(
     url: str,
     *,

@@ -77,17 +77,11 @@ def open_app(args: argparse.Namespace, *, existing: bool = False) -> App:
 def refuse_in_memory(url: str) -> None:
     """Each command is a process of its own: what one saves in an in-memory database,
     the next can never read (``register`` would succeed and ``announce`` not find it)."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
     from partition_notify.core.errors import ConfigurationError
     from partition_notify.core.redact import redact_url
+    from partition_notify.store.engine import sqlite_in_memory
 
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        return  # build_app says what is wrong with it
-    if parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:"):
+    if sqlite_in_memory(url):
         raise ConfigurationError(
             f"store URL {redact_url(url)!r} is an in-memory database, which ends with the "
             "command: use a file, e.g. sqlite:///./partition-notify.db")

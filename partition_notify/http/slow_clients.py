@@ -64,10 +64,14 @@ def _close(transport: asyncio.BaseTransport | None) -> None:
         transport.close()
 
 
-class H11HeadDeadline(H11Protocol):
-    """h11's protocol with the head deadline (serve uses it when httptools is missing)."""
+class _HeadDeadline(asyncio.Protocol):
+    """What both parsers' protocols share: the timer, armed at accept (a connection
+    that never sends a byte is closed too) and dropped with the connection. Listed
+    before uvicorn's protocol class, whose ``loop`` and ``transport`` it uses."""
 
     head_timeout_seconds = DEFAULT_HEAD_SECONDS
+    loop: asyncio.AbstractEventLoop
+    transport: asyncio.Transport
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -76,11 +80,15 @@ class H11HeadDeadline(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self._head.arm()  # a connection that never sends a byte is closed too
+        self._head.arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._head.disarm()
         super().connection_lost(exc)
+
+
+class H11HeadDeadline(_HeadDeadline, H11Protocol):
+    """h11's protocol with the head deadline (serve uses it when httptools is missing)."""
 
     def data_received(self, data: bytes) -> None:
         # IDLE: h11 has not parsed a request head yet (a new one, or a next one).
@@ -107,22 +115,8 @@ def _httptools_variant() -> type[asyncio.Protocol] | None:
     except ImportError:  # pragma: no cover - httptools is an optional extra of uvicorn
         return None
 
-    class HttpToolsHeadDeadline(HttpToolsProtocol):
-        head_timeout_seconds = DEFAULT_HEAD_SECONDS
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self._head = _HeadTimer(self.loop, self.head_timeout_seconds,
-                                    lambda: _close(self.transport))
-            self._head_started = False  # a head partly parsed
-
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._head.arm()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._head.disarm()
-            super().connection_lost(exc)
+    class HttpToolsHeadDeadline(_HeadDeadline, HttpToolsProtocol):
+        _head_started = False  # a head partly parsed (set per connection once it starts)
 
         def on_message_begin(self) -> None:
             # The parser's callback at a request's first byte. A pipelined head's

@@ -87,6 +87,25 @@ class HttpServe:
         return self.log.read_text(errors="replace")
 
 
+def capped_serve(tmp_path: Path, table: str, max_connections: int,
+                 max_streams: int) -> Iterator[HttpServe]:
+    """A ``serve`` on a fresh SQLite store with ``table`` (keys: datestamp) registered,
+    the two connection caps set and anonymous reads on; stopped (cleanly) after."""
+    url = f"sqlite:///{tmp_path}/store.db"
+    app = build_app(store_url=url, transport_url="embedded://")
+    app.publisher.register_table(*table.split("."), ["datestamp"])
+    app.close()
+    serve = HttpServe(url, tmp_path / "serve.log", env_extra={
+        "PN_HTTP_MAX_CONNECTIONS": str(max_connections),
+        "PN_HTTP_MAX_STREAMS": str(max_streams),
+        "PN_HTTP_ANONYMOUS_READ": "true",
+    }).start()
+    try:
+        yield serve
+    finally:
+        assert serve.stop() == 0, serve.text()[-2000:]
+
+
 def until_closed(s: socket.socket, deadline: float) -> bytes:
     """Everything the server sends until it closes the connection; fails past ``deadline`` s."""
     received = b""

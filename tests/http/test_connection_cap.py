@@ -21,10 +21,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from partition_notify.app import build_app
 from partition_notify.core.errors import ConfigurationError
 from partition_notify.settings import load_settings
-from tests.http.support import HttpServe
+from tests.http.support import HttpServe, capped_serve
 from tests.support.net import wait_until
 
 MAX_CONNECTIONS, MAX_STREAMS = 4, 2
@@ -33,19 +32,7 @@ TABLE = "capdb.orders"
 
 @pytest.fixture
 def capped(tmp_path: Path) -> Iterator[HttpServe]:
-    url = f"sqlite:///{tmp_path}/store.db"
-    app = build_app(store_url=url, transport_url="embedded://")
-    app.publisher.register_table("capdb", "orders", ["datestamp"])
-    app.close()
-    serve = HttpServe(url, tmp_path / "serve.log", env_extra={
-        "PN_HTTP_MAX_CONNECTIONS": str(MAX_CONNECTIONS),
-        "PN_HTTP_MAX_STREAMS": str(MAX_STREAMS),
-        "PN_HTTP_ANONYMOUS_READ": "true",
-    }).start()
-    try:
-        yield serve
-    finally:
-        assert serve.stop() == 0, serve.text()[-2000:]
+    yield from capped_serve(tmp_path, TABLE, MAX_CONNECTIONS, MAX_STREAMS)
 
 
 def assert_refused(r: httpx.Response, slug: str) -> None:

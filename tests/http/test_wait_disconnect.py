@@ -17,8 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from partition_notify.app import build_app
-from tests.http.support import HttpServe
+from tests.http.support import HttpServe, capped_serve
 from tests.support.net import wait_until
 
 MAX_CONNECTIONS, MAX_STREAMS = 4, 3
@@ -30,19 +29,7 @@ FREED_WITHIN_SECONDS = 3.0
 
 @pytest.fixture
 def capped(tmp_path: Path) -> Iterator[HttpServe]:
-    url = f"sqlite:///{tmp_path}/store.db"
-    app = build_app(store_url=url, transport_url="embedded://")
-    app.publisher.register_table("waitdb", "orders", ["datestamp"])
-    app.close()
-    serve = HttpServe(url, tmp_path / "serve.log", env_extra={
-        "PN_HTTP_MAX_CONNECTIONS": str(MAX_CONNECTIONS),
-        "PN_HTTP_MAX_STREAMS": str(MAX_STREAMS),
-        "PN_HTTP_ANONYMOUS_READ": "true",
-    }).start()
-    try:
-        yield serve
-    finally:
-        assert serve.stop() == 0, serve.text()[-2000:]
+    yield from capped_serve(tmp_path, TABLE, MAX_CONNECTIONS, MAX_STREAMS)
 
 
 def waits(serve: HttpServe) -> float:
