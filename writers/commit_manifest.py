@@ -3,7 +3,8 @@
 The commit protocol (``writers/jvm``, ``io.partitionnotify.spark``) posts this
 document to ``serve`` (``POST /v1/commits``) or, when ``serve`` cannot be
 reached, leaves it in ``<output>/_partition_notify/<jobId>.json``. Both paths
-end in :func:`apply_manifest`, which is idempotent by job id::
+end in :func:`apply_manifest`, which is idempotent by job id (the same id with
+other content is refused, writers/commit_identity.py)::
 
     {"version": 1, "jobId": "…uuid…", "table": "db.t" | null,
      "outputPath": "file:/lake/sales/orders", "overwrite": false,
@@ -42,6 +43,7 @@ from partition_notify.store import Store, TableInfo, UnitOfWork
 from partition_notify.store.housekeeping import in_batches
 from partition_notify.store.provider import InTxn
 from partition_notify.writers.commit_drops import dropped_partitions
+from partition_notify.writers.commit_identity import content_fingerprint, seen_before
 from partition_notify.writers.commit_locations import (
     SeenOnce,
     closest,
@@ -247,10 +249,10 @@ def _ignored(publisher: Publisher, manifest: CommitManifest, default_fs: str | N
     return Outcome("ignored", manifest.job_id, manifest.table, reason="unmatched")
 
 
-def already_processed(publisher: Publisher, job_id: str) -> bool:
-    """A pre-check (the write's own insert of the job id is the guard), as a hot read."""
-    return bool(publisher.store.read(
-        "SELECT 1 FROM pn_spark_commits WHERE job_id = {p}", (job_id,)))
+def already_processed(publisher: Publisher, manifest: CommitManifest) -> bool:
+    """A pre-check (the write's own insert of the job id is the guard), as a hot read;
+    :class:`JobIdReusedError` when the id is recorded for other content."""
+    return seen_before(publisher.store, manifest.job_id, manifest)
 
 
 def purge_spark_commits(store: Store, before: float, *, batch_size: int,
@@ -267,7 +269,7 @@ def plan(
     publisher: Publisher, manifest: CommitManifest, default_fs: str | None = None
 ) -> Outcome | Target:
     """The table to announce into, or the outcome when there is nothing to do."""
-    if already_processed(publisher, manifest.job_id):
+    if already_processed(publisher, manifest):
         return Outcome("duplicate", manifest.job_id, manifest.table)
     info, prefix = resolve_table(
         candidates(publisher, manifest.table), manifest.table, manifest.output_path, default_fs)
@@ -292,9 +294,11 @@ def announce(
     clock = publisher.store.clock
     # A re-announce must not look like a duplicate: the job's commit time tells writes apart.
     revision = manifest.committed_at_ms or int(clock() * 1000)
+    fingerprint = content_fingerprint(manifest)
 
     def record(uow: UnitOfWork, messages: list[AnyMessage]) -> None:
-        SparkCommitRepository(uow.session).add(manifest.job_id, info.id, len(specs), clock())
+        SparkCommitRepository(uow.session).add(
+            manifest.job_id, info.id, len(specs), clock(), fingerprint)
         if in_txn is not None:
             in_txn(uow, messages)
 
@@ -339,7 +343,7 @@ def apply_manifest(
         return Outcome(status, manifest.job_id, qualified, 0, n)
     except ConflictError:
         # Another processor recorded this job first; its transaction logged the messages.
-        if already_processed(publisher, manifest.job_id):
+        if already_processed(publisher, manifest):
             return Outcome("duplicate", manifest.job_id, qualified)
         raise
     return Outcome(status, manifest.job_id, qualified, len(logged), n)

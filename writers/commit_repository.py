@@ -12,8 +12,8 @@ from sqlalchemy import Table, select
 from sqlalchemy.orm import Session
 
 _COMMITS = cast(Table, SparkCommitRow.__table__)
-_ADD_SQL = ("INSERT INTO pn_spark_commits (job_id, table_id, partitions, processed_at) "
-            "VALUES ({p}, {p}, {p}, {p})")
+_ADD_SQL = ("INSERT INTO pn_spark_commits (job_id, table_id, partitions, processed_at, "
+            "fingerprint) VALUES ({p}, {p}, {p}, {p}, {p})")
 
 
 class SparkCommitRepository:
@@ -25,11 +25,12 @@ class SparkCommitRepository:
             select(SparkCommitRow).where(SparkCommitRow.job_id == job_id)
         ).first()
 
-    def add(self, job_id: str, table_id: int, partitions: int, now: float) -> None:
+    def add(self, job_id: str, table_id: int, partitions: int, now: float,
+            fingerprint: str) -> None:
         # Executed now: a concurrent processor of the same job fails here, inside the
         # transaction that would have logged the duplicate messages. A prebuilt
         # statement: the ORM's flush was most of this insert's time.
-        run_sql(self.session, _ADD_SQL, (job_id, table_id, partitions, now))
+        run_sql(self.session, _ADD_SQL, (job_id, table_id, partitions, now, fingerprint))
 
     def purge_batch(self, before: float, n: int) -> int:
         """Forget the ``n`` oldest job ids processed before ``before``."""

@@ -2,7 +2,8 @@
 
 One row per Spark write job whose manifest was processed, written in the
 same transaction as the job's messages, so a manifest seen twice (an HTTP
-retry, a spool file left behind by a crash, both at once) announces once.
+retry, a spool file left behind by a crash, both at once) announces once; its
+content fingerprint (0014) tells a replay from another job reusing the id.
 """
 
 from __future__ import annotations
@@ -21,4 +22,6 @@ class SparkCommitRow(Base):
     table_id: Mapped[int] = mapped_column(Integer)
     partitions: Mapped[int] = mapped_column(Integer)
     processed_at: Mapped[float] = mapped_column(Float)
+    #: SHA-256 of the job's content (migration 0014; None: recorded before it)
+    fingerprint: Mapped[str | None] = mapped_column(String(64), nullable=True)
     __table_args__ = (Index("ix_pn_spark_commits_processed", "processed_at"),)

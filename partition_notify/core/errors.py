@@ -11,6 +11,7 @@ boundary with ``raise ... from exc`` so callers never need to import a driver::
     │   ├── InvalidSpecError        partition spec (unknown key, empty value, ...)
     │   ├── MalformedMessageError   a message on the wire or in the log
     │   └── InvalidManifestError    a Spark commit manifest (writers/commit_manifest.py)
+    │       └── JobIdReusedError    its job id was announced with other content
     ├── NotFoundError
     │   └── UnknownTableError       table not registered
     ├── ConflictError               e.g. re-registering a table differently
@@ -67,6 +68,10 @@ class MalformedMessageError(ValidationError):
 
 class InvalidManifestError(ValidationError):
     """A Spark commit manifest is malformed or does not fit its table."""
+
+
+class JobIdReusedError(InvalidManifestError):
+    """A manifest's job id was already announced for other content (one id, one commit)."""
 
 
 class NotFoundError(PartitionNotifyError, LookupError):

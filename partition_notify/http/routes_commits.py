@@ -18,13 +18,20 @@ from fastapi import APIRouter, Body, Depends, Request
 from fastapi.responses import JSONResponse
 
 from partition_notify.contract import AddPartitionMessage, AnyMessage, SetDoneMessage
-from partition_notify.core.errors import ConflictError, PartitionNotifyError, ValidationError
+from partition_notify.core.errors import (
+    ConflictError,
+    JobIdReusedError,
+    PartitionNotifyError,
+    ValidationError,
+)
 from partition_notify.http.auth import Principal, require_role
 from partition_notify.http.context import HttpContext, context
 from partition_notify.http.idempotency import IdempotencyKey, fingerprint, idempotent_write
-from partition_notify.http.problems import ApiProblem, about
+from partition_notify.http.problems import ApiProblem, about, from_error
+from partition_notify.publisher import Publisher
 from partition_notify.store.provider import InTxn
 from partition_notify.writers.commit_manifest import (
+    CommitManifest,
     Outcome,
     already_processed,
     announce,
@@ -82,6 +89,13 @@ def _keep(ctx: HttpContext, who: Principal, status: str, body: dict[str, object]
         log.warning("could not keep the reason of a %s Spark commit: %s", status, exc)
 
 
+def _recorded(publisher: Publisher, manifest: CommitManifest) -> bool:
+    try:
+        return already_processed(publisher, manifest)
+    except JobIdReusedError as exc:  # the other processor's job had other content
+        raise from_error(exc, "body.jobId") from exc
+
+
 def _post_commit(
     request: Request, who: Principal, ctx: HttpContext, body: dict[str, object],
     key: str | None,
@@ -89,7 +103,10 @@ def _post_commit(
     with about("body"):
         manifest = manifest_from_obj(body)
     publisher, default_fs = ctx.app.publisher, ctx.settings.default_fs
-    target = plan(publisher, manifest, default_fs)
+    try:
+        target = plan(publisher, manifest, default_fs)
+    except JobIdReusedError as exc:
+        raise from_error(exc, "body.jobId") from exc
     if isinstance(target, Outcome):
         if target.reason == "unmatched":  # not "staging": NotifyingWriter announces those
             where = manifest.table or manifest.output_path
@@ -123,7 +140,7 @@ def _post_commit(
         if not conflicted:
             raise
         # Another processor (serve's spool pick-up) recorded this job first?
-        if already_processed(publisher, manifest.job_id):
+        if _recorded(publisher, manifest):
             return _outcome(ctx, Outcome("duplicate", manifest.job_id, target.info.qualified))
         raise ApiProblem(
             409, "conflict", "Conflict",

@@ -55,7 +55,8 @@ def seed_old_rows(app: App, clock: FakeClock, spool: Path) -> None:
     pub.send_mark_set_done("db", "quiet", "ds=0")  # the topic's last event: kept
     table_id = app.store.catalog.get_table("db", "t").id
     with app.store.engine.begin() as conn:
-        conn.execute(text("INSERT INTO pn_spark_commits VALUES ('job-1', :t, 1, :now)"),
+        conn.execute(text("INSERT INTO pn_spark_commits (job_id, table_id, partitions, "
+                          "processed_at) VALUES ('job-1', :t, 1, :now)"),
                      {"t": table_id, "now": clock()})
         conn.execute(text(
             "INSERT INTO pn_expectations (id, table_id, name, spec_template, cron, timezone, "
@@ -173,7 +174,8 @@ def test_feature_purges_go_in_batches_and_keep_the_young(store_url: str) -> None
         table_id = app.store.catalog.get_table("db", "t").id
         with app.store.engine.begin() as conn:
             for i in range(6):  # 5 processed 40 days ago, 1 now
-                conn.execute(text("INSERT INTO pn_spark_commits VALUES (:j, :t, 1, :at)"),
+                conn.execute(text("INSERT INTO pn_spark_commits (job_id, table_id, "
+                                  "partitions, processed_at) VALUES (:j, :t, 1, :at)"),
                              {"j": f"job-{i}", "t": table_id,
                               "at": T0 - (40 * DAY if i < 5 else 0)})
             for i in range(6):  # 5 expired, 1 live
