@@ -47,6 +47,8 @@ def dropped_partitions(
         return []
     table_loc = normalise_location(info.location, default_fs) if info.location else None
     dirs = [normalise_location(d, default_fs) for d in deleted]
+    if table_loc is not None:
+        _none_above(job, info, table_loc, dirs)
     prefixes = [p for p in (_prefix(d, table_loc, info.partition_keys) for d in dirs)
                 if p is not None]
     again = {spec.canonical(s) for s in written}
@@ -59,9 +61,25 @@ def dropped_partitions(
         in_tree = loc is None or table_loc is None or within(loc, table_loc) is not None
         under_prefix = in_tree and any(
             all(p.values.get(k) == v for k, v in pre.items()) for pre in prefixes)
-        if under_prefix or (loc is not None and any(within(loc, d) is not None for d in dirs)):
+        # Inside the tree only a prefix deletes; by location: custom locations, and every
+        # location when the table has none registered (no prefix can be computed).
+        by_location = table_loc is None or not in_tree
+        if under_prefix or (loc is not None and by_location
+                            and any(within(loc, d) is not None for d in dirs)):
             out.append(Dropped(p.values, p.location, "overwrite"))
     return out
+
+
+def _none_above(job: Job, info: TableInfo, table_loc: str, dirs: Sequence[str]) -> None:
+    """Spark deletes inside the output path or a partition's own location; an entry
+    holding the table's location would drop every partition of it (a forged or broken
+    manifest): refused, naming the entry."""
+    for i, d in enumerate(dirs):
+        if within(table_loc, d) not in (None, ""):
+            raise InvalidManifestError(
+                f"manifest deleted[{i}] of job {job.job_id}: {job.deleted[i]!r:.200} contains "
+                f"the location of {info.qualified} ({table_loc}); expected a directory inside "
+                "the output path or a partition's own location")
 
 
 def _by_spec(store: Store, info: TableInfo, job: Job) -> list[Dropped]:

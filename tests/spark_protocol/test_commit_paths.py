@@ -292,3 +292,23 @@ def test_dropped_specs_drop_what_is_present(papp: Any, tmp_path: Path) -> None:
     bad = manifest(loc, [], dropped=[{"nope": "1"}])
     with pytest.raises(InvalidManifestError, match=r"dropped\[0\]"):
         apply_manifest(papp.publisher, manifest_from_obj(bad))
+
+
+def test_a_deleted_directory_above_the_table_is_refused(papp: Any, tmp_path: Path) -> None:
+    """Spark deletes inside the output path or a partition's own location: a ``deleted``
+    entry holding the table's location (the lake's root, ``file:/``) dropped every
+    announced partition of the table. Refused, naming the entry; nothing logged."""
+    from partition_notify.writers.commit_manifest import apply_manifest, manifest_from_obj
+
+    loc = f"file:{tmp_path}/events"
+    papp.publisher.register_table("lake", "events", KEYS, location=loc)
+    apply_manifest(papp.publisher, manifest_from_obj(
+        manifest(loc, ["ds=1/region=us", "ds=2/region=us"])))
+    for above in (f"file:{tmp_path}", "file:/"):
+        over = manifest(loc, ["ds=3/region=us"], overwrite=True, deleted=[loc, above])
+        with pytest.raises(InvalidManifestError, match=r"deleted\[1\].*contains the location"):
+            apply_manifest(papp.publisher, manifest_from_obj(over))
+    info = papp.publisher.table("lake", "events")
+    assert [p.spec for p in papp.store.catalog.partitions(info)] == [
+        "ds=1/region=us", "ds=2/region=us"]
+    assert len(_events(papp)) == 2
