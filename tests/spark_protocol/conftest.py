@@ -119,6 +119,19 @@ def pspark(jar: Path, test_jar: Path, tmp_path_factory: pytest.TempPathFactory) 
 
 
 @pytest.fixture
+def mapp(store_url: str, tmp_path: Path) -> Iterator[Any]:
+    """An app (SQLite and PostgreSQL) with lake.events (ds, region) registered at a
+    local location: manifests applied without Spark."""
+    from partition_notify.app import build_app
+
+    a = build_app(store_url=store_url, transport_url="embedded://")
+    a.publisher.register_table("lake", "events", ["ds", "region"],
+                               location=f"file://{tmp_path}/events/")
+    yield a
+    a.close()
+
+
+@pytest.fixture
 def store_file(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path}/store.db"
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,16 +21,6 @@ from sqlalchemy import create_engine, text
 from partition_notify.core.errors import InvalidManifestError
 from tests.spark_protocol.helpers import start_serve
 from tests.spark_protocol.test_manifest import KEYS, manifest
-
-
-@pytest.fixture
-def mapp(store_url: str, tmp_path: Path) -> Iterator[Any]:
-    from partition_notify.app import build_app
-
-    a = build_app(store_url=store_url, transport_url="embedded://")
-    a.publisher.register_table("lake", "events", KEYS, location=f"file://{tmp_path}/events/")
-    yield a
-    a.close()
 
 
 def _pair(tmp_path: Path) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,16 +19,6 @@ from partition_notify.core.errors import InvalidManifestError
 from tests.spark_protocol.helpers import start_serve
 
 KEYS = ["ds", "region"]
-
-
-@pytest.fixture
-def mapp(store_url: str, tmp_path: Path) -> Iterator[Any]:
-    from partition_notify.app import build_app
-
-    a = build_app(store_url=store_url, transport_url="embedded://")
-    a.publisher.register_table("lake", "events", KEYS, location=f"file://{tmp_path}/events/")
-    yield a
-    a.close()
 
 
 def manifest(base: str, paths: list[str], **kw: Any) -> dict[str, Any]:
