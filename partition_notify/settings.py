@@ -9,7 +9,6 @@ from __future__ import annotations
 import difflib
 import logging
 import os
-import re
 from collections.abc import Mapping
 from typing import Annotated, Literal
 
@@ -21,6 +20,7 @@ from partition_notify.contract.messages import DEFAULT_MAX_MESSAGE_BYTES, MAX_BO
 from partition_notify.contract.topics import TopicPolicy
 from partition_notify.core.errors import ConfigurationError
 from partition_notify.core.limits import IDEMPOTENCY_TTL_SECONDS, MAX_RETENTION_SECONDS, MAX_SECONDS
+from partition_notify.settings_checks import filesystem, printable, topic_prefix
 
 DAY = 24 * 3600
 DEFAULT_RETENTION_SECONDS = 7 * DAY
@@ -41,17 +41,7 @@ SqliteSynchronous = Annotated[
 ]
 
 
-def _filesystem(value: object) -> object:
-    """``PN_DEFAULT_FS``: a filesystem URI (``hdfs://nn:8020``, ``file:///``), no path."""
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*:(//[^/?#]*)?/?",
-                                                      value.strip()):
-        raise ValueError("expected a filesystem URI without a path, e.g. hdfs://namenode:8020")
-    return value.strip()
-
-
-DefaultFs = Annotated[str | None, BeforeValidator(_filesystem)]
+DefaultFs = Annotated[str | None, BeforeValidator(filesystem)]
 #: ``PN_LOG_LEVEL`` values, case-insensitive.
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 LogLevel = Annotated[
@@ -101,7 +91,8 @@ class Settings(BaseSettings):
     server_name: str = Field("partition-notify", description="'server' field of messages")
     service_principal: str = Field("", description="'servicePrincipal' field of messages "
                                    "(Kerberos principal of the publisher)")
-    topic_prefix: str = Field("hcat", description="first part of every topic name")
+    topic_prefix: str = Field("hcat", description="first part of every topic name: letters, "
+                              "digits, '_' and '-', parts joined by single dots")
     topic_policy: TopicPolicy = Field(TopicPolicy.PER_TABLE,
                                       description="per-table, per-database or single")
     default_retention_seconds: int = Field(
@@ -262,6 +253,16 @@ class Settings(BaseSettings):
                 and value > MAX_SECONDS:
             raise ValueError(f"must be at most {MAX_SECONDS} seconds (ten years)")
         return value
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _printable(cls, value: object) -> object:
+        return printable(value)  # every text: it reaches messages, headers and logs
+
+    @field_validator("topic_prefix")
+    @classmethod
+    def _topic_prefix(cls, value: str) -> str:
+        return topic_prefix(value)
 
     @field_validator("http_max_streams")
     @classmethod
