@@ -9,8 +9,8 @@ from __future__ import annotations
 import difflib
 import logging
 import os
-import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, SecretStr, ValidationInfo, field_validator
@@ -21,6 +21,13 @@ from partition_notify.contract.messages import DEFAULT_MAX_MESSAGE_BYTES, MAX_BO
 from partition_notify.contract.topics import TopicPolicy
 from partition_notify.core.errors import ConfigurationError
 from partition_notify.core.limits import IDEMPOTENCY_TTL_SECONDS, MAX_RETENTION_SECONDS, MAX_SECONDS
+from partition_notify.settings_checks import (
+    env_file_keys,
+    filesystem,
+    printable,
+    topic_prefix,
+    unknown_lines,
+)
 
 DAY = 24 * 3600
 DEFAULT_RETENTION_SECONDS = 7 * DAY
@@ -41,17 +48,7 @@ SqliteSynchronous = Annotated[
 ]
 
 
-def _filesystem(value: object) -> object:
-    """``PN_DEFAULT_FS``: a filesystem URI (``hdfs://nn:8020``, ``file:///``), no path."""
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*:(//[^/?#]*)?/?",
-                                                      value.strip()):
-        raise ValueError("expected a filesystem URI without a path, e.g. hdfs://namenode:8020")
-    return value.strip()
-
-
-DefaultFs = Annotated[str | None, BeforeValidator(_filesystem)]
+DefaultFs = Annotated[str | None, BeforeValidator(filesystem)]
 #: ``PN_LOG_LEVEL`` values, case-insensitive.
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 LogLevel = Annotated[
@@ -59,18 +56,6 @@ LogLevel = Annotated[
     BeforeValidator(lambda v: v.upper() if isinstance(v, str) and v.upper() in LOG_LEVELS else v),
 ]
 log = logging.getLogger(__name__)
-#: ``PN_*`` variables read by other parts than :class:`Settings`: the Spark
-#: driver's token, and this repository's scripts and tests (scripts/services.sh).
-OTHER_VARIABLES = frozenset({"PN_WRITER_TOKEN", "PN_SERVE_URL", "PN_PYTHON", "PN_TALLY_FILE"})
-#: Families of ``PN_*`` variables with their own reader: Iceberg catalog
-#: properties, the Airflow push sink's settings (integrations/airflow/push.py),
-#: and the development tooling's.
-OTHER_PREFIXES = ("PN_ICEBERG_CATALOG__", "PN_AIRFLOW_", "PN_TEST_", "PN_TANSU_",
-                  "PN_SERVICES_", "PN_BENCH_", "PN_FUZZ_", "PN_H3_", "PN_BUILD_",
-                  "PN_ACTIVEMQ_", "PN_KAFKA_", "PN_RABBIT_", "PN_POSTGRES_", "PN_READER_",
-                  "PN_BROKER_ADMIN_")
-#: Unknown variables already warned about in this process (at most the environment's size).
-_warned: set[str] = set()
 #: Refusals for good before the relay dead-letters an event.
 DEFAULT_MAX_ATTEMPTS = 5
 #: serve's HTTP connections when PN_HTTP_MAX_CONNECTIONS is unset: well under the
@@ -101,7 +86,8 @@ class Settings(BaseSettings):
     server_name: str = Field("partition-notify", description="'server' field of messages")
     service_principal: str = Field("", description="'servicePrincipal' field of messages "
                                    "(Kerberos principal of the publisher)")
-    topic_prefix: str = Field("hcat", description="first part of every topic name")
+    topic_prefix: str = Field("hcat", description="first part of every topic name: letters, "
+                              "digits, '_' and '-', parts joined by single dots")
     topic_policy: TopicPolicy = Field(TopicPolicy.PER_TABLE,
                                       description="per-table, per-database or single")
     default_retention_seconds: int = Field(
@@ -263,6 +249,16 @@ class Settings(BaseSettings):
             raise ValueError(f"must be at most {MAX_SECONDS} seconds (ten years)")
         return value
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _printable(cls, value: object) -> object:
+        return printable(value)  # every text: it reaches messages, headers and logs
+
+    @field_validator("topic_prefix")
+    @classmethod
+    def _topic_prefix(cls, value: str) -> str:
+        return topic_prefix(value)
+
     @field_validator("http_max_streams")
     @classmethod
     def _streams_leave_room(cls, value: int | None, info: ValidationInfo) -> int | None:
@@ -314,6 +310,7 @@ def load_settings(**overrides: object) -> Settings:
     as the caller gave it: the keyword for an override, else the ``PN_*`` variable.
     """
     warn_unknown(os.environ)
+    warn_unknown_in_env_file(Path.cwd() / str(Settings.model_config.get("env_file")))
     _refuse_unknown(overrides)
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
@@ -356,17 +353,19 @@ def known_variables() -> list[str]:
 def warn_unknown(environ: Mapping[str, str]) -> list[str]:
     """Warn once per process, one line each, about ``PN_*`` variables nothing reads
     (a misspelled setting would otherwise be silently ignored); returns the lines."""
-    known = known_variables()
-    lines = []
-    for var in sorted(environ):
-        if (not var.startswith("PN_") or var in _warned or var in known
-                or var in OTHER_VARIABLES or var.startswith(OTHER_PREFIXES)):
-            continue
-        _warned.add(var)
-        close = difflib.get_close_matches(var, known, n=1, cutoff=0.6)
-        hint = f"did you mean {close[0]}?" if close else "see the README's settings table"
-        lines.append(f"{var} is not a partition-notify setting and is ignored; {hint}")
-        log.warning("%s", lines[-1])
+    return _warn(unknown_lines(((name, "") for name in sorted(environ)), known_variables()))
+
+
+def warn_unknown_in_env_file(path: Path) -> list[str]:
+    """The same for the keys of the ``.env`` file at ``path``, naming it and the line."""
+    keys = env_file_keys(path, Settings.model_config.get("env_file_encoding"))
+    return _warn(unknown_lines(((key, f"{path}:{line}: ") for line, key in keys),
+                               known_variables()))
+
+
+def _warn(lines: list[str]) -> list[str]:
+    for line in lines:
+        log.warning("%s", line)
     return lines
 
 

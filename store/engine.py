@@ -7,8 +7,14 @@ import time
 import weakref
 from pathlib import Path
 
+from partition_notify.store.url_query import (
+    check_postgres_query,
+    check_sqlite_query,
+    libpq_keywords,
+    merged_options,
+)
 from sqlalchemy import Connection, Engine, create_engine, event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
 
@@ -81,6 +87,7 @@ def make_engine(
         if "\x00" in str(parsed.database or ""):  # the OS's paths end at a NUL
             raise ConfigurationError(
                 f"store URL {redact_url(url)!r}: the SQLite path contains a NUL character")
+        check_sqlite_query(parsed)
         if parsed.database in (None, "", ":memory:"):
             # Every pooled connection would otherwise be its own empty database.
             kwargs.setdefault("poolclass", StaticPool)
@@ -93,24 +100,30 @@ def make_engine(
         _LOCK_SECONDS[engine] = connect_timeout_seconds * 3
         return engine
     if backend == "postgresql":
-        if parsed.drivername == "postgresql":
-            parsed = parsed.set(drivername="postgresql+psycopg")
-        # A writer stuck behind another transaction's row lock must fail, not hang:
-        # the same deadline SQLite's busy timeout gives.
-        lock_ms = int(connect_timeout_seconds * 3 * 1000)
-        args = {
-            "connect_timeout": max(1, int(connect_timeout_seconds)),
-            "options": f"-c lock_timeout={lock_ms}",
-        }
-        kwargs.setdefault("pool_pre_ping", True)
-        try:
-            return create_engine(parsed, connect_args=args, **kwargs)
-        except ModuleNotFoundError as exc:  # the dialect imports its driver here
-            raise _missing_driver(url, exc) from exc
+        return _postgres_engine(parsed, url, connect_timeout_seconds, kwargs)
     raise ConfigurationError(
         f"store URL {redact_url(url)!r}: backend {backend!r} is not supported; use "
         "sqlite:///path or postgresql+psycopg://user@host/db"
     )
+
+
+def _postgres_engine(parsed: URL, url: str, connect_timeout_seconds: float,
+                     kwargs: dict[str, object]) -> Engine:
+    if parsed.drivername == "postgresql":
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    # A writer stuck behind another transaction's row lock must fail, not hang:
+    # the same deadline SQLite's busy timeout gives.
+    lock_ms = int(connect_timeout_seconds * 3 * 1000)
+    try:
+        check_postgres_query(parsed, libpq_keywords())
+        args = {
+            "connect_timeout": max(1, int(connect_timeout_seconds)),
+            "options": merged_options(parsed.query, f"-c lock_timeout={lock_ms}"),
+        }
+        kwargs.setdefault("pool_pre_ping", True)
+        return create_engine(parsed, connect_args=args, **kwargs)
+    except ModuleNotFoundError as exc:  # the dialect imports its driver here
+        raise _missing_driver(url, exc) from exc
 
 
 def _missing_driver(url: str, exc: ModuleNotFoundError) -> Exception:

@@ -16,6 +16,9 @@ from partition_notify.core.errors import InvalidNameError
 
 MAX_TOPIC_LENGTH = 249
 _TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
+#: A prefix is joined to the database and table with '.': an empty part (an empty
+#: prefix, a leading or trailing dot) would make topics like ``.db.table``.
+_PREFIX = re.compile(r"[a-zA-Z0-9_-]+(\.[a-zA-Z0-9_-]+)*")
 
 
 class TopicPolicy(enum.StrEnum):
@@ -44,6 +47,17 @@ def validate_topic(name: str) -> str:
     return name
 
 
+def validate_prefix(prefix: str) -> str:
+    """Return ``prefix`` if it can be the first part of topic names, else raise."""
+    if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix):
+        raise InvalidNameError(
+            f"topic prefix {prefix!r:.60} is not a name part; expected letters, digits, "
+            "'_' and '-' in parts joined by single dots (e.g. hcat): topics are "
+            "<prefix>.<db>.<table>"
+        )
+    return validate_topic(prefix)  # its length
+
+
 def topic_for(
     db: str,
     table: str,
@@ -55,6 +69,7 @@ def topic_for(
     """The topic a table's messages go to. ``db`` and ``table`` are already normalised."""
     if override:
         return validate_topic(override)
+    validate_prefix(prefix)
     if policy is TopicPolicy.PER_TABLE:
         name = f"{prefix}.{db}.{table}"
     elif policy is TopicPolicy.PER_DATABASE:

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit, urlunsplit
+
+#: Query parameters that carry a secret: libpq's (``password``, ``sslpassword``,
+#: ``oauth_client_secret``, ``scram_client_key``) and the usual spellings elsewhere.
+_SECRET_PARAM = re.compile(r"(?i)([?&;][a-z_]*(?:password|passwd|secret|token|_key))=[^&;#]*")
 
 
 def redact_url(url: str) -> str:
-    """``url`` with any password replaced by ``***``, for messages and logs."""
+    """``url`` with any password, in its userinfo or its query, replaced by ``***``."""
+    url = _SECRET_PARAM.sub(r"\1=***", url)
     try:
         parts = urlsplit(url)
         password = parts.password
@@ -15,7 +21,7 @@ def redact_url(url: str) -> str:
         scheme, sep, rest = url.partition("://")
         return f"{scheme}{sep}***@{rest.rsplit('@', 1)[1]}" if "@" in rest else url
     if password is None:
-        return url
+        return url  # as given: urlunsplit would drop an empty authority (sqlite:////x.db)
     netloc = parts.netloc.rsplit("@", 1)[1]
     user = parts.username or ""
     return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))

@@ -25,6 +25,7 @@ PACKAGES = {"partition_notify": "partition_notify", **{
 LAYERS: dict[str, str] = {
     "core": "partition_notify.core",
     "contract": "partition_notify.contract",
+    "settings_checks": "partition_notify.settings_checks",
     "settings": "partition_notify.settings",
     "metrics": "partition_notify.metrics",
     "store": "partition_notify.store",
@@ -48,7 +49,8 @@ _GROUND = {"core", "contract", "settings"}
 ALLOWED: dict[str, set[str]] = {
     "core": set(),
     "contract": {"core"},
-    "settings": {"core", "contract"},
+    "settings_checks": {"core", "contract"},
+    "settings": {"core", "contract", "settings_checks"},
     "metrics": {"core"},
     "store": {"core", "contract"},
     "transports": _GROUND | {"store"},

@@ -1,0 +1,101 @@
+"""Checks of settings, for :mod:`partition_notify.settings`: text values, and
+``PN_*`` names nothing reads (in the environment or the ``.env`` file).
+
+A module of their own so that settings.py stays its list of fields. Each value
+check raises ``ValueError`` with what is expected; settings.py names the
+variable and the value (truncated, a secret's never) around it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from pydantic import SecretStr
+
+from partition_notify.contract.topics import validate_prefix
+
+#: Unicode's control characters (C0, DEL, C1): in a message field, a STOMP header
+#: (a newline ends the header and starts one of the value's choosing), a log
+#: line (a forged entry) or a terminal (an escape sequence) they do harm.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(value: object) -> object:
+    """``value``, if it is no text or text without control characters."""
+    text = value.get_secret_value() if isinstance(value, SecretStr) else value
+    if isinstance(text, str) and (found := _CONTROL.search(text)):
+        raise ValueError(
+            f"contains the control character {found.group()!r} at position {found.start()}; "
+            "expected printable text (no line break, tab, NUL or escape)")
+    return value
+
+
+def topic_prefix(value: str) -> str:
+    """``PN_TOPIC_PREFIX``: the rule topic naming applies (contract/topics.py)."""
+    return validate_prefix(value)  # its InvalidNameError is a ValueError
+
+
+def filesystem(value: object) -> object:
+    """``PN_DEFAULT_FS``: a filesystem URI (``hdfs://nn:8020``, ``file:///``), no path."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*:(//[^/?#]*)?/?",
+                                                      value.strip()):
+        raise ValueError("expected a filesystem URI without a path, e.g. hdfs://namenode:8020")
+    return value.strip()
+
+
+#: ``PN_*`` variables read by other parts than ``Settings``: the Spark driver's
+#: token, and this repository's scripts and tests (scripts/services.sh).
+OTHER_VARIABLES = frozenset({"PN_WRITER_TOKEN", "PN_SERVE_URL", "PN_PYTHON", "PN_TALLY_FILE"})
+#: Families of ``PN_*`` variables with their own reader: Iceberg catalog
+#: properties, the Airflow push sink's settings (integrations/airflow/push.py),
+#: and the development tooling's.
+OTHER_PREFIXES = ("PN_ICEBERG_CATALOG__", "PN_AIRFLOW_", "PN_TEST_", "PN_TANSU_",
+                  "PN_SERVICES_", "PN_BENCH_", "PN_FUZZ_", "PN_H3_", "PN_BUILD_",
+                  "PN_ACTIVEMQ_", "PN_KAFKA_", "PN_RABBIT_", "PN_POSTGRES_", "PN_READER_",
+                  "PN_BROKER_ADMIN_")
+#: Unknown names already warned about in this process (at most the environment's
+#: and the .env file's size): each once, from whichever source came first.
+_warned: set[str] = set()
+
+
+def unknown_lines(names: Iterable[tuple[str, str]], known: Sequence[str]) -> list[str]:
+    """A warning line for each ``(name, where)`` that is a ``PN_*`` name nothing
+    reads and not yet warned about; ``where`` begins the line. Other names are other
+    tools' (the environment is shared, a ``.env`` may be too): never warned about."""
+    lines = []
+    for name, where in names:
+        var = name.upper()  # pydantic-settings matches names case-insensitively
+        if (not var.startswith("PN_") or var in _warned or var in known
+                or var in OTHER_VARIABLES or var.startswith(OTHER_PREFIXES)):
+            continue
+        _warned.add(var)
+        close = difflib.get_close_matches(var, known, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]}?" if close else "see the README's settings table"
+        lines.append(f"{where}{name} is not a partition-notify setting and is ignored; {hint}")
+    return lines
+
+
+def env_file_keys(path: Path, encoding: str | None) -> list[tuple[int, str]]:
+    """``(line number, key)`` of each assignment in the ``.env`` file at ``path``,
+    parsed as pydantic-settings parses it (python-dotenv); none if it is missing or
+    unreadable (loading the settings then says why)."""
+    from dotenv.parser import parse_stream
+
+    try:
+        with path.open(encoding=encoding) as stream:
+            bindings = list(parse_stream(stream))
+    except (OSError, UnicodeDecodeError):
+        return []
+    keys = []
+    for binding in bindings:
+        if binding.key is not None:
+            # A binding's line is where its leading blank lines start, not its key's.
+            text = binding.original.string
+            keys.append((binding.original.line + text[:len(text) - len(text.lstrip())]
+                         .count("\n"), binding.key))
+    return keys
