@@ -126,8 +126,8 @@ def test_register_needs_admin_and_is_idempotent(server: Server) -> None:
         r = c.post("/v1/tables", json=body)
         assert r.status_code == 201 and r.json()["partitionKeys"] == ["ds"]
         assert c.post("/v1/tables", json=body).status_code == 200
-        assert_problem(c.post("/v1/tables", json={**body, "partitionKeys": ["x"]}), 409, "body",
-                       "registered with partition keys ['ds']")
+        assert_problem(c.post("/v1/tables", json={**body, "partitionKeys": ["x"]}), 409,
+                       "body.partitionKeys", "registered with partition keys ['ds']")
 
 
 BAD_WRITES: list[tuple[str, str, Any, dict[str, str], int, str | None, str]] = [
