@@ -120,11 +120,13 @@ def register(body: RegisterBody, _: Admin, ctx: Ctx) -> JSONResponse:
         with about("body.table"):
             _same_as_stored(ctx.app.publisher.table(db, name), body, keys)
     with about("body"):  # left: a concurrent registration of the table, otherwise
-        info = ctx.app.publisher.register_table(
+        info, created = ctx.app.publisher.register_table_created(
             db, name, body.partitionKeys, retention_seconds=body.retentionSeconds,
             topic=body.topic, location=body.location,
         )
-    return JSONResponse(table_json(info), status_code=200 if existed else 201)
+    # The catalog's answer, not ``existed``: concurrent registrations of a new table
+    # all found none, and one created it; the others answer as a repeat would.
+    return JSONResponse(table_json(info), status_code=201 if created else 200)
 
 
 def _checked_fields(what: str, keys: list[str] | None, retention: int | None,
