@@ -6,7 +6,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from partition_notify.publisher import idempotent, validate, withdrawals
+from partition_notify.publisher import idempotent, tables, validate, withdrawals
 from partition_notify.publisher.build import with_cached_table
 from partition_notify.publisher.drops import Dropped, SpecLike, drop_drafts
 from partition_notify.publisher.marks import (
@@ -96,45 +96,27 @@ class Publisher:
 
     # -- tables ---------------------------------------------------------------
     def register_table(
-        self,
-        db: str,
-        table: str,
-        partition_keys: Sequence[str],
-        *,
-        retention_seconds: int | None = None,
-        topic: str | None = None,
+        self, db: str, table: str, partition_keys: Sequence[str], *,
+        retention_seconds: int | None = None, topic: str | None = None,
         location: str | None = None,
     ) -> TableInfo:
-        db_n, table_n = names.db_name(db), names.table_name(table)
-        # list('ds') would silently become keys ['d', 's']; let the name rules refuse a str.
-        keys = names.partition_keys(list(partition_keys) if isinstance(partition_keys, Iterable)
-                                    and not isinstance(partition_keys, str) else partition_keys)
-        what = f"{db_n}.{table_n}"
-        explicit = retention_seconds is not None
-        retention = limits.retention_seconds(
-            retention_seconds if explicit else self.config.default_retention_seconds, what=what
-        )
-        if location is not None:
-            location = limits.text(location, field=f"location of {what}")
-        name = topic_for(
-            db_n,
-            table_n,
-            prefix=self.config.topic_prefix,
-            policy=self.config.topic_policy,
-            override=topic,
-        )
-        info, _ = self.store.catalog.register_table(
-            db_n,
-            table_n,
-            keys,
-            topic=name,
-            retention_seconds=retention,
-            topic_override=topic,
-            location=location,
-            # Re-registering applies what the caller states; it never silently keeps the old.
-            update_retention=explicit,
-        )
-        return info
+        """Register a table; registering it again applies ``retention_seconds`` and
+        ``location`` when given (:func:`.tables.register`)."""
+        return self.register_table_created(
+            db, table, partition_keys, retention_seconds=retention_seconds, topic=topic,
+            location=location)[0]
+
+    def register_table_created(
+        self, db: str, table: str, partition_keys: Sequence[str], *,
+        retention_seconds: int | None = None, topic: str | None = None,
+        location: str | None = None,
+    ) -> tuple[TableInfo, bool]:
+        """:meth:`register_table`, and whether this call created the table: of concurrent
+        registrations of one new table exactly one did (the catalog decides under its
+        write lock; a check before the call cannot)."""
+        return tables.register(
+            self.store, self.config, db, table, partition_keys,
+            retention_seconds=retention_seconds, topic=topic, location=location)
 
     def alter_table(
         self, db: str, table: str, *, partition_keys: Sequence[str] | None = None,

@@ -14,6 +14,7 @@ from partition_notify.store.repositories import TABLE_INFO_BY_NAME
 from partition_notify.store.schema import PartitionRow, SetDoneRow, TableRow
 from partition_notify.store.uow import Access, DriverRow, UnitOfWork
 from sqlalchemy import Table, bindparam, func, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from partition_notify.core.errors import ConflictError, UnknownTableError
@@ -21,6 +22,9 @@ from partition_notify.core.errors import ConflictError, UnknownTableError
 #: Names per query of :meth:`Catalog.get_tables`: within every driver's bound-parameter
 #: limit (SQLite builds from 999 up, PostgreSQL 65,535), few round trips for 100,000.
 NAMES_PER_READ = 900
+#: Tries of a registration that lost a race with a concurrent one: the second finds
+#: the row; a third covers the first catalog counter racing too.
+REGISTER_ATTEMPTS = 3
 #: Tables :meth:`Catalog.cached_table` keeps at most (cleared when full).
 CACHED_TABLES = 4096
 _TABLES_T = cast(Table, TableRow.__table__)
@@ -112,11 +116,32 @@ class Catalog:
         location: str | None = None,
         update_retention: bool = False,
     ) -> tuple[TableInfo, bool]:
-        """Register a table; returns (info, created).
+        """Register a table; returns (info, created): of concurrent registrations of a
+        new table, one created it.
 
         Re-registering an existing table applies a given ``location`` and, with
         ``update_retention``, the retention; different keys or topic conflict.
         """
+        once = functools.partial(
+            self._register_once, db, name, keys, topic=topic,
+            retention_seconds=retention_seconds, topic_override=topic_override,
+            location=location, update_retention=update_retention)
+        for attempt in range(1, REGISTER_ATTEMPTS + 1):
+            try:
+                return once()
+            except ConflictError as exc:
+                # A concurrent registration inserted the row (or the first catalog
+                # counter) after our look-up found none: PostgreSQL's look-up does not
+                # wait for it. The next attempt finds the row. Our own conflicts
+                # (other keys or topic) have no driver error behind them.
+                if not isinstance(exc.__cause__, IntegrityError) or attempt == REGISTER_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _register_once(
+        self, db: str, name: str, keys: Sequence[str], *, topic: str, retention_seconds: int,
+        topic_override: str | None, location: str | None, update_retention: bool,
+    ) -> tuple[TableInfo, bool]:
         with self._write() as uow:
             row = uow.tables.get(db, name)
             if row is not None:

@@ -31,7 +31,6 @@ Messages carry ``committedAtMs`` as their revision.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Callable
@@ -59,6 +58,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticError
 
 from partition_notify.contract import AnyMessage, spec
+from partition_notify.core import json_keys
 from partition_notify.core.errors import (
     ConflictError,
     InvalidManifestError,
@@ -113,9 +113,12 @@ def parse_manifest(raw: bytes | str) -> CommitManifest:
             f"manifest is {len(raw)} bytes, expected at most {MAX_MANIFEST_BYTES}"
         )
     try:
-        obj = json.loads(raw)
+        obj, repeated = json_keys.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidManifestError(f"manifest is not JSON: {exc}") from None
+    if repeated is not None:  # json.loads would keep the last value, silently
+        where = f" field {repeated.where('')[1:]!r}" if repeated.path else ""
+        raise InvalidManifestError(f"manifest{where}: {repeated.what}")
     return manifest_from_obj(obj)
 
 

@@ -7,6 +7,7 @@ docs name these constants rather than repeat the numbers.
 from __future__ import annotations
 
 import math
+from collections.abc import Sized
 
 from partition_notify.core.errors import ValidationError
 
@@ -21,6 +22,24 @@ IDEMPOTENCY_TTL_SECONDS = 86400
 #: The longest wait, timeout or interval a caller may ask for (ten years): a
 #: deadline must be one ``time.monotonic()`` and the OS's timers can hold.
 MAX_SECONDS = 10 * 365 * 86400
+#: The most characters of one input an error message quotes: a rule's list of
+#: 20,000 values, quoted whole, made a 170 KB error line or problem body.
+MAX_QUOTED_CHARS = 120
+
+
+def excerpt(value: object, *, shown: str | None = None, limit: int = MAX_QUOTED_CHARS) -> str:
+    """``shown`` (default ``repr(value)``) for an error message; past ``limit``
+    characters, its start, an ellipsis and the size of ``value``."""
+    text = repr(value) if shown is None else shown
+    if len(text) <= limit:
+        return text
+    if isinstance(value, str | bytes):
+        size = f"{len(value)} characters"
+    elif isinstance(value, Sized):
+        size = f"{len(value)} items"
+    else:
+        size = f"{len(text)} characters"
+    return f"{text[:limit - 1]}… ({size})"
 
 
 def retention_seconds(value: object, *, what: str) -> int:

@@ -21,6 +21,7 @@ from partition_notify.http import (
 )
 from partition_notify.http.context import HttpContext
 from partition_notify.http.hub import EventHub
+from partition_notify.http.json_body import RefuseRepeatedKeys
 from partition_notify.http.limits import ConnectionCaps
 from partition_notify.http.slow_clients import BodyDeadline
 from partition_notify.http.store import HttpStore
@@ -89,6 +90,8 @@ def create_http_app(
     problems.install(api)
     for router in (*ROUTERS, *extra_routers):
         api.include_router(router)
+    # Innermost: reads a body only within the limit and the deadline below.
+    api.add_middleware(RefuseRepeatedKeys)
     api.add_middleware(problems.BodyLimit, limit=app.settings.http_max_body_bytes)
     # Outside BodyLimit: a slow body gets its 408 however the inner layers unwind.
     api.add_middleware(BodyDeadline, seconds=app.settings.http_body_timeout_seconds)

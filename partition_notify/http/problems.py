@@ -174,7 +174,7 @@ async def _invalid(request: Request, exc: RequestValidationError) -> JSONRespons
             instance=request.url.path,
         )
     declared = request.headers.get("content-type", "")
-    if field == "body" and isinstance(first.get("input"), bytes) and not _json_type(declared):
+    if field == "body" and isinstance(first.get("input"), bytes) and not json_type(declared):
         # FastAPI parses a body as JSON only when it is declared so; say that, not "invalid".
         return problem_response(
             415, "unsupported-media-type", "Unsupported media type",
@@ -190,7 +190,8 @@ async def _invalid(request: Request, exc: RequestValidationError) -> JSONRespons
     )
 
 
-def _json_type(content_type: str) -> bool:
+def json_type(content_type: str) -> bool:
+    """Whether FastAPI parses a body of this Content-Type as JSON."""
     media = content_type.split(";", 1)[0].strip().lower()
     return media == "application/json" or media.endswith("+json")
 

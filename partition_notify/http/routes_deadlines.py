@@ -8,12 +8,13 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from partition_notify.core.errors import ConflictError, ValidationError
 from partition_notify.deadlines.api import Deadlines
 from partition_notify.deadlines.schedule import VARIABLES
 from partition_notify.http.auth import Principal, require_role
 from partition_notify.http.common import table_info
 from partition_notify.http.context import HttpContext, context
-from partition_notify.http.problems import about
+from partition_notify.http.problems import about, from_error
 
 router = APIRouter(prefix="/v1", tags=["deadlines"])
 Reader = Annotated[Principal, Depends(require_role("read"))]
@@ -47,12 +48,27 @@ def list_expectations(table: str, _: Reader, ctx: Ctx) -> dict[str, object]:
 @router.post("/tables/{table}/expectations", status_code=201, summary="Declare an expectation")
 def add_expectation(table: str, body: ExpectationBody, _: Writer, ctx: Ctx) -> JSONResponse:
     info = table_info(ctx, table)
-    with about("body"):
+    try:
         view = _deadlines(ctx).add(
             info.db, info.name, name=body.name, spec_template=body.specTemplate,
             cron=body.cron, timezone=body.timezone, deadline=body.deadline,
         )
+    except ConflictError as exc:  # an expectation of that name exists
+        raise from_error(exc, "body.name") from exc
+    except ValidationError as exc:
+        raise from_error(exc, _field(str(exc))) from exc
     return JSONResponse(view.to_json(), status_code=201)
+
+
+#: How Deadlines.add's messages start (deadlines/api.py, schedule.py, cron.py), and
+#: the field each names; ``add`` checks them all in one call.
+_FIELDS = (("expectation name ", "body.name"), ("spec template ", "body.specTemplate"),
+           ("schedule ", "body.cron"), ("time zone ", "body.timezone"),
+           ("deadline ", "body.deadline"))
+
+
+def _field(message: str) -> str:
+    return next((field for start, field in _FIELDS if message.startswith(start)), "body")
 
 
 @router.get(

@@ -19,13 +19,20 @@ from pydantic import (
     field_validator,
 )
 
-from partition_notify.contract import AddPartitionMessage, AnyMessage, SetDoneMessage
+from partition_notify.contract import (
+    AddPartitionMessage,
+    AnyMessage,
+    SetDoneMessage,
+    names,
+    validate_topic,
+)
+from partition_notify.core import limits
 from partition_notify.core.errors import ConflictError
 from partition_notify.http.auth import Principal, require_role
 from partition_notify.http.common import message_json, table_info, table_json, table_ref
 from partition_notify.http.context import HttpContext, context
 from partition_notify.http.idempotency import IdempotencyKey, fingerprint, idempotent_write
-from partition_notify.http.problems import about
+from partition_notify.http.problems import about, from_error
 from partition_notify.store import TableInfo
 from partition_notify.store.provider import InTxn
 
@@ -106,15 +113,40 @@ class SetDoneBody(_Body):
 @router.post("/tables", status_code=201, summary="Register a table (admin)")
 def register(body: RegisterBody, _: Admin, ctx: Ctx) -> JSONResponse:
     db, name = table_ref(body.table, "body.table")
-    with about("body"):
-        existed = _exists(ctx, db, name)
-        if existed:
-            _same_as_stored(ctx.app.publisher.table(db, name), body)
-        info = ctx.app.publisher.register_table(
+    keys = _checked_fields(f"{db}.{name}", body.partitionKeys, body.retentionSeconds,
+                           body.topic, body.location)
+    existed = _exists(ctx, db, name)
+    if existed:
+        with about("body.table"):
+            _same_as_stored(ctx.app.publisher.table(db, name), body, keys)
+    with about("body"):  # left: a concurrent registration of the table, otherwise
+        info, created = ctx.app.publisher.register_table_created(
             db, name, body.partitionKeys, retention_seconds=body.retentionSeconds,
             topic=body.topic, location=body.location,
         )
-    return JSONResponse(table_json(info), status_code=200 if existed else 201)
+    # The catalog's answer, not ``existed``: concurrent registrations of a new table
+    # all found none, and one created it; the others answer as a repeat would.
+    return JSONResponse(table_json(info), status_code=201 if created else 200)
+
+
+def _checked_fields(what: str, keys: list[str] | None, retention: int | None,
+                    topic: str | None, location: str | None) -> tuple[str, ...] | None:
+    """The keys, normalised; each field is checked under its own name first, by the
+    checks the publisher runs again: its one call could name only the whole body."""
+    checked = None
+    if keys is not None:
+        with about("body.partitionKeys"):
+            checked = names.partition_keys(keys)
+    if retention is not None:
+        with about("body.retentionSeconds"):
+            limits.retention_seconds(retention, what=what)
+    if topic:  # "" asks for the policy's topic
+        with about("body.topic"):
+            validate_topic(topic)
+    if location is not None:
+        with about("body.location"):
+            limits.text(location, field=f"location of {what}")
+    return checked
 
 
 class AlterBody(_Body):
@@ -131,10 +163,14 @@ def alter(table: str, body: AlterBody, _: Admin, ctx: Ctx) -> JSONResponse:
     db, name = table_ref(table)
     with about("path.table"):
         ctx.app.publisher.table(db, name)
-    with about("body"):
+    _checked_fields(f"{db}.{name}", body.partitionKeys, body.retentionSeconds, body.topic,
+                    body.location)
+    try:
         info = ctx.app.publisher.alter_table(
             db, name, partition_keys=body.partitionKeys, topic=body.topic,
             location=body.location, retention_seconds=body.retentionSeconds)
+    except ConflictError as exc:  # the one left: new keys for a table in use
+        raise from_error(exc, "body.partitionKeys") from exc
     return JSONResponse(table_json(info))
 
 
@@ -147,21 +183,26 @@ def unregister(table: str, _: Admin, ctx: Ctx) -> JSONResponse:
                          "removedSetDone": set_done})
 
 
-def _same_as_stored(info: TableInfo, body: RegisterBody) -> None:
-    """Registering again is idempotent: what differs from the stored table is a 409."""
+def _same_as_stored(info: TableInfo, body: RegisterBody, keys: tuple[str, ...] | None) -> None:
+    """Registering again is idempotent: what differs from the stored table is a 409
+    naming the first field that differs (the detail lists them all)."""
     differ = [
-        f"{what} {stored!r} (asked {asked!r})"
-        for what, stored, asked in (
-            ("retentionSeconds", info.retention_seconds, body.retentionSeconds),
-            ("location", info.location, body.location),
+        (field, f"{what} {stored!r} (asked {asked!r})")
+        for field, what, stored, asked in (
+            ("partitionKeys", "partition keys", list(info.partition_keys),
+             None if keys is None else list(keys)),
+            ("topic", "topic", info.topic, body.topic or None),
+            ("retentionSeconds", "retentionSeconds", info.retention_seconds,
+             body.retentionSeconds),
+            ("location", "location", info.location, body.location),
         )
         if asked is not None and asked != stored
     ]
     if differ:
-        raise ConflictError(
-            f"table {info.qualified} is registered with " + ", ".join(differ)
-            + "; registering does not change a table"
-        )
+        exc = ConflictError(f"table {info.qualified} is registered with "
+                            + ", ".join(text for _, text in differ)
+                            + "; registering does not change a table")
+        raise from_error(exc, f"body.{differ[0][0]}") from None
 
 
 def _exists(ctx: HttpContext, db: str, name: str) -> bool:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from partition_notify.contract import decode, names, spec
 from partition_notify.contract.messages import PN_TABLE
 from partition_notify.core.errors import MalformedMessageError, ValidationError
+from partition_notify.core.limits import excerpt
 from partition_notify.publisher import Publisher
 from partition_notify.rules.evaluator import BATCH_EVENTS, Evaluator, contributions, definition
 from partition_notify.rules.kinds import Kind, Quiet, build, check_params
@@ -38,8 +39,8 @@ class RuleView:
 def check_name(name: object) -> str:
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ValidationError(
-            f"rule name {name!r}: expected 1 to 128 of lower-case letters, digits and '_.-', "
-            "starting with a letter or digit")
+            f"rule name {excerpt(name)}: expected 1 to 128 of lower-case letters, digits "
+            "and '_.-', starting with a letter or digit")
     return name
 
 
@@ -54,13 +55,14 @@ class Rules:
     def _table(self, ref: str) -> TableInfo:
         db, sep, table = ref.partition(".")
         if not sep:
-            raise ValidationError(f"table {ref!r}: expected db.table")
+            raise ValidationError(f"table {excerpt(ref)}: expected db.table")
         return self.publisher.table(names.db_name(db), names.table_name(table))
 
     def _kind(self, target: TableInfo, kind: str, params: dict[str, object]) -> Kind:
         inputs = params.get("inputs") or [target.qualified]
         if not isinstance(inputs, list | tuple) or not all(isinstance(t, str) for t in inputs):
-            raise ValidationError(f"rule inputs {inputs!r}: expected a list of db.table names")
+            raise ValidationError(
+                f"rule inputs {excerpt(inputs)}: expected a list of db.table names")
         tables = {target.qualified: target}
         for ref in inputs:
             info = self._table(ref)  # NotFoundError names an unregistered table

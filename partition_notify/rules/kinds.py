@@ -37,6 +37,7 @@ from partition_notify.contract import (
     spec,
 )
 from partition_notify.core.errors import ValidationError
+from partition_notify.core.limits import excerpt
 
 KINDS = ("all-of", "calendar", "cross-table", "quiet")
 #: The parameters each kind reads: a definition naming another (a typo such as
@@ -84,7 +85,7 @@ def withdrawn_set_dones(msg: PartitionWithdrawnMessage) -> list[spec.Spec]:
 
 
 def _bad(field: str, value: object, expected: str) -> ValidationError:
-    return ValidationError(f"rule {field} {value!r}: expected {expected}")
+    return ValidationError(f"rule {field} {excerpt(value)}: expected {expected}")
 
 
 def _key_list(field: str, value: object) -> tuple[str, ...]:
@@ -102,7 +103,9 @@ def _has_keys(field: str, keys: Sequence[str], table: str,
     missing = [k for k in keys if k not in table_keys[table]]
     if missing:
         raise _bad(field, list(keys), f"partition keys of {table} "
-                   f"({', '.join(table_keys[table])}); {', '.join(missing)} is not one")
+                   f"({', '.join(table_keys[table])}); "
+                   # Half the excerpt: the value before already quotes these keys.
+                   f"{excerpt(missing, shown=', '.join(missing), limit=60)} is not one")
 
 
 @dataclass(frozen=True)

@@ -81,9 +81,13 @@ def test_register_again_differently_is_409_not_a_rewrite(server: Server) -> None
         assert c.post("/v1/tables", json=body).status_code == 201
         assert c.post("/v1/tables", json=body).status_code == 200
         assert_problem(c.post("/v1/tables", json={**body, "location": "/data/other"}), 409,
-                       "body", "location '/data/t'")
+                       "body.location", "location '/data/t'")
         assert_problem(c.post("/v1/tables", json={**body, "retentionSeconds": 60}), 409,
-                       "body", "retentionSeconds 3600")
+                       "body.retentionSeconds", "retentionSeconds 3600")
+        assert_problem(c.post("/v1/tables", json={**body, "partitionKeys": ["day"]}), 409,
+                       "body.partitionKeys", "partition keys ['ds']")
+        assert_problem(c.post("/v1/tables", json={**body, "topic": "other.topic"}), 409,
+                       "body.topic", "other.topic")
         stored = c.get(f"/v1/tables/{db}.t").json()
     assert (stored["retentionSeconds"], stored.get("location")) == (3600, "/data/t")
 
@@ -92,3 +96,34 @@ def test_bad_table_name_in_the_body_names_the_body_field(server: Server) -> None
     with server.client("admin") as c:
         assert_problem(c.post("/v1/tables", json={"table": "no-dot", "partitionKeys": ["ds"]}),
                        422, "body.table", "db.table")
+
+
+@pytest.mark.parametrize(("change", "field", "fragment"), [
+    ({"partitionKeys": ["bad-key"]}, "body.partitionKeys", "bad-key"),
+    ({"partitionKeys": ["ds", "ds"]}, "body.partitionKeys", "listed twice"),
+    ({"retentionSeconds": 10**12}, "body.retentionSeconds", "at most"),
+    ({"topic": "bad topic!"}, "body.topic", "bad topic!"),
+    ({"location": "/data/\u0000x"}, "body.location", "NUL character"),
+])
+def test_a_bad_registration_names_its_field(server: Server, change: dict[str, object],
+                                            field: str, fragment: str) -> None:
+    # Before: every one of these was named "body".
+    db = f"r{uuid.uuid4().hex[:8]}"
+    with server.client("admin") as c:
+        r = c.post("/v1/tables", json={"table": f"{db}.t", "partitionKeys": ["ds"], **change})
+        assert_problem(r, 422, field, fragment)
+        assert c.get(f"/v1/tables/{db}.t").status_code == 404
+
+
+def test_a_bad_change_of_a_table_names_its_field(server: Server) -> None:
+    table = server.table(keys=("ds",))
+    with server.client("admin") as c:
+        assert_problem(c.patch(f"/v1/tables/{table}", json={"topic": "bad topic!"}), 422,
+                       "body.topic", "bad topic!")
+        assert_problem(c.patch(f"/v1/tables/{table}", json={"location": "\u0000"}), 422,
+                       "body.location", "NUL character")
+        assert_problem(c.patch(f"/v1/tables/{table}", json={"partitionKeys": ["a-b"]}), 422,
+                       "body.partitionKeys", "a-b")
+        assert c.post(f"/v1/tables/{table}/set-done", json={"spec": "ds=1"}).status_code == 201
+        assert_problem(c.patch(f"/v1/tables/{table}", json={"partitionKeys": ["day"]}), 409,
+                       "body.partitionKeys", "['ds'] to ['day']")

@@ -215,6 +215,30 @@ def test_stream_without_cursor_starts_live_and_bad_cursor_is_422(server: Server)
                        422, "header.Last-Event-ID", "non-negative integer")
 
 
+EXPECTATION = {"name": "daily", "specTemplate": "datestamp={{ ds_nodash }}",
+               "cron": "0 0 * * *", "timezone": "UTC", "deadline": "06:00"}
+
+
+@pytest.mark.parametrize(("change", "field", "fragment"), [
+    ({"name": "Bad Name"}, "body.name", "expectation name 'Bad Name'"),
+    ({"specTemplate": " "}, "body.specTemplate", "spec template is empty"),
+    ({"specTemplate": "datestamp={{ nope }}"}, "body.specTemplate", "unknown variable"),
+    ({"specTemplate": "day={{ ds_nodash }}"}, "body.specTemplate", "renders to 'day="),
+    ({"cron": "daily"}, "body.cron", "5-field crontab"),
+    ({"cron": "0 0 30 2 *"}, "body.cron", "schedule '0 0 30 2 *'"),
+    ({"timezone": "Nowhere"}, "body.timezone", "not an IANA zone"),
+    ({"deadline": "soon"}, "body.deadline", "deadline 'soon'"),
+])
+def test_a_bad_expectation_names_its_field(server: Server, change: dict[str, str], field: str,
+                                           fragment: str) -> None:
+    # Before: every one of these was named "body".
+    table = server.table(keys=("datestamp",))
+    with server.client("write") as c:
+        assert_problem(c.post(f"/v1/tables/{table}/expectations",
+                              json={**EXPECTATION, **change}), 422, field, fragment)
+        assert c.get(f"/v1/tables/{table}/expectations").json()["expectations"] == []
+
+
 @pytest.mark.parametrize("role", ["read"])
 def test_expectations_over_http(server: Server, role: str) -> None:
     table = server.table()
@@ -229,11 +253,11 @@ def test_expectations_over_http(server: Server, role: str) -> None:
         one = r.get(f"/v1/tables/{table}/expectations/daily").json()
         assert one["cron"] == "0 0 * * *" and one["verdicts"] == []
         assert r.get(f"/v1/tables/{table}/late").json()["late"] == []
-        assert_problem(w.post(f"/v1/tables/{table}/expectations", json=body), 409, "body",
-                       "already")
+        assert_problem(w.post(f"/v1/tables/{table}/expectations", json=body), 409,
+                       "body.name", "already")
         assert_problem(w.post(f"/v1/tables/{table}/expectations",
                               json={**body, "name": "x", "timezone": "Nowhere"}),
-                       422, "body", "not an IANA zone")
+                       422, "body.timezone", "not an IANA zone")
         assert_problem(r.post(f"/v1/tables/{table}/expectations", json=body), 403, None)
         assert_problem(r.get(f"/v1/tables/{table}/expectations/nope"), 404, "path.name",
                        "no expectation named 'nope'")

@@ -22,7 +22,7 @@ def test_patch_changes_topic_retention_location_and_needs_admin(server: Server) 
         assert [e.topic for e in server.app.store.log.events_after(last - 1)] == ["fixed.topic"]
         # Keys cannot change once a set-done is kept: 409 naming both key lists.
         assert_problem(c.patch(f"/v1/tables/{table}", json={"partitionKeys": ["day"]}), 409,
-                       None, "['ds'] to ['day']", "1 retained set-done")
+                       "body.partitionKeys", "['ds'] to ['day']", "1 retained set-done")
 
 
 def test_patch_bad_input_names_field_and_value(server: Server) -> None:
@@ -33,7 +33,7 @@ def test_patch_bad_input_names_field_and_value(server: Server) -> None:
         assert_problem(c.patch(f"/v1/tables/{table}", json={"colour": "red"}), 422,
                        "body.colour")
         assert_problem(c.patch(f"/v1/tables/{table}", json={"topic": "bad topic!"}), 422,
-                       None, "bad topic!")
+                       "body.topic", "bad topic!")
         assert_problem(c.patch("/v1/tables/nosuch.table", json={"topic": "a.b"}), 404,
                        "path.table", "nosuch.table")
 

@@ -126,8 +126,35 @@ def test_register_needs_admin_and_is_idempotent(server: Server) -> None:
         r = c.post("/v1/tables", json=body)
         assert r.status_code == 201 and r.json()["partitionKeys"] == ["ds"]
         assert c.post("/v1/tables", json=body).status_code == 200
-        assert_problem(c.post("/v1/tables", json={**body, "partitionKeys": ["x"]}), 409, "body",
-                       "registered with partition keys ['ds']")
+        assert_problem(c.post("/v1/tables", json={**body, "partitionKeys": ["x"]}), 409,
+                       "body.partitionKeys", "registered with partition keys ['ds']")
+
+
+def test_concurrent_identical_registrations_answer_201_once(server: Server) -> None:
+    # Before: two (or more) of the ten were told 201 Created. Several rounds: the race
+    # needs two requests between the existence check and the catalog's write.
+    for _ in range(5):
+        body = {"table": f"r{uuid.uuid4().hex[:8]}.t", "partitionKeys": ["ds"]}
+        results: list[httpx.Response] = []
+        go = threading.Barrier(10)
+
+        def post(body: dict[str, object] = body, results: list[httpx.Response] = results,
+                 go: threading.Barrier = go) -> None:
+            with server.client("admin") as c:
+                go.wait(10)
+                results.append(c.post("/v1/tables", json=body))
+
+        threads = [threading.Thread(target=post) for _ in range(10)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        statuses = sorted(r.status_code for r in results)
+        assert statuses == [200] * 9 + [201], [r.text for r in results]
+        with server.client("admin") as c:
+            again = c.post("/v1/tables", json=body)  # what a sequential repeat answers
+        assert again.status_code == 200
+        assert all(r.json() == again.json() for r in results)
 
 
 BAD_WRITES: list[tuple[str, str, Any, dict[str, str], int, str | None, str]] = [

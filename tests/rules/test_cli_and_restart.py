@@ -78,6 +78,22 @@ def test_bad_input_is_one_line(app: App, store_url: str) -> None:
     assert app.rules.rules() == []
 
 
+#: An error quotes at most this much of one input, plus its count (defect: 20,000 echoed).
+MAX_QUOTED = 120
+
+
+def test_a_long_bad_list_is_quoted_as_an_excerpt_with_its_count(app: App, store_url: str) -> None:
+    # Before: the error line echoed all 20,000 values (169,013 characters).
+    app.publisher.register_table("web", "hits", ["datestamp", "region"])
+    values = ",".join(str(i) for i in range(20_000))
+    done = cli(store_url, "rule", "add", "web.hits", "--name", "x", "--kind", "all-of",
+               "--key", "region", "--values", values, "--by", "datestamp")
+    assert len(done.stderr) < MAX_QUOTED + 200, f"{len(done.stderr)}: {done.stderr[:300]}"
+    one_line_error(done, 1, "rule values ['0', '1', '2',", "…", "(20000 items)",
+                   "expected 1 to 1000 distinct values")
+    assert app.rules.rules() == []
+
+
 def test_a_serve_restarted_between_inputs_derives_once(app: App, store_url: str) -> None:
     app.publisher.register_table("sales", "orders", ["datestamp", "region"])
     app.rules.add("sales.orders", name="regions", kind="all-of",

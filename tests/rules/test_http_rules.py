@@ -117,3 +117,21 @@ def test_a_parameter_the_kind_does_not_read_is_refused_and_nothing_stored(
                               "params": {**calendar, "timezone": "Europe/Berlin"}})
         assert r.status_code == 201, r.text
         assert r.json()["params"]["timezone"] == "Europe/Berlin"
+
+
+def test_a_long_bad_list_is_quoted_as_an_excerpt_with_its_count(server: Server) -> None:
+    # Before: the 422 echoed all 20,000 values (the detail was 188,978 characters).
+    orders, _, _ = tables(server)
+    values = [f"v{i}" for i in range(20_000)]
+    url = f"/v1/tables/{orders}/rules"
+    with server.client("admin") as c:
+        r = c.post(url, json={"name": "x", "kind": "all-of", "params": {
+            "key": "region", "values": values, "by": ["datestamp"]}})
+        assert len(r.json()["detail"]) < 120 + 200, f"{len(r.text)}: {r.text[:300]}"
+        assert_problem(r, 422, "body.params.values", "rule values ['v0', 'v1',", "…",
+                       "(20000 items)", "expected 1 to 1000 distinct values")
+        r = c.post(url, json={"name": "x", "kind": "quiet", "params": {
+            "by": values, "quietSeconds": 5}})
+        assert len(r.json()["detail"]) < 120 + 200, f"{len(r.text)}: {r.text[:300]}"
+        assert_problem(r, 422, "body.params.by", "(20000 items)")
+        assert c.get(url).json()["rules"] == []

@@ -12,7 +12,11 @@ from typing import Any
 import httpx
 import pytest
 from partition_notify.writers.commit_locations import normalise_location
-from partition_notify.writers.commit_manifest import apply_manifest, manifest_from_obj
+from partition_notify.writers.commit_manifest import (
+    apply_manifest,
+    manifest_from_obj,
+    parse_manifest,
+)
 from partition_notify.writers.commit_spool import scan
 
 from partition_notify.core.errors import InvalidManifestError
@@ -36,6 +40,18 @@ def manifest(base: str, paths: list[str], **kw: Any) -> dict[str, Any]:
 def test_bad_manifest_names_the_field(doc: dict[str, Any], field: str) -> None:
     with pytest.raises(InvalidManifestError, match=rf"field '{field}'"):
         manifest_from_obj({**manifest("file:/x", ["ds=1/region=us"]), **doc})
+
+
+@pytest.mark.parametrize(("raw", "fragment"), [
+    ('{"version": 1, "jobId": "a", "jobId": "b"}', "manifest: key 'jobId' appears 2 times"),
+    ('{"version": 1, "partitions": [{"path": "ds=1", "path": "ds=2"}]}',
+     "manifest field 'partitions.0': key 'path' appears 2 times"),
+])
+def test_a_manifest_repeating_a_key_is_refused(raw: str, fragment: str) -> None:
+    # Before: parsed last-wins, the first value silently dropped.
+    with pytest.raises(InvalidManifestError) as info:
+        parse_manifest(raw.encode())
+    assert fragment in str(info.value)
 
 
 def test_location_spellings() -> None:
