@@ -10,9 +10,6 @@ and log lines.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +18,7 @@ from partition_notify import build_app
 from partition_notify.contract.topics import topic_for
 from partition_notify.core.errors import ConfigurationError, InvalidNameError
 from partition_notify.settings import Settings, load_settings
-from tests.support.accounts import ROOT
+from tests.support.cli import clean_cli
 
 #: Every text setting (str or secret) and a good value for it.
 TEXT = {"store_url": "sqlite:///s.db", "transport_url": "embedded://",
@@ -29,14 +26,6 @@ TEXT = {"store_url": "sqlite:///s.db", "transport_url": "embedded://",
         "service_principal": "pn/host@REALM", "topic_prefix": "hcat",
         "default_fs": "hdfs://nn:8020", "spark_spool_dirs": "/a,/b",
         "metrics_bind": "127.0.0.1", "http_bind": "127.0.0.1:8080"}
-
-
-def _cli(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("PN_")}
-    return subprocess.run(
-        [sys.executable, "-m", "partition_notify.cli", *args],
-        cwd=cwd, env={**clean, "PYTHONPATH": str(ROOT), **env}, text=True,
-        capture_output=True, timeout=120, check=False)
 
 
 def test_every_text_setting_is_listed() -> None:
@@ -62,7 +51,7 @@ def test_topic_prefixes_that_name_a_part_are_kept(value: str) -> None:
 def test_an_empty_prefix_is_one_line_naming_the_variable(sqlite_url: str,
                                                           tmp_path: Path) -> None:
     build_app(store_url=sqlite_url).close()
-    done = _cli(["--store-url", sqlite_url, "register", "db.t", "--keys", "a"], tmp_path,
+    done = clean_cli(["--store-url", sqlite_url, "register", "db.t", "--keys", "a"], tmp_path,
                 PN_TOPIC_PREFIX="")
     assert done.returncode == 1, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
@@ -88,7 +77,7 @@ def test_a_control_character_is_refused_naming_the_setting(name: str, char: str)
 def test_a_newline_in_the_server_name_is_one_line_naming_the_variable(
         sqlite_url: str, tmp_path: Path) -> None:
     build_app(store_url=sqlite_url).close()
-    done = _cli(["--store-url", sqlite_url, "tables"], tmp_path,
+    done = clean_cli(["--store-url", sqlite_url, "tables"], tmp_path,
                 PN_SERVER_NAME="pn\nX-Injected: 1" + "y" * 200)
     assert done.returncode == 1, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]

@@ -10,9 +10,6 @@ that is not UTF-8 ended every command in a traceback.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,15 +18,7 @@ from partition_notify import build_app
 from partition_notify.core.errors import ConfigurationError
 from partition_notify.core.limits import MAX_SECONDS
 from partition_notify.settings import load_settings
-from tests.support.accounts import ROOT
-
-
-def _cli(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("PN_")}
-    return subprocess.run(
-        [sys.executable, "-m", "partition_notify.cli", *args],
-        cwd=cwd, env={**clean, "PYTHONPATH": str(ROOT), **env}, text=True,
-        capture_output=True, timeout=120, check=False)
+from tests.support.cli import clean_cli
 
 
 @pytest.mark.parametrize("value", ["inf", "-inf", "nan", "1e300", str(MAX_SECONDS + 1)])
@@ -38,7 +27,7 @@ def _cli(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[
 def test_a_duration_that_is_no_deadline_is_one_line_naming_the_variable(
         var: str, value: str, sqlite_url: str, tmp_path: Path) -> None:
     build_app(store_url=sqlite_url).close()
-    done = _cli(["--store-url", sqlite_url, "tables"], tmp_path, **{var: value})
+    done = clean_cli(["--store-url", sqlite_url, "tables"], tmp_path, **{var: value})
     assert done.returncode == 1, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert "Traceback" not in done.stderr, done.stderr
@@ -77,7 +66,7 @@ def test_an_unreadable_env_file_is_one_line_naming_it(content: bytes, sqlite_url
                                                       tmp_path: Path) -> None:
     build_app(store_url=sqlite_url).close()
     (tmp_path / ".env").write_bytes(content)
-    done = _cli(["--store-url", sqlite_url, "tables"], tmp_path)
+    done = clean_cli(["--store-url", sqlite_url, "tables"], tmp_path)
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
     assert ".env" in done.stderr, done.stderr
