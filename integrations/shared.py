@@ -84,11 +84,14 @@ def close_all() -> None:
         e.app.close()
 
 
-def split_table(table: str) -> tuple[str, str]:
+def split_table(table: object) -> tuple[str, str]:
     """``"db.table"`` → ``("db", "table")``, with the contract's name checks."""
     from partition_notify.contract import names
     from partition_notify.core.errors import InvalidNameError
 
+    if not isinstance(table, str):  # trigger kwargs and sensor arguments come unchecked
+        raise InvalidNameError(f"table must be a string db.table, got {type(table).__name__} "
+                               f"{table!r:.80}")
     db, sep, name = table.partition(".")
     if not sep:
         raise InvalidNameError(f"table {table!r} must be written db.table")

@@ -28,6 +28,7 @@ from partition_notify.integrations.airflow._compat import (
 )
 from partition_notify.integrations.airflow.connection import aget_settings
 
+from partition_notify.core import limits
 from partition_notify.core.errors import PartitionNotifyError
 
 if TYPE_CHECKING:
@@ -40,6 +41,16 @@ if TYPE_CHECKING:
 DONE = "done"
 TIMEOUT = "timeout"
 ERROR = "error"
+
+
+def _number_or_as_is(value: object) -> object:
+    """A deadline as a float when it reads as one (text included), else as given."""
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    return value
 
 
 def _resolve(fut: asyncio.Future[AnyMessage], msg: AnyMessage) -> None:
@@ -66,7 +77,9 @@ class PartitionSetDoneTrigger(BaseTrigger):  # type: ignore[misc]
         super().__init__(**kwargs)
         self.table = table
         self.spec = spec
-        self.deadline = float(deadline)
+        # Checked by run(), which can answer an error event: raising here fails the
+        # triggerer's set-up with a traceback (and NaN or inf would never time out).
+        self.deadline = _number_or_as_is(deadline)
         self.conn_id = conn_id
 
     def serialize(self) -> tuple[str, dict[str, object]]:
@@ -85,6 +98,7 @@ class PartitionSetDoneTrigger(BaseTrigger):  # type: ignore[misc]
         yield TriggerEvent(result)
 
     async def _wait(self) -> dict[str, object]:
+        deadline = limits.epoch_seconds(self.deadline, field="deadline")
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[AnyMessage] = loop.create_future()
 
@@ -121,7 +135,7 @@ class PartitionSetDoneTrigger(BaseTrigger):  # type: ignore[misc]
 
         shared.armed.add(1)
         try:
-            left = max(self.deadline - time.time(), 0.0)
+            left = max(deadline - time.time(), 0.0)
             msg = await asyncio.wait_for(fut, timeout=left)
             assert isinstance(msg, SetDoneMessage)  # watch_set_done accepts only those
         except TimeoutError:

@@ -37,7 +37,7 @@ import dagster as dg
 from partition_notify.integrations import shared
 from partition_notify.integrations.dagster.observations import observations
 from partition_notify.integrations.withdrawn import taken_back
-from partition_notify.store import LoggedEvent, TableInfo
+from partition_notify.store import LoggedEvent, Store, TableInfo
 
 from partition_notify.contract import (
     PartitionDoneRetractedMessage,
@@ -59,12 +59,32 @@ MAX_EVENTS_PER_TICK = 1000
 DEFAULT_INTERVAL_SECONDS = 30
 
 
+#: Event ids are SQL BIGINT: a larger cursor cannot come from any store.
+MAX_EVENT_ID = 2**63 - 1
+
+
 def _cursor(value: str | None, start: int) -> int:
     if value is None:
         return start
-    if not value.isdigit():
+    # ASCII only: isdigit() also takes "²" (int() refuses it) and fullwidth digits.
+    if not (value.isascii() and value.isdigit()) or int(value) > MAX_EVENT_ID:
         raise ConfigurationError(f"sensor cursor {value!r}: expected an event id (digits)")
     return int(value)
+
+
+def _check_not_ahead(store: Store, after: int) -> None:
+    """A tick that read nothing: its cursor must not be past the log's last event id.
+
+    That id never goes down (the purge keeps each topic's last event), so a cursor
+    above it is another store's (or a store's that was recreated): ticking on would
+    report nothing until the log got there, losing every set-done in between.
+    """
+    top = store.log.max_event_id()
+    if after > top:
+        raise ConfigurationError(
+            f"sensor cursor {after} is ahead of the event log (last event id {top}): a cursor "
+            "of another store? Reset the sensor's cursor (dagster sensor cursor --delete)"
+        )
 
 
 def partition_keys_for(
@@ -127,6 +147,8 @@ def partition_set_done_sensor(
         info = store.catalog.get_table(db, tname)
         after = _cursor(context.cursor, start_event_id)
         events = store.log.events_after(after, max_events_per_tick)
+        if not events and context.cursor is not None:
+            _check_not_ahead(store, after)
         undone = taken_back(events)  # withdrawn later in this tick: not materialized
         wanted = [
             (msg, pk)

@@ -92,6 +92,36 @@ def test_bad_cursor_is_named(pn_app: Any) -> None:
         sensor(dg.build_sensor_context(instance=dg.DagsterInstance.ephemeral(), cursor="abc"))
 
 
+
+@pytest.mark.parametrize("cursor", ["\u00b2", "\uff11\uff12", "9" * 30, str(2**63)])
+def test_a_cursor_that_is_no_event_id_is_named(pn_app: Any, cursor: str) -> None:
+    """Unicode digits (``int()`` refuses "²", reads fullwidth digits as ASCII ones) and numbers
+    past SQL BIGINT: a ConfigurationError naming the cursor, not a ValueError/OverflowError."""
+    import dagster as dg
+
+    from partition_notify.core.errors import ConfigurationError
+
+    _, _, sensor, _ = _defs(pn_app)
+    with pytest.raises(ConfigurationError, match="sensor cursor"):
+        sensor(dg.build_sensor_context(instance=dg.DagsterInstance.ephemeral(), cursor=cursor))
+
+
+def test_a_cursor_ahead_of_the_event_log_is_named_not_followed(pn_app: Any) -> None:
+    """A cursor from another store (or one reset since) is past every event: ticking on
+    from it would report nothing until the log got there, set-dones lost silently."""
+    import dagster as dg
+
+    from partition_notify.core.errors import ConfigurationError
+
+    _, _, sensor, _ = _defs(pn_app)
+    pn_app.publisher.send_mark_set_done("sales", "orders", "datestamp=20110301")
+    top = pn_app.store.log.max_event_id()
+    instance = dg.DagsterInstance.ephemeral()
+    _, cursor = _tick(sensor, instance, str(top))  # at the log's end: fine, nothing new
+    assert cursor == str(top)
+    with pytest.raises(ConfigurationError, match=f"ahead of the event log.*{top}"):
+        sensor(dg.build_sensor_context(instance=instance, cursor=str(top + 5000)))
+
 def test_keys_outside_the_partitions_definition_are_skipped_and_counted(pn_app: Any) -> None:
     """Issue 24: never write a partition the asset does not have into Dagster's history."""
     import logging
