@@ -12,6 +12,7 @@ from partition_notify.integrations.airflow.connection import get_settings
 from partition_notify.integrations.airflow.triggers import DONE, TIMEOUT, PartitionSetDoneTrigger
 
 from partition_notify.contract import SetDoneMessage, decode, spec
+from partition_notify.core.errors import UnknownTableError
 
 if TYPE_CHECKING:
     from airflow.sdk import Context, PokeReturnValue
@@ -66,6 +67,11 @@ class PartitionSetDoneSensor(BaseSensorOperator):  # type: ignore[misc]
             self.log.info("set-done %s of %s: event %s", message["spec"], self.table,
                           message["eventId"])
             return message
+        if status == TIMEOUT and event.get("registered") is False:
+            raise AirflowSensorTimeout(
+                f"table {event.get('table')} is not registered: waited for it the sensor "
+                f"timeout of {self.timeout:g} s (register it: partition-notify register)"
+            )
         if status == TIMEOUT:
             raise AirflowSensorTimeout(
                 f"no set-done covering {event.get('spec')!r} of {event.get('table')} "
@@ -79,7 +85,11 @@ class PartitionSetDoneSensor(BaseSensorOperator):  # type: ignore[misc]
         """Poke mode: one indexed look-up of the covering set-dones in the retention table."""
         store = shared.entry(get_settings(self.conn_id)).app.store
         db, name = shared.split_table(self.table)
-        info = store.catalog.get_table(db, name)
+        try:
+            info = store.catalog.get_table(db, name)
+        except UnknownTableError:  # not registered yet: the producer's first run will
+            self.log.info("table %s is not registered yet; poking again", self.table)
+            return False
         wanted = spec.coerce(self.spec)
         spec.check_against(wanted, info.partition_keys, full=False, table=info.qualified)
         bodies = store.retention.set_done_covering(info, spec.covering_specs(wanted))

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from partition_notify.integrations.airflow._compat import (
     BaseEventTrigger,
@@ -29,7 +29,7 @@ from partition_notify.integrations.airflow._compat import (
 from partition_notify.integrations.airflow.connection import aget_settings
 
 from partition_notify.core import limits
-from partition_notify.core.errors import PartitionNotifyError
+from partition_notify.core.errors import PartitionNotifyError, UnknownTableError
 
 if TYPE_CHECKING:
     from partition_notify.integrations.follow import LogFollower, Watch
@@ -41,6 +41,35 @@ if TYPE_CHECKING:
 DONE = "done"
 TIMEOUT = "timeout"
 ERROR = "error"
+_Armed = TypeVar("_Armed")
+
+
+async def _when_registered(arm: Callable[[], _Armed], deadline: float | None,
+                           on_cancel: Callable[[asyncio.Future[_Armed]], None] | None = None,
+                           ) -> _Armed | None:
+    """``arm()`` in a worker thread once its table is registered; None at ``deadline``.
+
+    A DAG may be deployed before its producer's first run registers the table, as
+    ``wait`` and ``tail`` allow: the catalog is read again every
+    ``REGISTRATION_POLL_SECONDS`` (the subscriber's), each read one short hop to a
+    worker thread, the wait in between on the loop. ``on_cancel``: given the arming
+    still running when the trigger is cancelled (to close what it opens)."""
+    while True:
+        arming = asyncio.ensure_future(asyncio.to_thread(arm))
+        try:
+            return await asyncio.shield(arming)
+        except asyncio.CancelledError:
+            if on_cancel is not None:
+                arming.add_done_callback(on_cancel)
+            raise
+        except UnknownTableError:
+            # arm() loaded the subscriber module: a look-up, not an import on the loop.
+            from partition_notify.subscriber.subscriber import REGISTRATION_POLL_SECONDS
+
+            left = REGISTRATION_POLL_SECONDS if deadline is None else deadline - time.time()
+            if left <= 0:
+                return None
+            await asyncio.sleep(min(left, REGISTRATION_POLL_SECONDS))
 
 
 def _number_or_as_is(value: object) -> object:
@@ -121,13 +150,12 @@ class PartitionSetDoneTrigger(BaseTrigger):  # type: ignore[misc]
             )
             return info, sub, spec.canonical(wanted)
 
-        arming = asyncio.ensure_future(asyncio.to_thread(arm))
-        try:
-            info, sub, canonical = await asyncio.shield(arming)
-        except asyncio.CancelledError:
-            # Cancelled mid-subscribe: close the subscription once it exists.
-            arming.add_done_callback(_close_when_armed)
-            raise
+        # Cancelled mid-subscribe: the subscription is closed once it exists.
+        armed = await _when_registered(arm, deadline, _close_when_armed)
+        if armed is None:
+            return {"status": TIMEOUT, "table": self.table, "spec": self.spec,
+                    "registered": False}
+        info, sub, canonical = armed
         # Loaded by arm(): these are look-ups now, not imports on the loop.
         from partition_notify.integrations import shared
 
@@ -202,15 +230,19 @@ class PartitionSetDoneEventTrigger(BaseEventTrigger):  # type: ignore[misc]
             db, name = shared.split_table(self.table)
             wanted = spec.coerce(self.spec) if self.spec else None
             store = shared.entry(settings).app.store
+            # Opened first: a new cursor starts at the log's end, so the set-dones of a
+            # table registered while this trigger waited for it are after it.
+            start = Cursors(store).open(self.cursor)
             info = store.catalog.get_table(db, name)
             if wanted is not None:
                 spec.check_against(wanted, info.partition_keys, full=False, table=info.qualified)
-            start = Cursors(store).open(self.cursor)
             watch = Watch(frozenset({info.qualified}), start.event_id, on_message, wanted,
                           cursor=self.cursor)
             return info, watch, shared.follower(settings)
 
-        info, watch, follower = await asyncio.to_thread(arm)
+        armed = await _when_registered(arm, None)
+        assert armed is not None  # no deadline: it waits for the table as long as it runs
+        info, watch, follower = armed
         from partition_notify.integrations import shared  # loaded by arm(): a look-up
 
         follower.add(watch)
