@@ -50,6 +50,7 @@ from partition_notify.core.errors import (
     ConfigurationError,
     InvalidSpecError,
     MalformedMessageError,
+    UnknownTableError,
 )
 from partition_notify.settings import Settings, load_settings
 
@@ -144,7 +145,11 @@ def partition_set_done_sensor(
 
     def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         store = shared.entry(settings or load_settings()).app.store
-        info = store.catalog.get_table(db, tname)
+        try:
+            info = store.catalog.get_table(db, tname)
+        except UnknownTableError:  # deployed before the producer's first run registers it
+            return dg.SensorResult(skip_reason=f"table {db}.{tname} is not registered yet",
+                                   cursor=context.cursor)
         after = _cursor(context.cursor, start_event_id)
         events = store.log.events_after(after, max_events_per_tick)
         if not events and context.cursor is not None:

@@ -182,3 +182,25 @@ def test_a_set_done_before_the_automation_sensors_first_evaluation_starts_no_run
     second = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=first.cursor)
     assert first.get_requested_partitions(report.key) == set()
     assert second.get_requested_partitions(report.key) == set()
+
+
+def test_a_table_not_registered_yet_is_a_skipped_tick_then_followed(
+        dagster_available: None, tmp_path: Any) -> None:
+    """Deployed before the producer's first run: the tick is skipped saying so (it failed
+    with UnknownTableError), the cursor stays, and the table's set-dones come after."""
+    import dagster as dg
+    from partition_notify.integrations.dagster.sensors import partition_set_done_sensor
+
+    from partition_notify.app import build_app
+
+    with build_app(store_url=f"sqlite:///{tmp_path}/pn.db", transport_url="embedded://") as app:
+        sensor = partition_set_done_sensor("sales_orders", "sales.orders", settings=app.settings)
+        instance = dg.DagsterInstance.ephemeral()
+        result = sensor(dg.build_sensor_context(instance=instance, cursor=None))
+        assert "sales.orders is not registered" in str(result.skip_reason)
+        assert result.cursor is None
+        app.publisher.register_table("sales", "orders", ["datestamp", "region"])
+        app.publisher.send_mark_set_done("sales", "orders", "datestamp=20110228")
+        events, _ = _tick(sensor, instance, None)
+        assert [e.partition for e in events] == [None]  # unpartitioned asset: one event
+        assert events[0].metadata["spec"].value == "datestamp=20110228"
