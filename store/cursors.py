@@ -73,9 +73,10 @@ class CursorRepository:
 
 
 def check_name(name: str) -> str:
-    if not name or len(name) > MAX_CURSOR_NAME_CHARS:
+    # Not only str: an AssetWatcher's cursor comes from a DAG file's trigger kwargs.
+    if not isinstance(name, str) or not name or len(name) > MAX_CURSOR_NAME_CHARS:
         raise InvalidNameError(
-            f"cursor name {name!r}: expected 1..{MAX_CURSOR_NAME_CHARS} characters"
+            f"cursor name {name!r:.120}: expected text of 1..{MAX_CURSOR_NAME_CHARS} characters"
         )
     return name
 

@@ -44,8 +44,8 @@ def test_intent_needs_the_lease_and_advance_clears_it(cursors: Any) -> None:
     assert cursors.claim("push", "p2", -1) and cursors.claim("push", "p3", 60)  # expired lease
 
 
-@pytest.mark.parametrize("name", ["", "x" * 201])
-def test_bad_cursor_name_is_rejected(cursors: Any, name: str) -> None:
+@pytest.mark.parametrize("name", ["", "x" * 201, 5, None, ["c"]])
+def test_bad_cursor_name_is_rejected(cursors: Any, name: Any) -> None:
     with pytest.raises(InvalidNameError, match="cursor name"):
         cursors.open(name)
     with pytest.raises(InvalidNameError, match="no cursor named"):
