@@ -170,14 +170,15 @@ class Follower:
             stats.timeouts += 1
             log.warning("%s follower: %s: %s", self.format, info.qualified, exc,
                         extra={"pn_event": "lakehouse.read_timeout"})
-        except PartitionNotifyError as exc:
+        except PartitionNotifyError as exc:  # clipped: it may quote a writer's text
             stats.errors += 1
-            log.warning("%s follower: %s: %s", self.format, info.qualified, exc,
-                        extra={"pn_event": "lakehouse.failed"})
+            log.warning("%s follower: %s: %s", self.format, info.qualified,
+                        _clip(str(exc)), extra={"pn_event": "lakehouse.failed"})
         except Exception as exc:  # the format's driver: pyiceberg, delta-rs, pyarrow
             stats.errors += 1
             log.warning("%s follower: %s: %s: %s", self.format, info.qualified,
-                        type(exc).__name__, exc, extra={"pn_event": "lakehouse.failed"})
+                        type(exc).__name__, _clip(str(exc)),
+                        extra={"pn_event": "lakehouse.failed"})
 
     def release(self) -> int:
         """Let this follower's leases go (``serve`` stopping), so another process takes
@@ -302,11 +303,21 @@ class Follower:
             Publisher.validate_set_done(info, raw)
         except InvalidSpecError as exc:
             # The writer's property is wrong, not the data: announce the partitions anyway.
+            # Clipped: the property is the writer's, of any size (a 3 MB one was one
+            # 3 MB log line), and the error quotes it too.
             log.error("%s follower: %s commit %d: set-done property %r ignored: %s",
-                      self.format, info.qualified, commit.revision, raw, exc,
-                      extra={"pn_event": "lakehouse.bad_set_done"})
+                      self.format, info.qualified, commit.revision, _clip(raw),
+                      _clip(str(exc)), extra={"pn_event": "lakehouse.bad_set_done"})
             return None
         return raw
+
+
+#: Characters of a writer's text a log line quotes at most.
+LOGGED_CHARS = 300
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= LOGGED_CHARS else f"{text[:LOGGED_CHARS]}… ({len(text)} chars)"
 
 
 @dataclass
