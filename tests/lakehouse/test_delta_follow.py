@@ -110,6 +110,29 @@ def test_a_cleaned_log_version_is_a_gap(
     assert [m.spec for m in logged(app, TABLE)] == ["0", "datestamp=20260104/region=us"]
 
 
+def test_a_gap_before_the_first_commit_handled_reaches_subscribers(
+        app: App, location: str, follower: Follower) -> None:
+    from tests.store.helpers import Collector
+
+    got = Collector()
+    with app.subscriber() as sub:
+        sub.subscribe(("sales", "orders"), got, history=False)
+        follower.run_once()  # before the table exists: follows it from version 0
+        for day in ("20260101", "20260102", "20260103"):
+            write(location, (day, "us", 1))
+        DeltaTable(location).create_checkpoint()  # then log cleanup takes version 1
+        (Path(location) / "_delta_log" / f"{1:020d}.json").unlink()
+        assert follower.run_once().gaps == 1
+        write(location, ("20260104", "us", 4))
+        follower.run_once()
+        # afterRevision is null: no commit was handled. Before, the body left the field
+        # out and decode() (every subscriber, tail, the /ui events page) refused it as
+        # malformed: the one message saying commits were lost was itself lost.
+        assert got.wait_for(lambda ms: len(ms) == 2, 10), got.messages
+    assert [m.event_type for m in got.messages] == ["COMMITS_MISSED", "ADD_PARTITION"]
+    assert logged(app, TABLE)[0] == Logged("missed", "None", 2)
+
+
 def test_a_second_serve_does_not_follow_a_leased_table(
         app: App, location: str, follower: Follower) -> None:
     follower.run_once()
