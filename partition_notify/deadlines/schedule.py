@@ -111,7 +111,9 @@ class Deadline:
 def zone(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
+    # OSError: zoneinfo opens a file named after the zone; "America" is a folder
+    # (IsADirectoryError) and a name past the filesystem's limit is "too long".
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
         raise ValidationError(
             f"time zone {name!r} is not an IANA zone name (e.g. UTC, Europe/Berlin)"
         ) from exc
