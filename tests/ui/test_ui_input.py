@@ -110,3 +110,23 @@ def test_a_revoked_tokens_stream_ends(server: Server) -> None:
     # Before: the stream went on after the revocation and delivered the partition.
     assert not reader.is_alive(), "the stream of a revoked token was still open"
     assert not any("after" in line for line in got), got
+
+
+def test_admin_forms_refuse_bad_input_not_a_500(server: Server) -> None:
+    import hashlib
+    import hmac
+
+    table = server.table()
+    token = server.tokens["admin"]
+    csrf = hmac.new(token.encode(), b"partition-notify /ui csrf", hashlib.sha256).hexdigest()
+    with ui(server, "admin") as client:
+        for zone in ("America", "A" * 5000):  # a tzdata folder; a name past a file name
+            r = client.post(f"/ui/tables/{table}/expectations", data={
+                "csrf": csrf, "name": "daily", "spec_template": "datestamp={{ ds_nodash }}",
+                "cron": "0 0 * * *", "timezone": zone, "deadline": "06:00"})
+            assert r.status_code == 422, (zone[:20], r.status_code, r.text[:300])
+        for path in ("/ui/ops/dead-letters", "/ui/ops/push-letters"):
+            # 19 digits, past a signed 64-bit id: an OverflowError before.
+            r = client.post(path, data={"csrf": csrf, "action": "redrive",
+                                        "event_id": str(MAX_INT64 + 1)})
+            assert r.status_code == 422, (path, r.status_code, r.text[:300])
