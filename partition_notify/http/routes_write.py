@@ -132,7 +132,7 @@ def alter(table: str, body: AlterBody, _: Admin, ctx: Ctx) -> JSONResponse:
     with about("path.table"):
         ctx.app.publisher.table(db, name)
     with about("body"):
-        info = ctx.app.publisher.alter_table(
+        info = ctx.app.alter_table(
             db, name, partition_keys=body.partitionKeys, topic=body.topic,
             location=body.location, retention_seconds=body.retentionSeconds)
     return JSONResponse(table_json(info))
