@@ -119,6 +119,13 @@ class DeltaReader:
         """Versions after ``cursor``, oldest first; :class:`Gap` when one was cleaned."""
         todo = [v for v in self._versions if v > cursor]
         if not todo:
+            if self._versions and self._versions[-1] < cursor:
+                # Log cleanup keeps the newest version: a log ending before the cursor
+                # is a new table at this location (the directory deleted and written
+                # again). Its versions up to the newest were never announced: say so.
+                raise Gap(f"{self.location}: the log ends at version {self._versions[-1]}, "
+                          f"before version {cursor} handled last: the table was deleted "
+                          "and created again", self._versions[-1])
             return
         head = todo[-1]
         missing = _missing(todo, cursor)
