@@ -42,6 +42,7 @@ from partition_notify.writers.lakehouse.store import Followed, LakehouseTables
 
 from partition_notify.contract.messages import MAX_REASON_CHARS, CommitsMissedMessage
 from partition_notify.core.errors import (
+    ConfigurationError,
     InvalidSpecError,
     PartitionNotifyError,
     PublishError,
@@ -357,11 +358,20 @@ def head_of(fmt: str, *, catalog: str | None, identifier: str | None, location: 
             timeout: float = READ_TIMEOUT_SECONDS) -> int:
     """The table's current commit; BEFORE_FIRST while it has none or does not exist.
 
-    Raises TableReadTimeout when the catalog or log does not answer in ``timeout`` s."""
+    Raises TableReadTimeout when the catalog or log does not answer in ``timeout`` s,
+    ConfigurationError when it answers with an error (an unknown filesystem scheme, a
+    catalog database or server that cannot be reached)."""
     where = identifier or location or "?"
-    head = BoundedReads(timeout).run(
-        where, lambda: _reader(fmt, catalog, identifier, location, keys,
-                               catalogs or Catalogs()).head(), f"{fmt} table {where}")
+    try:
+        head = BoundedReads(timeout).run(
+            where, lambda: _reader(fmt, catalog, identifier, location, keys,
+                                   catalogs or Catalogs()).head(), f"{fmt} table {where}")
+    except PartitionNotifyError:
+        raise
+    except Exception as exc:  # the driver's (pyarrow, SQLAlchemy, requests): one line
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise ConfigurationError(f"{fmt} table {where} cannot be read: "
+                                 f"{type(exc).__name__}: {_clip(first)}") from exc
     return BEFORE_FIRST if head is None else head
 
 
