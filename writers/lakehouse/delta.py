@@ -115,6 +115,19 @@ class DeltaReader:
     def head(self) -> int | None:
         return self._versions[-1] if self._versions else None
 
+    def check_keys(self) -> None:
+        """At registration: the keys must be the table's partition columns (any order),
+        or the follower stops at the table's next commit. No version yet: no columns."""
+        if not self._versions:
+            return
+        from deltalake import DeltaTable
+
+        columns = DeltaTable(_uri(self.location)).metadata().partition_columns
+        if set(columns) != set(self.keys):
+            raise InvalidSpecError(
+                f"{self.location}: partition columns {sorted(columns)} are not the keys "
+                f"{self.keys}: register the table with its partition columns")
+
     def commits_after(self, cursor: int) -> Iterator[Commit]:
         """Versions after ``cursor``, oldest first; :class:`Gap` when one was cleaned."""
         todo = [v for v in self._versions if v > cursor]

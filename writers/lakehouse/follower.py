@@ -70,6 +70,8 @@ READ_THREADS = 4
 class Reader(Protocol):
     def head(self) -> int | None: ...
 
+    def check_keys(self) -> None: ...
+
     def commits_after(self, cursor: int) -> Iterator[Commit]: ...
 
 
@@ -364,8 +366,9 @@ def head_of(fmt: str, *, catalog: str | None, identifier: str | None, location: 
     where = identifier or location or "?"
     try:
         head = BoundedReads(timeout).run(
-            where, lambda: _reader(fmt, catalog, identifier, location, keys,
-                                   catalogs or Catalogs()).head(), f"{fmt} table {where}")
+            where, lambda: _checked_head(_reader(fmt, catalog, identifier, location, keys,
+                                                 catalogs or Catalogs())),
+            f"{fmt} table {where}")
     except PartitionNotifyError:
         raise
     except Exception as exc:  # the driver's (pyarrow, SQLAlchemy, requests): one line
@@ -373,6 +376,11 @@ def head_of(fmt: str, *, catalog: str | None, identifier: str | None, location: 
         raise ConfigurationError(f"{fmt} table {where} cannot be read: "
                                  f"{type(exc).__name__}: {_clip(first)}") from exc
     return BEFORE_FIRST if head is None else head
+
+
+def _checked_head(reader: Reader) -> int | None:
+    reader.check_keys()
+    return reader.head()
 
 
 def _reader(fmt: str, catalog: str | None, identifier: str | None, location: str | None,

@@ -104,6 +104,10 @@ class IcebergReader:
         snap = None if self._table is None else self._table.current_snapshot()
         return None if snap is None else snap.snapshot_id
 
+    def check_keys(self) -> None:
+        """Nothing at registration: after a partition evolution the keys may rightly
+        differ from the current spec's fields; each file is checked when read (specs.py)."""
+
     def commits_after(self, cursor: int) -> Iterator[Commit]:
         """Snapshots after ``cursor`` on the current branch, oldest first.
 
