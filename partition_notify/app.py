@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from partition_notify.contract import names
 from partition_notify.core.errors import ConflictError
 from partition_notify.publisher import Publisher, PublisherConfig
 from partition_notify.publisher.relay import Relay
@@ -96,6 +97,30 @@ class App:
                 "(register --format); unregistering a followed table is not supported")
         return self.publisher.unregister_table(db, table)
 
+    def alter_table(
+        self, db: str, table: str, *, partition_keys: Sequence[str] | None = None,
+        topic: str | None = None, location: str | None = None,
+        retention_seconds: int | None = None,
+    ) -> TableInfo:
+        """:meth:`Publisher.alter_table`, its keys refused while a completeness rule names
+        the table (its own rule, or another table's reading it as input): the rule names
+        keys the table would no longer have and would fail at every evaluation, holding
+        the log. Remove the rule, alter, add it again."""
+        if partition_keys is not None:
+            info = self.publisher.table(db, table)
+            wanted = names.partition_keys(
+                partition_keys if isinstance(partition_keys, str) else list(partition_keys))
+            users = [f"{r.table}:{r.name}" for r in self.rules.rules()
+                     if r.table == info.qualified or info.qualified in _inputs(r.params)]
+            if wanted != info.partition_keys and users:
+                raise ConflictError(
+                    f"table {info.qualified}: its keys cannot change while rule(s) "
+                    f"{', '.join(users)} use it; remove them first (partition-notify rule "
+                    "remove TABLE NAME), then add them again with the new keys")
+        return self.publisher.alter_table(
+            db, table, partition_keys=partition_keys, topic=topic, location=location,
+            retention_seconds=retention_seconds)
+
     def close(self) -> None:
         # Pending marks first: they need the store, which closes last.
         self.publisher.close(self.settings.close_timeout_seconds)
@@ -164,3 +189,8 @@ def build_app(
         ),
     )
     return App(settings, store, transport, publisher)
+
+
+def _inputs(params: dict[str, object]) -> list[object]:
+    inputs = params.get("inputs")
+    return list(inputs) if isinstance(inputs, list) else []

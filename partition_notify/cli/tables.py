@@ -25,7 +25,7 @@ def cmd_alter(args: argparse.Namespace) -> int:
             "alter: nothing to change: give --keys, --topic, --location or --retention-seconds")
     with open_app(args) as app:
         before = app.publisher.table(*db_table(args))
-        info = app.publisher.alter_table(
+        info = app.alter_table(
             *db_table(args), partition_keys=args.keys, topic=args.topic,
             location=args.location, retention_seconds=args.retention_seconds)
         if before.topic != info.topic:

@@ -215,10 +215,13 @@ class CommitsMissedMessage(_Message):
 
     event_type: Literal["COMMITS_MISSED"] = Field(COMMITS_MISSED, alias="eventType")
     table_format: Literal["iceberg", "delta"] = Field(alias="format")
+    # A default, not only a null: bodies are encoded without their None fields
+    # (encode_body), so a gap before the first commit handled has no afterRevision at
+    # all, and decode() refused it as malformed: subscribers dropped the gap itself.
     after_revision: int | None = Field(
-        alias="afterRevision",
-        description="The last commit handled before the gap; null: none (followed from the "
-        "table's first commit).")
+        None, alias="afterRevision",
+        description="The last commit handled before the gap; null or absent: none "
+        "(followed from the table's first commit).")
     reason: str = Field(max_length=MAX_REASON_CHARS, description="What was found missing.")
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from partition_notify.core import limits
 from partition_notify.core.errors import ValidationError
 from partition_notify.deadlines.cron import Cron
 
@@ -111,7 +112,9 @@ class Deadline:
 def zone(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
+    # OSError: zoneinfo opens a file named after the zone; "America" is a folder
+    # (IsADirectoryError) and a name past the filesystem's limit is "too long".
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
         raise ValidationError(
             f"time zone {name!r} is not an IANA zone name (e.g. UTC, Europe/Berlin)"
         ) from exc
@@ -136,6 +139,9 @@ def variables(logical: datetime, end: datetime) -> dict[str, str]:
 def check_template(template: str) -> str:
     if not isinstance(template, str) or not template.strip():
         raise ValidationError("spec template is empty; expected e.g. 'datestamp={{ ds_nodash }}'")
+    # A spec value may hold a NUL (escaped in specs), but the template is stored as
+    # text: SQLite kept it, PostgreSQL refused it as a store failure.
+    limits.text(template, field="spec template")
     unknown = sorted({m.group(1) for m in _VAR.finditer(template)} - VARIABLES.keys())
     if unknown:
         raise ValidationError(

@@ -172,6 +172,8 @@ def test_dst_change_in_the_schedule_zone(
     ({"timezone": "Europe/Nowhere"}, ValidationError, "not an IANA zone"),
     ({"deadline": "6am"}, ValidationError, "expected a local time HH:MM"),
     ({"name": "daily"}, ConflictError, "has an expectation named 'daily' already"),
+    # SQLite stored it, PostgreSQL's text refused it (HTTP 503 "store unavailable").
+    ({"spec_template": "datestamp={{ ds_nodash }}\x00"}, ValidationError, "NUL character"),
 ])
 def test_bad_expectation_stores_nothing(
     app: App, kwargs: dict[str, str], error: type[Exception], fragment: str

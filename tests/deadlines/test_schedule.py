@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
 from partition_notify.core.errors import ValidationError
 from partition_notify.deadlines.schedule import Deadline, Schedule, check_template, render
+from tests.support.accounts import ROOT
 
 
 def utc(*a: int) -> datetime:
@@ -85,3 +90,24 @@ def test_bad_schedule_input_is_specific(call: object, fragment: str) -> None:
     with pytest.raises(ValidationError) as exc:
         call()  # type: ignore[operator]
     assert fragment in str(exc.value)
+
+
+@pytest.mark.parametrize("name", ["America", "Europe/" + "B" * 300, "A" * 5000])
+def test_a_zone_that_is_a_folder_or_too_long_is_a_bad_zone_in_one_line(
+        name: str, tmp_path: Path) -> None:
+    # zoneinfo reads a file named after the zone: a folder is IsADirectoryError, a name
+    # past the filesystem's limit "File name too long": both OSError, both tracebacks.
+    with pytest.raises(ValidationError, match="not an IANA zone name"):
+        Schedule("0 0 * * *", name, Deadline.parse("06:00"))
+    env = {**os.environ, "PN_STORE_URL": f"sqlite:///{tmp_path}/store.db",
+           "PN_TRANSPORT_URL": "embedded://", "PYTHONPATH": str(ROOT)}
+    pn = [sys.executable, "-m", "partition_notify.cli"]
+    subprocess.run([*pn, "register", "sales.orders", "--keys", "datestamp"], env=env,
+                   check=True, capture_output=True, timeout=60)
+    out = subprocess.run([*pn, "expect", "add", "sales.orders", "--name", "daily",
+                          "--spec-template", "datestamp={{ ds_nodash }}", "--cron", "0 0 * * *",
+                          "--deadline", "06:00", "--timezone", name],
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1, out.stderr[-500:]
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr[-500:]
+    assert "not an IANA zone name" in out.stderr

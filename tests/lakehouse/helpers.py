@@ -85,9 +85,10 @@ def rows(table: Table, *data: tuple[str, str, int]) -> pa.Table:
         schema=table.schema().as_arrow())
 
 
-def rewrite(table: Table) -> None:
+def rewrite(table: Table, properties: dict[str, str] | None = None) -> None:
     """A compaction: every data file replaced by one new file, operation ``replace``
-    (what Spark's ``rewrite_data_files`` commits), through pyiceberg's own producer."""
+    (what Spark's ``rewrite_data_files`` commits), through pyiceberg's own producer;
+    ``properties``: the snapshot's summary properties."""
     from pyiceberg.io.pyarrow import _dataframe_to_data_files
     from pyiceberg.table.snapshots import Operation, Summary
     from pyiceberg.table.update.snapshot import _OverwriteFiles
@@ -103,7 +104,7 @@ def rewrite(table: Table) -> None:
     data = table.scan().to_arrow()
     with table.transaction() as tx:
         producer = Rewrite(operation=Operation.OVERWRITE, transaction=tx, io=table.io,
-                           branch="main", snapshot_properties={})
+                           branch="main", snapshot_properties=properties or {})
         with producer as rewrite_files:
             for f in old:
                 rewrite_files.delete_data_file(f)

@@ -4,6 +4,7 @@ PostgreSQL, tests/conftest.py's ``app``)."""
 from __future__ import annotations
 
 import logging
+import shutil
 from pathlib import Path
 
 import pytest
@@ -108,6 +109,52 @@ def test_a_cleaned_log_version_is_a_gap(
     write(location, ("20260104", "us", 4))
     follower.run_once()
     assert [m.spec for m in logged(app, TABLE)] == ["0", "datestamp=20260104/region=us"]
+
+
+def test_a_gap_before_the_first_commit_handled_reaches_subscribers(
+        app: App, location: str, follower: Follower) -> None:
+    from tests.store.helpers import Collector
+
+    got = Collector()
+    with app.subscriber() as sub:
+        sub.subscribe(("sales", "orders"), got, history=False)
+        follower.run_once()  # before the table exists: follows it from version 0
+        for day in ("20260101", "20260102", "20260103"):
+            write(location, (day, "us", 1))
+        DeltaTable(location).create_checkpoint()  # then log cleanup takes version 1
+        (Path(location) / "_delta_log" / f"{1:020d}.json").unlink()
+        assert follower.run_once().gaps == 1
+        write(location, ("20260104", "us", 4))
+        follower.run_once()
+        # afterRevision is null: no commit was handled. Before, the body left the field
+        # out and decode() (every subscriber, tail, the /ui events page) refused it as
+        # malformed: the one message saying commits were lost was itself lost.
+        assert got.wait_for(lambda ms: len(ms) == 2, 10), got.messages
+    assert [m.event_type for m in got.messages] == ["COMMITS_MISSED", "ADD_PARTITION"]
+    assert logged(app, TABLE)[0] == Logged("missed", "None", 2)
+
+
+def test_a_table_deleted_and_created_again_is_a_gap_not_silence(
+        app: App, location: str, follower: Follower) -> None:
+    follower.run_once()
+    for day in ("20260101", "20260102", "20260103"):
+        write(location, (day, "us", 1))
+    follower.run_once()  # versions 0..2 announced
+    shutil.rmtree(location)  # a full refresh that deletes the directory
+    write(location, ("20260201", "us", 1))
+    write(location, ("20260202", "us", 1))
+
+    stats = follower.run_once()
+
+    # Before: nothing at all. The cheap check looked for version 3, which the new log
+    # does not have yet, and the reader for versions after 2: the new table's versions
+    # 0..2 were skipped without a word, and version 3 was announced as if nothing
+    # had happened.
+    assert stats.gaps == 1, stats
+    assert logged(app, TABLE)[3:] == [Logged("missed", "2", 1)]
+    write(location, ("20260203", "us", 1))
+    follower.run_once()
+    assert logged(app, TABLE)[4:] == [add("datestamp=20260203/region=us", 2)]
 
 
 def test_a_second_serve_does_not_follow_a_leased_table(

@@ -137,3 +137,25 @@ def test_quiet_rule_from_the_command_line(app: App, store_url: str) -> None:
     dry = json.loads(cli(store_url, "rule", "dry-run", "web.clicks", "settled").stdout)
     assert dry["wouldDerive"] == [] and [p["spec"] for p in dry["pending"]] == [
         "datestamp=20260301"]
+
+
+def test_keys_do_not_change_under_a_rule(app: App, store_url: str) -> None:
+    # Before: alter --keys succeeded (no partition, no set-done yet) and both rules then
+    # failed at every evaluation ("region, ds is not one"), for ever, holding the log.
+    for table, keys in (("a.t", "ds,region"), ("r.out", "ds"), ("b.t", "ds"), ("c.t", "ds")):
+        assert cli(store_url, "register", table, "--keys", keys).returncode == 0
+    assert cli(store_url, "rule", "add", "a.t", "--name", "regions", "--kind", "all-of",
+               "--key", "region", "--values", "us,eu", "--by", "ds").returncode == 0
+    assert cli(store_url, "rule", "add", "r.out", "--name", "inputs", "--kind", "cross-table",
+               "--input", "b.t", "--input", "c.t", "--by", "ds").returncode == 0
+
+    one_line_error(cli(store_url, "alter", "a.t", "--keys", "day,zone"), 1,
+                   "a.t", "a.t:regions")
+    one_line_error(cli(store_url, "alter", "b.t", "--keys", "day"), 1, "r.out:inputs")
+    assert app.publisher.table("a", "t").partition_keys == ("ds", "region")
+    assert app.publisher.table("b", "t").partition_keys == ("ds",)
+    # The same keys, or another change, are no key change.
+    assert cli(store_url, "alter", "a.t", "--keys", "ds,region",
+               "--retention-seconds", "60").returncode == 0
+    assert cli(store_url, "rule", "remove", "a.t", "regions").returncode == 0
+    assert cli(store_url, "alter", "a.t", "--keys", "day,zone").returncode == 0

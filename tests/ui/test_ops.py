@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 from partition_notify.store.push_letters import PushLetters
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
@@ -105,5 +106,9 @@ def _click(browser: Any, row_id: str, label: str) -> None:
     # The answer is a new page: wait for the old one to go. A "done" already on it (the
     # previous action's) is not this action's (CI failure, 2026-11-28: the discard was
     # asserted before serve had it).
-    WebDriverWait(browser, 10).until(EC.staleness_of(row))
+    # Mid-navigation chromedriver may answer "Node with given id does not belong to the
+    # document" (a WebDriverException, not a stale reference): the old page is going too,
+    # so look again (failed once so in a loaded full tests/ui run, 2026-11-29).
+    WebDriverWait(browser, 10, ignored_exceptions=(WebDriverException,)).until(
+        EC.staleness_of(row))
     WebDriverWait(browser, 10).until(lambda b: b.find_elements(By.ID, "done"))

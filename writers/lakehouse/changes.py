@@ -100,11 +100,16 @@ def _delta(tables: Sequence[Followed]) -> dict[int, str]:
             continue
         filesystem, root = filesystem_of(f.location)
         log = f"{root}/_delta_log"
-        nxt, checkpoint = filesystem.get_file_info(
+        # The cursor's own version too: gone without a new checkpoint, the table was
+        # deleted and created again (its new log may not have reached cursor + 1 yet).
+        own = [f"{log}/{f.cursor:020d}.json"] if f.cursor >= 0 else []
+        nxt, checkpoint, *mine = filesystem.get_file_info(
             [f"{log}/{f.cursor + 1:020d}.json",  # BEFORE_FIRST + 1: version 0
-             f"{log}/_last_checkpoint"])
+             f"{log}/_last_checkpoint", *own])
         if nxt.type != fs.FileType.NotFound:
             continue  # a new version: read it
+        if mine and mine[0].type == fs.FileType.NotFound:
+            continue  # read it: the reader tells a new table from log cleanup
         out[f.table_id] = (f"{checkpoint.mtime_ns}:{checkpoint.size}"
                            if checkpoint.type != fs.FileType.NotFound else "-")
     return out

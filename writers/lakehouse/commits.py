@@ -79,11 +79,12 @@ class Plan:
 
 def plan(commit: Commit, keys: Sequence[str]) -> Plan:
     """What ``commit`` announces (module docstring)."""
-    if commit.delete_only:
+    if commit.delete_only or commit.rewrite_only:
+        # A compaction changes no data: a set-done property it carries was copied along
+        # (Spark's session-wide userMetadata, a job passing its properties to OPTIMIZE)
+        # and was sent with the write that said it.
         return Plan(commit.revision, [], [], None)
     set_done = commit.properties.get(SET_DONE_PROPERTY)
-    if commit.rewrite_only:
-        return Plan(commit.revision, [], [], set_done)
     removed = {canonical(p, keys) for p in commit.removed}
     new: list[Spec] = []
     replaced: list[Spec] = []

@@ -32,7 +32,8 @@ from partition_notify.writers.lakehouse.commits import (
 )
 from partition_notify.writers.lakehouse.schema import BEFORE_FIRST
 
-from partition_notify.core.errors import ConfigurationError
+from partition_notify.core.errors import ConfigurationError, InvalidSpecError
+from partition_notify.core.limits import MAX_INT64
 
 if TYPE_CHECKING:
     from pyarrow.fs import FileSystem
@@ -69,6 +70,21 @@ def _filesystem(scheme: str, authority: str) -> tuple[FileSystem, str]:
     return filesystem, base
 
 
+def _missing(todo: list[int], cursor: int) -> tuple[int, int] | None:
+    """The first and last version missing between ``cursor`` and the newest of ``todo``
+    (sorted, distinct, all after ``cursor``); None when none is. Found from the listed
+    versions only: one far ahead (10**12) must not be counted up to one by one."""
+    head = todo[-1]
+    if len(todo) == head - cursor:
+        return None
+    first = next(cursor + 1 + i for i, v in enumerate(todo) if v != cursor + 1 + i)
+    # From the newest down: the first listed version out of step names the last missing
+    # one; all in step, the missing ones end just below the oldest listed.
+    last = next((head - i for i, v in enumerate(reversed(todo)) if v != head - i),
+                head - len(todo))
+    return first, last
+
+
 def _uri(location: str) -> str:
     scheme, sep, rest = location.partition("://")
     return f"{_SCHEMES.get(scheme, scheme)}://{rest}" if sep else location
@@ -91,21 +107,43 @@ class DeltaReader:
         if info.type != fs.FileType.Directory:
             return []
         found = self._fs.get_file_info(fs.FileSelector(self._log, allow_not_found=True))
-        return sorted(int(m.group(1)) for f in found if (m := _COMMIT.match(f.base_name)))
+        # A Delta version is a long: a 20-digit name beyond it is no commit, whoever
+        # put it there (it would also make every version up to it look cleaned).
+        return sorted(v for f in found if (m := _COMMIT.match(f.base_name))
+                      and (v := int(m.group(1))) <= MAX_INT64)
 
     def head(self) -> int | None:
         return self._versions[-1] if self._versions else None
+
+    def check_keys(self) -> None:
+        """At registration: the keys must be the table's partition columns (any order),
+        or the follower stops at the table's next commit. No version yet: no columns."""
+        if not self._versions:
+            return
+        from deltalake import DeltaTable
+
+        columns = DeltaTable(_uri(self.location)).metadata().partition_columns
+        if set(columns) != set(self.keys):
+            raise InvalidSpecError(
+                f"{self.location}: partition columns {sorted(columns)} are not the keys "
+                f"{self.keys}: register the table with its partition columns")
 
     def commits_after(self, cursor: int) -> Iterator[Commit]:
         """Versions after ``cursor``, oldest first; :class:`Gap` when one was cleaned."""
         todo = [v for v in self._versions if v > cursor]
         if not todo:
+            if self._versions and self._versions[-1] < cursor:
+                # Log cleanup keeps the newest version: a log ending before the cursor
+                # is a new table at this location (the directory deleted and written
+                # again). Its versions up to the newest were never announced: say so.
+                raise Gap(f"{self.location}: the log ends at version {self._versions[-1]}, "
+                          f"before version {cursor} handled last: the table was deleted "
+                          "and created again", self._versions[-1])
             return
         head = todo[-1]
-        have = set(todo)
-        missing = [v for v in range(cursor + 1, head + 1) if v not in have]
-        if missing:
-            raise Gap(f"{self.location}: log version(s) {missing[0]}..{missing[-1]} were "
+        missing = _missing(todo, cursor)
+        if missing is not None:
+            raise Gap(f"{self.location}: log version(s) {missing[0]}..{missing[1]} were "
                       "cleaned before they were read", head)
         live = self._partitions(cursor) if cursor != BEFORE_FIRST else set()
         for version in todo:
@@ -123,7 +161,7 @@ class DeltaReader:
         except Exception as exc:  # delta-rs raises its own (and OSError) kinds
             raise Gap(f"{self.location}: version {version} cannot be loaded ({exc})",
                       self._versions[-1]) from exc
-        return {canonical(named(p, self.keys, what=f"{self.location} v{version}"), self.keys)
+        return {canonical(named(p, self.keys, what=f"{self.location} version {version}"), self.keys)
                 for p in table.partitions()}
 
     def _commit(self, version: int, live: set[tuple[str, ...]]) -> Commit:
@@ -134,33 +172,73 @@ class DeltaReader:
         except FileNotFoundError as exc:
             raise Gap(f"{self.location}: log version {version} was cleaned before it was read",
                       self._versions[-1]) from exc
-        actions = [json.loads(line) for line in text.splitlines() if line.strip()]
-        info: dict[str, Any] = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
+        what = f"{self.location} version {version}"
+        actions = _actions(text, what)
+        info = next((_object(a["commitInfo"], f"{what}: commitInfo") for a in actions
+                     if "commitInfo" in a), {})
         props = user_metadata_properties(info.get("userMetadata"))
         if SET_DONE_PROPERTY in info:
             props[SET_DONE_PROPERTY] = str(info[SET_DONE_PROPERTY])
-        added, removed, files = self._files(actions, version)
-        op = str(info.get("operation", "WRITE"))
+        added, removed, files = self._files(actions, what)
+        op = str(info.get("operation", "WRITE"))[:100]  # only logged, and DELETE compared
         return Commit(version, op, unique(added, self.keys), unique(removed, self.keys),
                       {canonical(p, self.keys) for p in added} & live,
                       rewrite_only=files and not added and not removed,
                       delete_only=op == "DELETE" or (bool(removed) and not added),
                       properties=props)
 
-    def _files(self, actions: list[dict[str, Any]], version: int,
+    def _files(self, actions: list[dict[str, Any]], what: str,
                ) -> tuple[list[Spec], list[Spec], bool]:
         added: list[Spec] = []
         removed: list[Spec] = []
         files = False
-        what = f"{self.location} v{version}"
         for action in actions:
             for kind, out in (("add", added), ("remove", removed)):
-                body = action.get(kind)
-                if body is None:
+                if action.get(kind) is None:
                     continue
+                body = _object(action[kind], f"{what}: {kind}")
                 files = True
-                if body.get("dataChange", True):
-                    values = {k: (v if v != "" else None)
-                              for k, v in (body.get("partitionValues") or {}).items()}
-                    out.append(named(values, self.keys, what=what))
+                change = body.get("dataChange", True)
+                if not isinstance(change, bool):  # "false" is truthy: no guessing
+                    raise InvalidSpecError(f"{what}: {kind}.dataChange is a "
+                                           f"{type(change).__name__}, not a boolean{_STOP}")
+                if change:
+                    out.append(named(_values(body, f"{what}: {kind}"), self.keys, what=what))
         return added, removed, files
+
+
+#: The end of every refusal of a log entry: the follower stops before that commit and
+#: says so at every run (as for a commit the registered keys do not fit).
+_STOP = ": not a Delta commit partition-notify can announce; stopped before it"
+
+
+def _actions(text: str, what: str) -> list[dict[str, Any]]:
+    """A log version's actions, one JSON object a line. The log is written by whoever
+    can write the table's directory: its shape is checked, not assumed."""
+    out: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            parsed = json.loads(line)
+        except ValueError as exc:
+            raise InvalidSpecError(f"{what}: not JSON ({exc}){_STOP}") from None
+        out.append(_object(parsed, f"{what}: an action"))
+    return out
+
+
+def _object(value: object, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise InvalidSpecError(f"{what} is a {type(value).__name__}, not a JSON object{_STOP}")
+    return value
+
+
+def _values(body: dict[str, Any], what: str) -> dict[str, str | None]:
+    """An action's ``partitionValues``: Delta writes strings, and a null as null or "".
+    Anything else is refused, not turned into a string ("['us']" is no partition)."""
+    raw = _object(body.get("partitionValues") or {}, f"{what}.partitionValues")
+    for k, v in raw.items():
+        if v is not None and not isinstance(v, str):
+            raise InvalidSpecError(f"{what}.partitionValues[{str(k)[:100]!r}] is a "
+                                   f"{type(v).__name__}, not a string{_STOP}")
+    return {k: (v if v != "" else None) for k, v in raw.items()}

@@ -42,6 +42,7 @@ from partition_notify.writers.lakehouse.store import Followed, LakehouseTables
 
 from partition_notify.contract.messages import MAX_REASON_CHARS, CommitsMissedMessage
 from partition_notify.core.errors import (
+    ConfigurationError,
     InvalidSpecError,
     PartitionNotifyError,
     PublishError,
@@ -68,6 +69,8 @@ READ_THREADS = 4
 
 class Reader(Protocol):
     def head(self) -> int | None: ...
+
+    def check_keys(self) -> None: ...
 
     def commits_after(self, cursor: int) -> Iterator[Commit]: ...
 
@@ -170,14 +173,15 @@ class Follower:
             stats.timeouts += 1
             log.warning("%s follower: %s: %s", self.format, info.qualified, exc,
                         extra={"pn_event": "lakehouse.read_timeout"})
-        except PartitionNotifyError as exc:
+        except PartitionNotifyError as exc:  # clipped: it may quote a writer's text
             stats.errors += 1
-            log.warning("%s follower: %s: %s", self.format, info.qualified, exc,
-                        extra={"pn_event": "lakehouse.failed"})
+            log.warning("%s follower: %s: %s", self.format, info.qualified,
+                        _clip(str(exc)), extra={"pn_event": "lakehouse.failed"})
         except Exception as exc:  # the format's driver: pyiceberg, delta-rs, pyarrow
             stats.errors += 1
             log.warning("%s follower: %s: %s: %s", self.format, info.qualified,
-                        type(exc).__name__, exc, extra={"pn_event": "lakehouse.failed"})
+                        type(exc).__name__, _clip(str(exc)),
+                        extra={"pn_event": "lakehouse.failed"})
 
     def release(self) -> int:
         """Let this follower's leases go (``serve`` stopping), so another process takes
@@ -302,11 +306,21 @@ class Follower:
             Publisher.validate_set_done(info, raw)
         except InvalidSpecError as exc:
             # The writer's property is wrong, not the data: announce the partitions anyway.
+            # Clipped: the property is the writer's, of any size (a 3 MB one was one
+            # 3 MB log line), and the error quotes it too.
             log.error("%s follower: %s commit %d: set-done property %r ignored: %s",
-                      self.format, info.qualified, commit.revision, raw, exc,
-                      extra={"pn_event": "lakehouse.bad_set_done"})
+                      self.format, info.qualified, commit.revision, _clip(raw),
+                      _clip(str(exc)), extra={"pn_event": "lakehouse.bad_set_done"})
             return None
         return raw
+
+
+#: Characters of a writer's text a log line quotes at most.
+LOGGED_CHARS = 300
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= LOGGED_CHARS else f"{text[:LOGGED_CHARS]}… ({len(text)} chars)"
 
 
 @dataclass
@@ -346,12 +360,27 @@ def head_of(fmt: str, *, catalog: str | None, identifier: str | None, location: 
             timeout: float = READ_TIMEOUT_SECONDS) -> int:
     """The table's current commit; BEFORE_FIRST while it has none or does not exist.
 
-    Raises TableReadTimeout when the catalog or log does not answer in ``timeout`` s."""
+    Raises TableReadTimeout when the catalog or log does not answer in ``timeout`` s,
+    ConfigurationError when it answers with an error (an unknown filesystem scheme, a
+    catalog database or server that cannot be reached)."""
     where = identifier or location or "?"
-    head = BoundedReads(timeout).run(
-        where, lambda: _reader(fmt, catalog, identifier, location, keys,
-                               catalogs or Catalogs()).head(), f"{fmt} table {where}")
+    try:
+        head = BoundedReads(timeout).run(
+            where, lambda: _checked_head(_reader(fmt, catalog, identifier, location, keys,
+                                                 catalogs or Catalogs())),
+            f"{fmt} table {where}")
+    except PartitionNotifyError:
+        raise
+    except Exception as exc:  # the driver's (pyarrow, SQLAlchemy, requests): one line
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise ConfigurationError(f"{fmt} table {where} cannot be read: "
+                                 f"{type(exc).__name__}: {_clip(first)}") from exc
     return BEFORE_FIRST if head is None else head
+
+
+def _checked_head(reader: Reader) -> int | None:
+    reader.check_keys()
+    return reader.head()
 
 
 def _reader(fmt: str, catalog: str | None, identifier: str | None, location: str | None,

@@ -104,6 +104,10 @@ class IcebergReader:
         snap = None if self._table is None else self._table.current_snapshot()
         return None if snap is None else snap.snapshot_id
 
+    def check_keys(self) -> None:
+        """Nothing at registration: after a partition evolution the keys may rightly
+        differ from the current spec's fields; each file is checked when read (specs.py)."""
+
     def commits_after(self, cursor: int) -> Iterator[Commit]:
         """Snapshots after ``cursor`` on the current branch, oldest first.
 
@@ -175,10 +179,16 @@ def _chain(table: Table, cursor: int, identifier: str) -> list[Snapshot]:
         return []
     head = current.snapshot_id
     chain = [current]
+    seen = {head}
     while True:
         parent = chain[-1].parent_snapshot_id
         if parent == cursor or (parent is None and cursor == BEFORE_FIRST):
             return chain[::-1]
+        if parent in seen:
+            # Metadata any writer can commit (pyiceberg checks no parent): walking on
+            # would go round for ever, on a read thread nothing can stop.
+            raise Gap(f"{identifier}: the history of the current snapshot {head} loops "
+                      f"back to snapshot {parent}; {cursor} is not in it", head)
         if parent is None:
             # pyiceberg's expiry also drops the parent link of the expired one's child.
             raise Gap(f"{identifier}: the snapshots between {cursor} and the current {head} "
@@ -187,3 +197,4 @@ def _chain(table: Table, cursor: int, identifier: str) -> list[Snapshot]:
         if snap is None:
             raise Gap(f"{identifier}: snapshot {parent} was expired before it was read", head)
         chain.append(snap)
+        seen.add(parent)

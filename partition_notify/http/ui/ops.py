@@ -16,6 +16,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from partition_notify.core.limits import MAX_INT64
 from partition_notify.http.common import table_info
 from partition_notify.http.context import HttpContext, context
 from partition_notify.http.problems import ApiProblem, about
@@ -97,7 +98,8 @@ def _letter_action(form: dict[str, str]) -> tuple[str, int]:
         raise ApiProblem(422, "invalid-input", "Invalid input",
                          f"form.action: expected redrive or discard, got {action[:20]!r}",
                          field="action")
-    if not raw.isdigit() or len(raw) > 19:
+    # 19 digits can still be past a signed 64-bit id (an OverflowError in the driver).
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 19 or int(raw) > MAX_INT64:
         raise ApiProblem(422, "invalid-input", "Invalid input",
                          f"form.event_id: expected an event id, got {raw[:20]!r}",
                          field="event_id")

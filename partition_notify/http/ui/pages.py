@@ -5,22 +5,23 @@ from __future__ import annotations
 import json
 from typing import Annotated, get_args
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import RedirectResponse, Response
 from sse_starlette import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
 from partition_notify.contract import decode, messages, spec
 from partition_notify.core.errors import MalformedMessageError
+from partition_notify.core.limits import MAX_INT64
 from partition_notify.http.auth import ANONYMOUS
 from partition_notify.http.common import table_info, wanted_spec
 from partition_notify.http.context import HttpContext, context
 from partition_notify.http.problems import ApiProblem
-from partition_notify.http.routes_live import PING_SECONDS, _events
+from partition_notify.http.routes_live import PING_SECONDS, _event_id, _events
 from partition_notify.http.ui import board as boards
 from partition_notify.http.ui.reads import StatusReadRepository, StatusReads
 from partition_notify.http.ui.render import STATIC, page, static_file, timed, to_sign_in
-from partition_notify.http.ui.session import COOKIE, read_form, viewer
+from partition_notify.http.ui.session import COOKIE, cookie_token, read_form, viewer
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 Ctx = Annotated[HttpContext, Depends(context)]
@@ -144,7 +145,7 @@ def events(
     type_: Annotated[str, Query(alias="type", max_length=40)] = "",
     spec_: Annotated[str, Query(alias="spec", max_length=2000)] = "",
     since: Annotated[str, Query(max_length=40)] = "",
-    before: Annotated[int | None, Query(ge=1)] = None,
+    before: Annotated[int | None, Query(ge=1, le=MAX_INT64)] = None,
 ) -> Response:
     who = viewer(request, ctx)
     if who is None:
@@ -196,7 +197,11 @@ def _spec_of(body: str) -> list[dict[str, str]]:
     except MalformedMessageError:
         return []
     parts = getattr(msg, "partitions", None)
-    return list(parts) if parts is not None else [dict(msg.partition_spec)]  # type: ignore[union-attr]
+    if parts is not None:
+        return list(parts)
+    one = getattr(msg, "partition_spec", None)
+    # A COMMITS_MISSED names commits, not partitions (it was a 500 for the whole page).
+    return [dict(one)] if one is not None else []
 
 
 def _related(wanted: spec.Spec, values: dict[str, str]) -> bool:
@@ -204,7 +209,8 @@ def _related(wanted: spec.Spec, values: dict[str, str]) -> bool:
 
 
 @router.get("/tables/{table}/events/{event_id}.json")
-def event_json(request: Request, table: str, event_id: int, ctx: Ctx) -> Response:
+def event_json(request: Request, table: str,
+               event_id: Annotated[int, Path(ge=0, le=MAX_INT64)], ctx: Ctx) -> Response:
     who = viewer(request, ctx)
     if who is None:
         return to_sign_in(request)
@@ -219,12 +225,18 @@ def event_json(request: Request, table: str, event_id: int, ctx: Ctx) -> Respons
 
 @router.get("/tables/{table}/stream")
 async def stream(request: Request, table: str, ctx: Ctx,
-                 last_event_id: Annotated[int | None, Query(ge=0)] = None) -> Response:
+                 last_event_id: Annotated[int | None, Query(ge=0, le=MAX_INT64)] = None,
+                 ) -> Response:
     who = await run_in_threadpool(viewer, request, ctx)
     if who is None:
         raise ApiProblem(401, "unauthorized", "Unauthorized",
                          "cookie.pn_ui_token: sign in at /ui/sign-in first")
     raw = request.headers.get("last-event-id", "").strip()
-    cursor = int(raw) if raw.isdigit() else last_event_id
+    # The API's parse: an id past 64 bits was a 200 whose stream died on its first read.
+    cursor = _event_id(raw, "header.Last-Event-ID") if raw else last_event_id
     info = await run_in_threadpool(table_info, ctx, table)
-    return EventSourceResponse(_events(ctx, info, cursor), ping=PING_SECONDS)
+    # Like the API's stream, re-asked while it runs: a revoked token's stream ends.
+    token = cookie_token(request)
+    still_allowed = (None if token is None
+                     else lambda: ctx.http_store.authenticate(token) is not None)
+    return EventSourceResponse(_events(ctx, info, cursor, still_allowed), ping=PING_SECONDS)

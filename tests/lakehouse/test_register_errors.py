@@ -1,0 +1,66 @@
+"""``register --format`` reads the table's current commit first; a catalog or location it
+cannot read is the CLI's one line and exit 1, like every other refusal, not the
+driver's traceback (pyarrow, SQLAlchemy, requests)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.accounts import ROOT
+from tests.support.net import free_port
+
+CATALOG = "PN_ICEBERG_CATALOG__BAD__"
+
+
+def register(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    full = {**os.environ, "PN_STORE_URL": f"sqlite:///{tmp_path}/store.db",
+            "PN_TRANSPORT_URL": "embedded://", "PYTHONPATH": str(ROOT), **env}
+    return subprocess.run(
+        [sys.executable, "-m", "partition_notify.cli", "register", "sales.orders",
+         "--keys", "datestamp", *args], env=full, cwd=ROOT, capture_output=True, text=True,
+        timeout=120, check=False)
+
+
+@pytest.mark.parametrize("case", ["unknown-scheme", "sql-catalog", "rest-catalog"])
+def test_a_table_that_cannot_be_read_is_one_line(tmp_path: Path, case: str) -> None:
+    if case == "unknown-scheme":  # pyarrow: ArrowInvalid, "Unrecognized filesystem type"
+        done = register(tmp_path, "--format", "delta", "--location", "nosuchscheme://b/t")
+    elif case == "sql-catalog":  # SQLAlchemy: OperationalError, unable to open database
+        done = register(tmp_path, "--format", "iceberg", "--catalog", "bad", **{
+            f"{CATALOG}TYPE": "sql", f"{CATALOG}URI": f"sqlite:///{tmp_path}/no/dir/c.db"})
+    else:  # requests: ConnectionError, nothing listens there
+        done = register(tmp_path, "--format", "iceberg", "--catalog", "bad", **{
+            f"{CATALOG}TYPE": "rest", f"{CATALOG}URI": f"http://127.0.0.1:{free_port()}"})
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr[-2000:]
+    assert done.stderr.startswith("partition-notify register: error: "), done.stderr
+    assert "cannot be read" in done.stderr
+
+
+def test_keys_that_are_not_the_delta_tables_partition_columns_are_refused(
+        tmp_path: Path) -> None:
+    from deltalake import write_deltalake
+
+    from tests.lakehouse.helpers import delta_rows
+
+    location = str(tmp_path / "orders")
+    write_deltalake(location, delta_rows(("20260101", "us", 1)),
+                    partition_by=["datestamp", "region"])
+    # Before: registered (exit 0), and the follower then stopped at the table's next
+    # commit at every run ("partition fields ... are not the registered keys").
+    done = register(tmp_path, "--format", "delta", "--location", location)  # keys: datestamp
+    assert done.returncode == 1, done.stdout + done.stderr[-2000:]
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "partition columns ['datestamp', 'region']" in done.stderr, done.stderr
+    full = {**os.environ, "PN_STORE_URL": f"sqlite:///{tmp_path}/store.db",
+            "PN_TRANSPORT_URL": "embedded://", "PYTHONPATH": str(ROOT)}
+    ok = subprocess.run(
+        [sys.executable, "-m", "partition_notify.cli", "register", "sales.orders", "--keys",
+         "region,datestamp", "--format", "delta", "--location", location],
+        env=full, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert ok.returncode == 0, ok.stderr  # the same columns, in the order subscribers use
