@@ -227,3 +227,57 @@ def test_a_huge_property_or_key_is_not_logged_whole(
     assert len(caplog.records) == 3, caplog.text
     assert all(len(r.getMessage()) < 2_000 for r in caplog.records), [
         len(r.getMessage()) for r in caplog.records]
+
+
+def test_a_huge_delta_commit_is_read_a_line_at_a_time(app: App, tmp_path: Path) -> None:
+    """A log version is read line by line: its memory is what it adds (one partition
+    here), not its text (30 MB of adds of one partition, 50,000 files). Before, the
+    whole file was held as bytes, then text, then lines: a commit of any size, or a file
+    dropped in ``_delta_log`` by anyone who can write there, could exhaust serve."""
+    import tracemalloc
+
+    location = tmp_path / "orders"
+    delta_follower(app, location)
+    # Reading 30 MB under tracemalloc takes seconds, not what READ_TIMEOUT is for.
+    follower = Follower(app.publisher, "delta", read_timeout=120)
+    v0 = write(location, ("20260101", "us", 1))
+    follower.run_once()
+    pad = "x" * 500  # a real add carries column statistics of this order
+    add = {"path": "", "partitionValues": {"datestamp": "20260102", "region": "eu"},
+           "size": 1, "modificationTime": 1, "dataChange": True, "tags": {"pad": pad}}
+    lines = [json.dumps({"commitInfo": {"operation": "WRITE"}})] + [
+        json.dumps({"add": {**add, "path": f"f{i}.parquet"}}) for i in range(50_000)]
+    (location / "_delta_log" / f"{v0 + 1:020d}.json").write_text("\n".join(lines) + "\n")
+    size = (location / "_delta_log" / f"{v0 + 1:020d}.json").stat().st_size
+    assert size > 30_000_000
+
+    tracemalloc.start()
+    try:
+        stats = follower.run_once()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+    assert (stats.commits, stats.errors) == (1, 0), stats
+    assert [m.spec for m in logged(app, TABLE)][-1] == "datestamp=20260102/region=eu"
+    assert peak < size / 4, f"peak {peak:,} bytes of Python memory for a {size:,}-byte commit"
+
+
+def test_a_delta_log_line_beyond_the_bound_stops_the_table_naming_it(
+        app: App, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    from partition_notify.writers.lakehouse import delta
+
+    monkeypatch.setattr(delta, "MAX_ACTION_BYTES", 4096)
+    location = tmp_path / "orders"
+    follower = delta_follower(app, location)
+    write(location, ("20260101", "us", 1))
+    follower.run_once()
+    log_entry(location, 1, {"commitInfo": {"operation": "WRITE", "pad": "y" * 10_000}})
+
+    with caplog.at_level(logging.WARNING):
+        stats = follower.run_once()
+
+    assert (stats.commits, stats.errors) == (0, 1), stats
+    assert any("version 1" in r.getMessage() and "4096 bytes" in r.getMessage()
+               for r in caplog.records), caplog.text

@@ -18,6 +18,7 @@ import functools
 import json
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from partition_notify.writers.lakehouse.commits import (
@@ -27,7 +28,6 @@ from partition_notify.writers.lakehouse.commits import (
     Spec,
     canonical,
     named,
-    unique,
     user_metadata_properties,
 )
 from partition_notify.writers.lakehouse.schema import BEFORE_FIRST
@@ -36,6 +36,7 @@ from partition_notify.core.errors import ConfigurationError, InvalidSpecError
 from partition_notify.core.limits import MAX_INT64
 
 if TYPE_CHECKING:
+    from pyarrow import NativeFile
     from pyarrow.fs import FileSystem
 
 _COMMIT = re.compile(r"^(\d{20})\.json$")
@@ -166,45 +167,53 @@ class DeltaReader:
 
     def _commit(self, version: int, live: set[tuple[str, ...]]) -> Commit:
         path = f"{self._log}/{version:020d}.json"
+        what = f"{self.location} version {version}"
         try:
             with self._fs.open_input_stream(path) as f:
-                text = f.read().decode()
+                info, changes = self._read(_actions(f, what), what)
         except FileNotFoundError as exc:
             raise Gap(f"{self.location}: log version {version} was cleaned before it was read",
                       self._versions[-1]) from exc
-        what = f"{self.location} version {version}"
-        actions = _actions(text, what)
-        info = next((_object(a["commitInfo"], f"{what}: commitInfo") for a in actions
-                     if "commitInfo" in a), {})
+        added, removed = list(changes.added.values()), list(changes.removed.values())
         props = user_metadata_properties(info.get("userMetadata"))
         if SET_DONE_PROPERTY in info:
             props[SET_DONE_PROPERTY] = str(info[SET_DONE_PROPERTY])
-        added, removed, files = self._files(actions, what)
         op = str(info.get("operation", "WRITE"))[:100]  # only logged, and DELETE compared
-        return Commit(version, op, unique(added, self.keys), unique(removed, self.keys),
-                      {canonical(p, self.keys) for p in added} & live,
-                      rewrite_only=files and not added and not removed,
+        return Commit(version, op, added, removed, set(changes.added) & live,
+                      rewrite_only=changes.files and not added and not removed,
                       delete_only=op == "DELETE" or (bool(removed) and not added),
                       properties=props)
 
-    def _files(self, actions: list[dict[str, Any]], what: str,
-               ) -> tuple[list[Spec], list[Spec], bool]:
-        added: list[Spec] = []
-        removed: list[Spec] = []
-        files = False
+    def _read(self, actions: Iterator[dict[str, Any]], what: str,
+              ) -> tuple[dict[str, Any], _Changes]:
+        """The commitInfo and the partitions the data-changing adds and removes name, each
+        once (a commit of 100,000 files of one partition holds one)."""
+        info: dict[str, Any] = {}
+        changes = _Changes()
         for action in actions:
-            for kind, out in (("add", added), ("remove", removed)):
+            if "commitInfo" in action and not info:
+                info = _object(action["commitInfo"], f"{what}: commitInfo")
+            for kind, out in (("add", changes.added), ("remove", changes.removed)):
                 if action.get(kind) is None:
                     continue
                 body = _object(action[kind], f"{what}: {kind}")
-                files = True
+                changes.files = True
                 change = body.get("dataChange", True)
                 if not isinstance(change, bool):  # "false" is truthy: no guessing
                     raise InvalidSpecError(f"{what}: {kind}.dataChange is a "
                                            f"{type(change).__name__}, not a boolean{_STOP}")
                 if change:
-                    out.append(named(_values(body, f"{what}: {kind}"), self.keys, what=what))
-        return added, removed, files
+                    spec = named(_values(body, f"{what}: {kind}"), self.keys, what=what)
+                    out.setdefault(canonical(spec, self.keys), spec)
+        return info, changes
+
+
+@dataclass
+class _Changes:
+    added: dict[tuple[str, ...], Spec] = field(default_factory=dict)
+    removed: dict[tuple[str, ...], Spec] = field(default_factory=dict)
+    #: any add or remove at all (an OPTIMIZE has only dataChange=false ones)
+    files: bool = False
 
 
 #: The end of every refusal of a log entry: the follower stops before that commit and
@@ -212,19 +221,37 @@ class DeltaReader:
 _STOP = ": not a Delta commit partition-notify can announce; stopped before it"
 
 
-def _actions(text: str, what: str) -> list[dict[str, Any]]:
+#: Longest line of a Delta commit read: one action, the add or remove of one file (about
+#: a kilobyte; a few with column statistics). A commit is read a line at a time, so its
+#: memory is the partitions it names, not its size; a line beyond this stops the table.
+MAX_ACTION_BYTES = 16 * 1024 * 1024
+_CHUNK_BYTES = 1024 * 1024
+
+
+def _actions(stream: NativeFile, what: str) -> Iterator[dict[str, Any]]:
     """A log version's actions, one JSON object a line. The log is written by whoever
     can write the table's directory: its shape is checked, not assumed."""
-    out: list[dict[str, Any]] = []
-    for line in text.splitlines():
+    for line in _lines(stream, what):
         if not line.strip():
             continue
         try:
             parsed = json.loads(line)
         except ValueError as exc:
             raise InvalidSpecError(f"{what}: not JSON ({exc}){_STOP}") from None
-        out.append(_object(parsed, f"{what}: an action"))
-    return out
+        yield _object(parsed, f"{what}: an action")
+
+
+def _lines(stream: NativeFile, what: str) -> Iterator[bytes]:
+    rest = b""
+    while chunk := stream.read(_CHUNK_BYTES):
+        *lines, rest = (rest + chunk).split(b"\n")
+        for line in (*lines, rest):  # rest: a line still growing
+            if len(line) > MAX_ACTION_BYTES:
+                raise InvalidSpecError(f"{what}: a line longer than {MAX_ACTION_BYTES} "
+                                       f"bytes, no Delta action{_STOP}")
+        yield from lines
+    if rest:
+        yield rest
 
 
 def _object(value: object, what: str) -> dict[str, Any]:
