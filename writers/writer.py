@@ -44,6 +44,7 @@ from partition_notify.writers.progress import Progress
 from partition_notify.writers.recovery import recover
 from partition_notify.writers.target import Target, catalog_metadata, check_keys
 
+from partition_notify.core import limits
 from partition_notify.core.errors import (
     CommitIncompleteError,
     ConfigurationError,
@@ -94,8 +95,13 @@ class NotifyingWriter:
             raise ConfigurationError(
                 f"NotifyingWriter needs an App or a Publisher, got {type(target).__name__}"
             )
-        if lease_seconds <= 0:
+        # NaN would make a lease that never goes stale (its write never recovered).
+        if limits.seconds(lease_seconds, field="lease_seconds") <= 0:
             raise ValidationError(f"lease_seconds must be positive, got {lease_seconds!r}")
+        if isinstance(partition_keys, str):  # list() of it would be one key per letter
+            raise ValidationError(
+                f"partition_keys must be a list of key names, e.g. [{partition_keys!r}], "
+                f"not the string {partition_keys!r:.80}")
         self.publisher = publisher
         self.db, self.table = db, table
         self.location = location
@@ -140,6 +146,11 @@ class NotifyingWriter:
               ) -> WriteResult:
         """Write ``df`` (see :meth:`_write`), inside a write transaction when the
         writer has a revision manager and no explicit ``revision`` is given."""
+        # Checked before Spark runs: the commit step refusing them after Spark
+        # committed would leave a manifest that fails every later write's recovery.
+        if getattr(df, "sparkSession", None) is None:
+            raise ValidationError(f"write() takes a Spark DataFrame, got {type(df).__name__}")
+        limits.revision(revision)
         if self.revisions is None or revision is not None:
             return self._write(df, mode=mode, mark_set_done=mark_set_done, revision=revision)
         tx = self.revisions.begin_write_transaction(self.info.qualified, [DATA_FAMILY],
