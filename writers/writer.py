@@ -48,6 +48,7 @@ from partition_notify.core import limits
 from partition_notify.core.errors import (
     CommitIncompleteError,
     ConfigurationError,
+    ConflictError,
     UnknownTableError,
     ValidationError,
 )
@@ -150,7 +151,9 @@ class NotifyingWriter:
         # committed would leave a manifest that fails every later write's recovery.
         if getattr(df, "sparkSession", None) is None:
             raise ValidationError(f"write() takes a Spark DataFrame, got {type(df).__name__}")
-        limits.revision(revision)
+        revision = limits.revision(revision)
+        if revision is not None and self.files is not None:
+            self._check_running(revision)
         if self.revisions is None or revision is not None:
             return self._write(df, mode=mode, mark_set_done=mark_set_done, revision=revision)
         tx = self.revisions.begin_write_transaction(self.info.qualified, [DATA_FAMILY],
@@ -275,6 +278,17 @@ class NotifyingWriter:
                        stale_after_seconds=stale, lease_seconds=self.lease_seconds)
 
     # -- internals ------------------------------------------------------------
+    def _check_running(self, revision: int) -> None:
+        """Files tagged with a finished revision would change snapshots already taken
+        (a committed one) or vanish (an aborted one); a number not allocated yet
+        belongs to a later writer's transaction (:class:`NotFoundError`)."""
+        assert self.files is not None
+        state, _ = self.files.transaction(self.info.qualified, revision)
+        if state != "running":
+            raise ConflictError(
+                f"revision {revision} of {self.info.qualified} is {state}; pass the revision "
+                "of a running write transaction of this table, or none (write() begins one)")
+
     def _settler(self, tx: WriteTransaction, table_id: int) -> Callable[[], int]:
         files = self.files
         assert files is not None

@@ -128,3 +128,25 @@ def test_a_snapshot_handed_over_as_json_reads_as_the_snapshot(spark, spark_app, 
     for bad in ("sales.orders", 7, {"table": "sales.orders"}):
         with pytest.raises(ValidationError, match="snapshot"):
             read_snapshot(spark, spark_app, "sales", "orders", snapshot=bad)
+
+
+def test_an_explicit_revision_must_be_a_running_transaction_of_the_table(spark, spark_app,
+                                                                         tmp_path):
+    from partition_notify.core.errors import ConflictError, NotFoundError
+
+    revisions = spark_app.revisions
+    writer = path_writer(spark_app, tmp_path)
+    writer.write(frame(spark, rows_for(["20110228"], ["us"])))
+    tx = revisions.begin_write_transaction("sales.orders", ["data"])
+    revisions.commit_write_transaction(tx)
+    snap = revisions.create_snapshot("sales.orders")
+    before = _rows(read_snapshot(spark, spark_app, "sales", "orders", snapshot=snap))
+    # Files tagged with a committed revision would appear in snapshots already
+    # taken; a number never allocated, in some later writer's transaction.
+    with pytest.raises(ConflictError, match="committed"):
+        writer.write(frame(spark, rows_for(["20110301"], ["us"])), revision=tx.revision)
+    with pytest.raises(NotFoundError, match="no transaction 424242"):
+        writer.write(frame(spark, rows_for(["20110302"], ["us"])), revision=424242)
+    after = _rows(read_snapshot(spark, spark_app, "sales", "orders", snapshot=snap))
+    assert after == before, "the snapshot still reads the same rows"
+    assert spark_app.store.log.max_event_id() == 1, "nothing announced"
