@@ -42,7 +42,12 @@ from partition_notify.writers.layout import (
 from partition_notify.writers.lease import Lease
 from partition_notify.writers.progress import Progress
 from partition_notify.writers.recovery import recover
-from partition_notify.writers.target import Target, catalog_metadata, check_keys
+from partition_notify.writers.target import (
+    Target,
+    catalog_metadata,
+    check_absolute,
+    check_keys,
+)
 
 from partition_notify.core import limits
 from partition_notify.core.errors import (
@@ -103,6 +108,7 @@ class NotifyingWriter:
             raise ValidationError(
                 f"partition_keys must be a list of key names, e.g. [{partition_keys!r}], "
                 f"not the string {partition_keys!r:.80}")
+        check_absolute(location, f"{db}.{table}")
         self.publisher = publisher
         self.db, self.table = db, table
         self.location = location

@@ -53,3 +53,13 @@ def test_writing_something_that_is_not_a_dataframe_names_it(spark_app, tmp_path,
     with pytest.raises(ValidationError, match="DataFrame"):
         writer.write(df)
     assert spark_app.revisions.running_transactions("sales.orders") == []
+
+
+@pytest.mark.parametrize("where", ["warehouse/orders", "./orders", "../orders"])
+def test_a_relative_location_is_refused(spark_app, where):
+    # Each driver would resolve it against its own working directory: two jobs
+    # started in different directories would write "the same table" in two places.
+    with pytest.raises(ValidationError, match="absolute"):
+        NotifyingWriter(spark_app, "sales", "orders", partition_keys=["datestamp"],
+                        location=where)
+    assert spark_app.store.catalog.tables() == []
