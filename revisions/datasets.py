@@ -24,6 +24,7 @@ Spark is :mod:`partition_notify.writers.snapshot_dataset`.
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,8 @@ from partition_notify.core.errors import (
 from partition_notify.core.limits import MAX_SECONDS
 
 log = logging.getLogger(__name__)
+#: A scheme (RFC 3986), e.g. ``file:``, ``hdfs:``, ``s3a:``.
+_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 #: The one column family of a dataset's write transactions.
 FAMILY = DEFAULT_FAMILY
@@ -337,6 +340,12 @@ def _location(location: object, name: str) -> str:
         raise ValidationError(
             f"SNAPSHOT dataset {name}: location must be a non-empty path or URI, got {location!r}"
         )
+    if not location.startswith("/") and not _URI.match(location):
+        # Each process would resolve it against its own working directory: the
+        # writer's Spark JVM writes the versions in one place, serve expires another.
+        raise ValidationError(
+            f"SNAPSHOT dataset {name}: location must be an absolute path or a URI "
+            f"(file:, hdfs://, s3a://...), got the relative path {location!r:.200}")
     return location.rstrip("/")
 
 

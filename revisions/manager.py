@@ -304,6 +304,8 @@ class RevisionManager:
     @staticmethod
     def _locked_txn(uow: RevisionUnitOfWork, tx: WriteTransaction) -> RevisionTxnRow | None:
         """Lock ``tx``'s table and return its row; None means it committed."""
+        if not isinstance(tx, WriteTransaction):  # e.g. its JSON: WriteTransaction.from_dict
+            raise ValidationError(f"expected a WriteTransaction, got {type(tx).__name__}")
         last = uow.revisions.lock_table(tx.table, 0.0, create=False)
         if last is None or tx.revision > last or tx.revision < 1:
             raise NotFoundError(f"table {tx.table} has no transaction {tx.revision}")

@@ -136,7 +136,12 @@ def family_names(families: Iterable[str], *, table: str) -> tuple[str, ...]:
         raise ValidationError(
             f"families of table {table} must be a list of names, not the string {families!r}"
         )
-    out = sorted(set(families))
+    try:
+        out = sorted(set(families))
+    except TypeError as exc:  # None, a number, names that are lists
+        raise ValidationError(
+            f"families of table {table} must be a list of names, got {families!r:.80}"
+        ) from exc
     if not out:
         raise ValidationError(
             f"a write transaction on table {table} must declare at least one column family"

@@ -13,6 +13,11 @@ Runs on the subscriber's dispatcher thread (one at a time), except
   handing on the new message, so order holds and nothing is skipped; a
   number the log does not hold is reported as a gap and given up.
 * After a reconnect every followed topic is read from its mark onwards.
+* The next number is taken without a log read (one per message would cost
+  the hot path), so a forged message can take it first. The message id each
+  recent number was taken by is kept (:data:`RECENT_IDS` per topic): a repeat
+  under another id is checked against the log, and the logged one is handed
+  on instead of being dropped as a repeat.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
@@ -39,6 +45,9 @@ FILL_BATCH = 1000
 MAX_SEQ = 2**62
 #: After a failed catch-up read, seconds before a jump on that topic tries again.
 FILL_RETRY_SECONDS = 1.0
+#: Per topic, the message ids of the last numbers taken: a conflict further back
+#: than this is not detected (the repeat is dropped, as before).
+RECENT_IDS = 256
 
 
 class Stats(Protocol):
@@ -75,6 +84,7 @@ class Sequencer:
         self._windows: dict[str, SeqWindow] = {}
         self._retry_at: dict[str, float] = {}
         self._last_seq: dict[str, int] = {}  # topics without a window: detection only
+        self._taken_by: dict[str, OrderedDict[int, str]] = {}  # topic -> seq -> message id
 
     # -- caller threads -------------------------------------------------------
     def follow(self, topics: Iterable[str]) -> Followed:
@@ -116,6 +126,8 @@ class Sequencer:
             return None
         seq = msg.topic_seq
         if w.seen(seq):
+            if self._displaces_unlogged(msg):
+                return None  # handed on by message id: its number is already taken
             self._stats.duplicates += 1
             return False
         if seq > MAX_SEQ:  # no log holds it (and SQL integers would overflow)
@@ -139,6 +151,31 @@ class Sequencer:
         log.warning("message %s claims topic %s seq %d, which the event log does not hold; "
                     "delivered by message id, the sequence is not moved",
                     msg.message_id, msg.topic, msg.topic_seq)
+
+    def _displaces_unlogged(self, msg: AnyMessage) -> bool:
+        """Whether ``msg`` repeats a number taken by another message id and the log
+        holds ``msg`` there: the earlier one was not genuine (forged, or foreign)."""
+        recent = self._taken_by.get(msg.topic)
+        taken = recent.get(msg.topic_seq) if recent is not None else None
+        if recent is None or taken is None or taken == msg.message_id:
+            return False
+        try:
+            logged = self._store.log.topic_events_after(msg.topic, msg.topic_seq - 1, 1,
+                                                        upto_seq=msg.topic_seq)
+        except PartitionNotifyError as exc:
+            log.warning("cannot check topic %s seq %d against the event log; message %s "
+                        "is dropped as a repeat: %s", msg.topic, msg.topic_seq,
+                        msg.message_id, exc)
+            return False
+        genuine = self._decode(logged[0]) if logged else None
+        if genuine is None or genuine.message_id != msg.message_id:
+            return False
+        recent[msg.topic_seq] = msg.message_id
+        self._stats.foreign += 1
+        log.warning("message %s had taken topic %s seq %d, which the event log holds as "
+                    "message %s; that one is delivered too", taken, msg.topic,
+                    msg.topic_seq, msg.message_id)
+        return True
 
     def catch_up(self) -> None:
         """After a reconnect: read every followed topic from its mark to the log's end."""
@@ -165,6 +202,10 @@ class Sequencer:
 
     def _accept(self, w: SeqWindow, msg: AnyMessage) -> None:
         w.add(msg.topic_seq)
+        recent = self._taken_by.setdefault(msg.topic, OrderedDict())
+        recent[msg.topic_seq] = msg.message_id
+        if len(recent) > RECENT_IDS:
+            recent.popitem(last=False)
         if len(w.above) > _subscription.DEDUP_WINDOW:
             # Holes the log could not fill for a long time: give up the oldest.
             first, last = next(w.holes(min(w.above)))

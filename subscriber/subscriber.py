@@ -57,7 +57,7 @@ class SubscriberStats:
     #: Messages read from the event log to fill a jump or a reconnect.
     filled: int = 0
     fill_errors: int = 0
-    #: Messages whose topicSeq the log does not hold (delivered by message id).
+    #: Messages whose topicSeq the log does not hold or holds as another message.
     foreign: int = 0
 
 
@@ -101,9 +101,8 @@ class Subscriber:
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self._consumer: Consumer | None = None
-        self._dispatcher = threading.Thread(
-            target=self._dispatch, name="pn-dispatcher", daemon=True
-        )
+        self._dispatcher = threading.Thread(target=self._dispatch, name="pn-dispatcher",
+                                            daemon=True)
         self._dispatcher.start()
 
     # -- public API -----------------------------------------------------------
@@ -340,9 +339,8 @@ class Subscriber:
         return out
 
     def _decode_logged(self, ev: LoggedEvent) -> AnyMessage | None:
-        """An event read back from the log. Not counted as received; a malformed one
-        is not counted again either: it is usually the copy of one that came live
-        (its number unknown then), and gets a debug line only."""
+        """An event read back from the log. Not counted as received; a malformed one is
+        usually the copy of one that came live, so it gets a debug line only."""
         headers = {str(k): str(v) for k, v in ev.headers.items()}
         try:
             return decode(ev.body.encode(), headers)
@@ -392,7 +390,10 @@ class Subscriber:
     def _decode(self, raw: RawMessage) -> AnyMessage | None:
         self.stats.received += 1
         try:
-            return decode(raw.body, raw.headers)
+            msg = decode(raw.body, raw.headers)
+            if msg.topic != raw.topic:  # it would take a number of another topic's sequence
+                raise MalformedMessageError(f"its body names topic {msg.topic!r}")
+            return msg
         except MalformedMessageError as exc:
             self.stats.malformed += 1
             log.warning("skipping malformed message on topic %s: %s", raw.topic, exc)

@@ -40,7 +40,12 @@ from partition_notify.revisions.manager import RevisionManager
 from partition_notify.revisions.model import WriteTransaction
 from partition_notify.writers.hadoop import HadoopFs
 
-from partition_notify.core.errors import ConfigurationError, ConflictError, PartitionNotifyError
+from partition_notify.core.errors import (
+    ConfigurationError,
+    ConflictError,
+    PartitionNotifyError,
+    ValidationError,
+)
 
 if TYPE_CHECKING:
     from partition_notify.publisher import Publisher
@@ -138,6 +143,8 @@ class SnapshotDataset:
     # -- writing --------------------------------------------------------------
     def write(self, df: DataFrame) -> VersionInfo:
         """Write ``df`` as a complete new version and make it current; all or nothing."""
+        if getattr(df, "sparkSession", None) is None:  # before a run (a failed version) begins
+            raise ValidationError(f"write() takes a Spark DataFrame, got {type(df).__name__}")
         with self.begin() as run:
             run.write(df)
         assert run.result is not None

@@ -12,7 +12,7 @@ same rows, whatever writers append or overwrite in between.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -22,7 +22,7 @@ from partition_notify.revisions.files import RevisionFiles
 from partition_notify.writers.hadoop import HadoopFs
 
 from partition_notify.contract import names
-from partition_notify.core.errors import ConfigurationError, NotFoundError
+from partition_notify.core.errors import ConfigurationError, NotFoundError, ValidationError
 
 if TYPE_CHECKING:
     from partition_notify.writers.parts import AppParts
@@ -50,10 +50,12 @@ class SnapshotRead:
 
 
 def read_snapshot(spark: SparkSession, app: AppParts, db: str, table: str, *,
-                  snapshot: Snapshot | None = None, family: str = DEFAULT_FAMILY,
+                  snapshot: Snapshot | Mapping[str, Any] | None = None,
+                  family: str = DEFAULT_FAMILY,
                   format: str = "parquet", revisions: RevisionManager | None = None,
                   **options: Any) -> SnapshotRead:
-    """The rows of ``db.table`` that ``snapshot`` covers (default: the latest snapshot).
+    """The rows of ``db.table`` that ``snapshot`` covers (default: the latest snapshot;
+    a snapshot's ``to_dict()``, as handed to a job, is taken too).
 
     Only data written by transactional writes is tracked per revision: a
     snapshot that covers no file raises :class:`NotFoundError`. ``revisions``
@@ -63,6 +65,7 @@ def read_snapshot(spark: SparkSession, app: AppParts, db: str, table: str, *,
     manager = revisions or app.revisions
     if snapshot is None:
         snapshot = manager.create_snapshot(info.qualified)
+    snapshot = _snapshot_of(snapshot, info.qualified)
     if not info.location:
         raise ConfigurationError(f"{info.qualified} is registered without a location")
     root = HadoopFs(spark, info.location).root
@@ -86,6 +89,19 @@ def read_snapshot(spark: SparkSession, app: AppParts, db: str, table: str, *,
     with _listing_tasks(spark, spark.sparkContext.defaultParallelism):
         frame = reader.load(list(files))
     return SnapshotRead(frame, snapshot, files)
+
+
+def _snapshot_of(snapshot: object, table: str) -> Snapshot:
+    """``snapshot`` (or its ``to_dict()``, as handed to a job) if it is one of ``table``."""
+    if isinstance(snapshot, Mapping):
+        snapshot = Snapshot.from_dict(snapshot)
+    if not isinstance(snapshot, Snapshot):
+        raise ValidationError(f"snapshot must be a Snapshot or its to_dict(), got "
+                              f"{type(snapshot).__name__} {snapshot!r:.80}")
+    if snapshot.table != table:
+        # Revision numbers are per table: another table's would cover other writes.
+        raise ValidationError(f"the snapshot is of {snapshot.table}, not {table}")
+    return snapshot
 
 
 @contextmanager

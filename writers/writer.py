@@ -42,11 +42,18 @@ from partition_notify.writers.layout import (
 from partition_notify.writers.lease import Lease
 from partition_notify.writers.progress import Progress
 from partition_notify.writers.recovery import recover
-from partition_notify.writers.target import Target, catalog_metadata, check_keys
+from partition_notify.writers.target import (
+    Target,
+    catalog_metadata,
+    check_absolute,
+    check_keys,
+)
 
+from partition_notify.core import limits
 from partition_notify.core.errors import (
     CommitIncompleteError,
     ConfigurationError,
+    ConflictError,
     UnknownTableError,
     ValidationError,
 )
@@ -94,8 +101,14 @@ class NotifyingWriter:
             raise ConfigurationError(
                 f"NotifyingWriter needs an App or a Publisher, got {type(target).__name__}"
             )
-        if lease_seconds <= 0:
+        # NaN would make a lease that never goes stale (its write never recovered).
+        if limits.seconds(lease_seconds, field="lease_seconds") <= 0:
             raise ValidationError(f"lease_seconds must be positive, got {lease_seconds!r}")
+        if isinstance(partition_keys, str):  # list() of it would be one key per letter
+            raise ValidationError(
+                f"partition_keys must be a list of key names, e.g. [{partition_keys!r}], "
+                f"not the string {partition_keys!r:.80}")
+        check_absolute(location, f"{db}.{table}")
         self.publisher = publisher
         self.db, self.table = db, table
         self.location = location
@@ -140,6 +153,13 @@ class NotifyingWriter:
               ) -> WriteResult:
         """Write ``df`` (see :meth:`_write`), inside a write transaction when the
         writer has a revision manager and no explicit ``revision`` is given."""
+        # Checked before Spark runs: the commit step refusing them after Spark
+        # committed would leave a manifest that fails every later write's recovery.
+        if getattr(df, "sparkSession", None) is None:
+            raise ValidationError(f"write() takes a Spark DataFrame, got {type(df).__name__}")
+        revision = limits.revision(revision)
+        if revision is not None and self.files is not None:
+            self._check_running(revision)
         if self.revisions is None or revision is not None:
             return self._write(df, mode=mode, mark_set_done=mark_set_done, revision=revision)
         tx = self.revisions.begin_write_transaction(self.info.qualified, [DATA_FAMILY],
@@ -264,6 +284,17 @@ class NotifyingWriter:
                        stale_after_seconds=stale, lease_seconds=self.lease_seconds)
 
     # -- internals ------------------------------------------------------------
+    def _check_running(self, revision: int) -> None:
+        """Files tagged with a finished revision would change snapshots already taken
+        (a committed one) or vanish (an aborted one); a number not allocated yet
+        belongs to a later writer's transaction (:class:`NotFoundError`)."""
+        assert self.files is not None
+        state, _ = self.files.transaction(self.info.qualified, revision)
+        if state != "running":
+            raise ConflictError(
+                f"revision {revision} of {self.info.qualified} is {state}; pass the revision "
+                "of a running write transaction of this table, or none (write() begins one)")
+
     def _settler(self, tx: WriteTransaction, table_id: int) -> Callable[[], int]:
         files = self.files
         assert files is not None

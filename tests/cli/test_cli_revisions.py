@@ -174,6 +174,7 @@ def test_an_expired_transaction_cannot_commit(cli: Cli, sqlite_url: str) -> None
         (["dataset", "define", "w.x", "/tmp/x", "--min-versions", "0"], EXIT_ERROR, ">= 1"),
         (["dataset", "define", "w.x", "/tmp/x", "--ttl-seconds", "0"], EXIT_ERROR, "positive"),
         (["dataset", "define", "w.x", "/"], EXIT_ERROR, "location"),
+        (["dataset", "define", "w.x", "data/x"], EXIT_ERROR, "absolute path or a URI"),
     ],
 )
 def test_bad_input_is_one_line(cli: Cli, argv: list[str], code: int, words: str) -> None:

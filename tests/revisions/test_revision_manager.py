@@ -307,3 +307,21 @@ def test_keep_alive_must_be_seconds_in_range(rm: RevisionManager, seconds: objec
     # 1e300 was accepted before session 18: a deadline no time.monotonic() reaches.
     with pytest.raises(ValidationError, match="keep_alive must be a positive number of seconds"):
         rm.begin_write_transaction(T, ["cf"], keep_alive=seconds)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("families", [None, 5, [["a"]]])
+def test_families_that_are_not_a_list_of_names_are_refused(rm: RevisionManager,
+                                                           families: object) -> None:
+    with pytest.raises(ValidationError, match="famil"):
+        rm.begin_write_transaction(T, families)  # type: ignore[arg-type]
+    assert rm.tables() == []
+
+
+@pytest.mark.parametrize("tx", [None, 7, {"table": T, "revision": 1}])
+def test_finishing_something_that_is_not_a_transaction_names_it(rm: RevisionManager,
+                                                                tx: object) -> None:
+    rm.begin_write_transaction(T, ["a"])
+    for finish in (rm.commit_write_transaction, rm.abort_write_transaction, rm.keep_alive):
+        with pytest.raises(ValidationError, match="WriteTransaction"):
+            finish(tx)  # type: ignore[arg-type]
+    assert [t.revision for t in rm.running_transactions(T)] == [1]

@@ -231,3 +231,27 @@ def test_definition_rules(datasets: SnapshotDatasets, tmp_path: Path) -> None:
         SnapshotDataset.open(datasets, "warehouse.other")
     with pytest.raises(NotFoundError, match="no complete version"):
         SnapshotDataset.open(datasets, NAME).resolve()
+
+
+@pytest.mark.parametrize("location", ["relpath", "data/customers", "./c", "../c"])
+def test_a_relative_location_is_refused(datasets: SnapshotDatasets, location: str) -> None:
+    # It would resolve against each process's own working directory: the writer's
+    # Spark JVM writes one place, `serve` expires (deletes) versions in another.
+    with pytest.raises(ValidationError, match="absolute"):
+        SnapshotDataset.define(datasets, NAME, location)
+    with pytest.raises(NotFoundError):
+        SnapshotDataset.open(datasets, NAME)
+
+
+def test_absolute_paths_and_uris_are_locations(datasets: SnapshotDatasets, tmp_path: Path) -> None:
+    for i, location in enumerate([str(tmp_path / "a"), f"file:{tmp_path}/b",
+                                  "hdfs://nn:8020/data/c", "s3a://bucket/d"]):
+        assert SnapshotDataset.define(datasets, f"db.t{i}", location).location == location
+
+
+@pytest.mark.parametrize("df", [None, [("a", 1)], "select 1"])
+def test_writing_something_that_is_not_a_dataframe_starts_no_run(ds: SnapshotDataset,
+                                                                  df: Any) -> None:
+    with pytest.raises(ValidationError, match="DataFrame"):
+        ds.write(df)
+    assert ds.versions() == [], "no failed version recorded for an argument error"

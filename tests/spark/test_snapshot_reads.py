@@ -94,3 +94,59 @@ def test_a_snapshot_returns_the_same_rows_after_an_overwrite_of_its_partition(
     # Plain readers of the table directory see only the new data.
     table = str(tmp_path / "warehouse" / "orders")
     assert spark.read.parquet(table).where("region = 'us'").count() == 1
+
+
+def test_a_snapshot_of_another_table_is_refused(spark, spark_app, tmp_path):
+    from partition_notify.writers import NotifyingWriter
+
+    from partition_notify.core.errors import ValidationError
+
+    orders = path_writer(spark_app, tmp_path)
+    returns = NotifyingWriter(spark_app, "sales", "returns", partition_keys=["datestamp", "region"],
+                              location=str(tmp_path / "warehouse" / "returns"))
+    orders.write(frame(spark, rows_for(["20110228"], ["us"])))
+    for _ in range(2):
+        returns.write(frame(spark, rows_for(["20110228"], ["us"])))
+    of_returns = spark_app.revisions.create_snapshot("sales.returns")
+    orders.write(frame(spark, rows_for(["20110301"], ["us"])))
+    # Its revision 2 would cover orders' second write, which no snapshot of
+    # orders taken at that time covers: rows that change under the reader.
+    with pytest.raises(ValidationError, match=r"sales\.returns"):
+        read_snapshot(spark, spark_app, "sales", "orders", snapshot=of_returns)
+
+
+def test_a_snapshot_handed_over_as_json_reads_as_the_snapshot(spark, spark_app, tmp_path):
+    from partition_notify.core.errors import ValidationError
+
+    writer = path_writer(spark_app, tmp_path)
+    writer.write(frame(spark, rows_for(["20110228"], ["us"])))
+    snap = spark_app.revisions.create_snapshot("sales.orders")
+    writer.write(frame(spark, rows_for(["20110301"], ["us"])))
+    as_json = snap.to_dict()  # what `partition-notify rev snapshot` prints
+    read = read_snapshot(spark, spark_app, "sales", "orders", snapshot=as_json)
+    assert {r[1:] for r in _rows(read)} == {("20110228", "us")}
+    for bad in ("sales.orders", 7, {"table": "sales.orders"}):
+        with pytest.raises(ValidationError, match="snapshot"):
+            read_snapshot(spark, spark_app, "sales", "orders", snapshot=bad)
+
+
+def test_an_explicit_revision_must_be_a_running_transaction_of_the_table(spark, spark_app,
+                                                                         tmp_path):
+    from partition_notify.core.errors import ConflictError, NotFoundError
+
+    revisions = spark_app.revisions
+    writer = path_writer(spark_app, tmp_path)
+    writer.write(frame(spark, rows_for(["20110228"], ["us"])))
+    tx = revisions.begin_write_transaction("sales.orders", ["data"])
+    revisions.commit_write_transaction(tx)
+    snap = revisions.create_snapshot("sales.orders")
+    before = _rows(read_snapshot(spark, spark_app, "sales", "orders", snapshot=snap))
+    # Files tagged with a committed revision would appear in snapshots already
+    # taken; a number never allocated, in some later writer's transaction.
+    with pytest.raises(ConflictError, match="committed"):
+        writer.write(frame(spark, rows_for(["20110301"], ["us"])), revision=tx.revision)
+    with pytest.raises(NotFoundError, match="no transaction 424242"):
+        writer.write(frame(spark, rows_for(["20110302"], ["us"])), revision=424242)
+    after = _rows(read_snapshot(spark, spark_app, "sales", "orders", snapshot=snap))
+    assert after == before, "the snapshot still reads the same rows"
+    assert spark_app.store.log.max_event_id() == 1, "nothing announced"

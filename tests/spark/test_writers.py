@@ -156,16 +156,18 @@ def test_append_adds_data_without_reannouncing_and_overwrite_replaces(spark, spa
               spark.read.parquet(root).groupBy("region").count().collect()}
     assert counts == {"us": 4, "eu": 2, "ap": 2}
 
+    # An explicit revision is the caller's own running transaction (it commits it).
+    tx = spark_app.revisions.begin_write_transaction("sales.orders", ["data"])
     third = writer.write(frame(spark, rows_for(["20110228"], ["us"], per=5)), mode="overwrite",
-                         revision=7)
+                         revision=tx.revision)
     assert [m.partitions[0]["region"] for m in third.announced] == ["us"]
-    assert third.announced[0].revision == 7
+    assert third.announced[0].revision == tx.revision
     counts = {r.region: r["count"] for r in
               spark.read.parquet(root).groupBy("region").count().collect()}
     assert counts == {"us": 5, "eu": 2, "ap": 2}, "only the written partition was replaced"
     info = spark_app.publisher.table("sales", "orders")
     us = spark_app.store.catalog.partition(info, "datestamp=20110228/region=us")
-    assert us is not None and us.revision == 7
+    assert us is not None and us.revision == tx.revision
 
 
 def test_empty_write_sends_no_add_partition_but_the_set_done(spark, spark_app, tmp_path):
