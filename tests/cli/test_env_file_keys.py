@@ -9,13 +9,11 @@ already warned about: tests/cli/test_unknown_settings.py), so
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 from partition_notify import build_app
-from tests.support.accounts import ROOT
+from tests.support.cli import clean_cli
 
 ENV = """\
 # settings of this deployment
@@ -31,11 +29,7 @@ PN_SOME_NEWER_SETTING="a value"
 
 def _tables(store_url: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
     build_app(store_url=store_url).close()  # the store exists: `tables` only reads
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("PN_")}
-    return subprocess.run(
-        [sys.executable, "-m", "partition_notify.cli", "--store-url", store_url, "tables"],
-        cwd=cwd, env={**clean, "PYTHONPATH": str(ROOT), **env}, text=True,
-        capture_output=True, timeout=120, check=False)
+    return clean_cli(["--store-url", store_url, "tables"], cwd, **env)
 
 
 def test_misspelled_env_file_keys_are_one_line_each(sqlite_url: str, tmp_path: Path) -> None:

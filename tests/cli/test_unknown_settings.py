@@ -3,21 +3,16 @@ closest setting, instead of being silently ignored (issue 24). Real CLI process.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 
 from partition_notify import build_app
 from tests.support.accounts import ROOT
+from tests.support.cli import clean_cli
 
 
 def _tables(store_url: str, **env: str) -> subprocess.CompletedProcess[str]:
     build_app(store_url=store_url).close()  # the store exists: `tables` only reads
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("PN_")}
-    return subprocess.run(
-        [sys.executable, "-m", "partition_notify.cli", "--store-url", store_url, "tables"],
-        cwd=ROOT, env={**clean, "PYTHONPATH": str(ROOT), **env}, text=True,
-        capture_output=True, timeout=120, check=False)
+    return clean_cli(["--store-url", store_url, "tables"], ROOT, **env)
 
 
 def test_a_misspelled_setting_is_one_warning_naming_the_closest(sqlite_url: str) -> None:
