@@ -11,7 +11,8 @@ manifest pick-up.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Request
@@ -28,10 +29,8 @@ from partition_notify.http.auth import Principal, require_role
 from partition_notify.http.context import HttpContext, context
 from partition_notify.http.idempotency import IdempotencyKey, fingerprint, idempotent_write
 from partition_notify.http.problems import ApiProblem, about, from_error
-from partition_notify.publisher import Publisher
 from partition_notify.store.provider import InTxn
 from partition_notify.writers.commit_manifest import (
-    CommitManifest,
     Outcome,
     already_processed,
     announce,
@@ -89,10 +88,12 @@ def _keep(ctx: HttpContext, who: Principal, status: str, body: dict[str, object]
         log.warning("could not keep the reason of a %s Spark commit: %s", status, exc)
 
 
-def _recorded(publisher: Publisher, manifest: CommitManifest) -> bool:
+@contextmanager
+def _naming_job_id() -> Iterator[None]:
+    """A reused job id names ``body.jobId`` (the manifest's other errors keep theirs)."""
     try:
-        return already_processed(publisher, manifest)
-    except JobIdReusedError as exc:  # the other processor's job had other content
+        yield
+    except JobIdReusedError as exc:
         raise from_error(exc, "body.jobId") from exc
 
 
@@ -103,10 +104,8 @@ def _post_commit(
     with about("body"):
         manifest = manifest_from_obj(body)
     publisher, default_fs = ctx.app.publisher, ctx.settings.default_fs
-    try:
+    with _naming_job_id():
         target = plan(publisher, manifest, default_fs)
-    except JobIdReusedError as exc:
-        raise from_error(exc, "body.jobId") from exc
     if isinstance(target, Outcome):
         if target.reason == "unmatched":  # not "staging": NotifyingWriter announces those
             where = manifest.table or manifest.output_path
@@ -140,7 +139,9 @@ def _post_commit(
         if not conflicted:
             raise
         # Another processor (serve's spool pick-up) recorded this job first?
-        if _recorded(publisher, manifest):
+        with _naming_job_id():  # the other processor's job may have had other content
+            recorded = already_processed(publisher, manifest)
+        if recorded:
             return _outcome(ctx, Outcome("duplicate", manifest.job_id, target.info.qualified))
         raise ApiProblem(
             409, "conflict", "Conflict",
