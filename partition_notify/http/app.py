@@ -9,6 +9,7 @@ from fastapi import APIRouter, FastAPI
 
 from partition_notify.app import App
 from partition_notify.http import (
+    openapi,
     problems,
     routes_commits,
     routes_deadlines,
@@ -88,6 +89,7 @@ def create_http_app(
     )
     api.state.pn = ctx
     problems.install(api)
+    openapi.install(api)
     for router in (*ROUTERS, *extra_routers):
         api.include_router(router)
     # Innermost: reads a body only within the limit and the deadline below.
