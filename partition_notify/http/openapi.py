@@ -25,6 +25,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from partition_notify.contract.names import MAX_NAME_LENGTH
 from partition_notify.http.problems import PROBLEM_JSON, TYPE_BASE
 
 PROBLEM_REF = {"$ref": "#/components/schemas/Problem"}
@@ -60,6 +61,11 @@ _SAVED = ("saved and logged, the broker did not confirm it yet: the relay delive
           "`delivery` says why")
 
 
+#: What ``table`` in a path accepts (http/common.table_ref, contract/names.py).
+_NAME = f"[A-Za-z0-9_]{{1,{MAX_NAME_LENGTH}}}"
+TABLE_PATTERN = rf"^{_NAME}\.{_NAME}$"
+
+
 def _problem(description: str) -> dict[str, Any]:
     return {"description": description, "content": {PROBLEM_JSON: {"schema": PROBLEM_REF}}}
 
@@ -93,6 +99,10 @@ def document_problems(doc: dict[str, Any]) -> dict[str, Any]:
     schemas["Problem"] = PROBLEM_SCHEMA
     for path, item in doc.get("paths", {}).items():
         for method, op in item.items():
+            for param in op.get("parameters", ()):
+                if param.get("in") == "path" and param.get("name") == "table":
+                    param.setdefault("schema", {})["pattern"] = TABLE_PATTERN
+                    param["description"] = "db.table: letters, digits and '_' on each side"
             responses = op.setdefault("responses", {})
             for status, description in _statuses(path, method, op).items():
                 responses[status] = _problem(description)
