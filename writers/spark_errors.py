@@ -152,7 +152,8 @@ def spark_reason(exc: BaseException) -> str:
             root, depth = root.getCause(), depth + 1
         if depth == 0:
             return top
-        return f"{top} (cause: {_line(str(root.getMessage() or ''), root)})"
+        cause = _line(str(root.getMessage() or ""), root)
+        return f"{top} (cause: {root.getClass().getSimpleName()}: {cause})"
     except Exception:  # the gateway is gone: Python's view of it is all there is
         return _line(str(exc))
 
