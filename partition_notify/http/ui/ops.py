@@ -1,6 +1,7 @@
 """``/ui/ops`` (admin): dead letters (relay, Airflow push), relay status, Spark commits
 applied, ignored and rejected (the HTTP route's refusals: writers/commit_refusals.py;
-the spools': partition_notify/http/ui/spool.py); expectation forms.
+the spools': partition_notify/http/ui/spool.py); Iceberg/Delta commits operators skipped
+(writers/lakehouse/skip.py); expectation forms.
 
 Every POST re-checks the role, the origin and the CSRF token
 (:func:`partition_notify.http.ui.session.check_admin_post`): hiding a button
@@ -28,6 +29,7 @@ from partition_notify.metrics import SPARK_COMMIT_STATUSES
 from partition_notify.store.dead_letters import DeadLetters
 from partition_notify.store.push_letters import PushLetters
 from partition_notify.writers.commit_refusals import CommitRefusals
+from partition_notify.writers.lakehouse.skip import SKIPPED
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 Ctx = Annotated[HttpContext, Depends(context)]
@@ -55,7 +57,10 @@ def ops(request: Request, ctx: Ctx) -> Response:
     pushed = PushLetters(ctx.app.store).latest(SHOWN)
     with StatusReads(ctx.app.store).uow() as uow:
         commits = StatusReadRepository(uow.session).spark_commits(SHOWN)
-    refused = CommitRefusals(ctx.app.store).latest(SHOWN)
+    recorded = CommitRefusals(ctx.app.store).latest(SHOWN)
+    # Operators' skips of Iceberg/Delta commits share the table (writers/lakehouse/skip.py).
+    refused = [r for r in recorded if r.status != SKIPPED]
+    skipped = [r for r in recorded if r.status == SKIPPED]
     s = ctx.settings
     set_aside = spool.set_aside(
         ctx.app.publisher, [d for d in s.spark_spool_dirs.split(",") if d.strip()],
@@ -65,8 +70,8 @@ def ops(request: Request, ctx: Ctx) -> Response:
               for st in SPARK_COMMIT_STATUSES}
     pending, age = ctx.app.store.log.relay_lag()
     return page(request, who, "ops.html", letters=letters, pushed=pushed, commits=commits,
-                refused=refused, set_aside=set_aside, counts=counts, relay_pending=pending,
-                relay_age=age, done=request.query_params.get("done"))
+                refused=refused, skipped=skipped, set_aside=set_aside, counts=counts,
+                relay_pending=pending, relay_age=age, done=request.query_params.get("done"))
 
 
 @router.post("/ops/dead-letters")
