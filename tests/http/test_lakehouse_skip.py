@@ -35,6 +35,11 @@ def stopped_table(server: Server, tmp: Path) -> str:
 def test_only_an_admin_skips_only_the_stopped_commit(server: Server, tmp_path: Path) -> None:
     table = stopped_table(server, tmp_path)
     path = f"/v1/tables/{table}/lakehouse/skip"
+    with server.client(None, cookies={"pn_ui_token": server.tokens["admin"]}) as c:
+        page = c.get("/ui/ops")
+    assert page.status_code == 200, page.text
+    stopped = page.text.split('id="stopped"', 1)[1].split("</table>", 1)[0]
+    assert f"lakehouse skip {table} --version 1" in stopped and "1100 characters" in stopped
     with server.client("write") as c:
         assert_problem(c.post(path, json={"version": 1}), 403, None)
     with server.client() as c:
@@ -63,6 +68,7 @@ def test_only_an_admin_skips_only_the_stopped_commit(server: Server, tmp_path: P
         page = c.get("/ui/ops")
     assert page.status_code == 200, page.text
     skipped = page.text.split('id="skipped"', 1)[1].split("</table>", 1)[0]
+    assert table not in page.text.split('id="stopped"', 1)[1].split("</table>", 1)[0]
     assert table in skipped and "delta commit 1 skipped by t-admin" in skipped
 
 

@@ -169,6 +169,13 @@ class LakehouseTables:
         with UnitOfWork(self.store.engine, write=False) as uow:
             return [_followed(r) for r in LakehouseRepository(uow.session).of_format(fmt)]
 
+    def stopped(self, limit: int) -> list[Followed]:
+        """Up to ``limit`` tables stopped on a commit they cannot announce (``/ui/ops``)."""
+        row = LakehouseTableRow
+        stmt = select(row).where(row.stopped_at.is_not(None)).order_by(row.table_id)
+        with UnitOfWork(self.store.engine, write=False) as uow:
+            return [_followed(r) for r in uow.session.scalars(stmt.limit(limit))]
+
     def gaps(self, table_id: int) -> int:
         with UnitOfWork(self.store.engine, write=False) as uow:
             row = LakehouseRepository(uow.session).get(table_id)

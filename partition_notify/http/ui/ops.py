@@ -30,6 +30,7 @@ from partition_notify.store.dead_letters import DeadLetters
 from partition_notify.store.push_letters import PushLetters
 from partition_notify.writers.commit_refusals import CommitRefusals
 from partition_notify.writers.lakehouse.skip import SKIPPED
+from partition_notify.writers.lakehouse.store import Followed, LakehouseTables
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 Ctx = Annotated[HttpContext, Depends(context)]
@@ -61,6 +62,7 @@ def ops(request: Request, ctx: Ctx) -> Response:
     # Operators' skips of Iceberg/Delta commits share the table (writers/lakehouse/skip.py).
     refused = [r for r in recorded if r.status != SKIPPED]
     skipped = [r for r in recorded if r.status == SKIPPED]
+    stopped = _stopped_tables(ctx)
     s = ctx.settings
     set_aside = spool.set_aside(
         ctx.app.publisher, [d for d in s.spark_spool_dirs.split(",") if d.strip()],
@@ -70,8 +72,16 @@ def ops(request: Request, ctx: Ctx) -> Response:
               for st in SPARK_COMMIT_STATUSES}
     pending, age = ctx.app.store.log.relay_lag()
     return page(request, who, "ops.html", letters=letters, pushed=pushed, commits=commits,
-                refused=refused, skipped=skipped, set_aside=set_aside, counts=counts,
+                refused=refused, skipped=skipped, stopped=stopped, set_aside=set_aside,
+                counts=counts,
                 relay_pending=pending, relay_age=age, done=request.query_params.get("done"))
+
+
+def _stopped_tables(ctx: HttpContext) -> list[tuple[str, Followed]]:
+    """Followed tables stopped on a commit their follower cannot announce, by name."""
+    found = LakehouseTables(ctx.app.store).stopped(SHOWN)
+    names = ctx.app.store.catalog.tables_by_id(f.table_id for f in found)
+    return [(names[f.table_id].qualified, f) for f in found if f.table_id in names]
 
 
 @router.post("/ops/dead-letters")
