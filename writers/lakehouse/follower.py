@@ -42,7 +42,7 @@ from partition_notify.writers.lakehouse import changes, readers
 from partition_notify.writers.lakehouse.bounded import BoundedReads, Pending
 from partition_notify.writers.lakehouse.commits import Commit, Gap, Unannounceable, plan
 from partition_notify.writers.lakehouse.iceberg import Catalogs
-from partition_notify.writers.lakehouse.readers import Reader, _clip, head_and_uuid, reader_for
+from partition_notify.writers.lakehouse.readers import Reader, clip, head_and_uuid, reader_for
 from partition_notify.writers.lakehouse.readers import head_of as head_of  # its old home
 from partition_notify.writers.lakehouse.schema import BEFORE_FIRST, FORMATS
 from partition_notify.writers.lakehouse.skip import missed_draft
@@ -170,9 +170,9 @@ class Follower:
                 self._seen[f.table_id] = (caught_up, token)
         except Unannounceable as exc:  # stopped before it until an operator skips it
             stats.errors += 1
-            self.tables.stop(f.table_id, self.owner, exc.revision, _clip(str(exc)))
+            self.tables.stop(f.table_id, self.owner, exc.revision, clip(str(exc)))
             log.warning("%s follower: %s: %s (skip it: partition-notify lakehouse skip %s "
-                        "--version %d)", self.format, info.qualified, _clip(str(exc)),
+                        "--version %d)", self.format, info.qualified, clip(str(exc)),
                         info.qualified, exc.revision, extra={"pn_event": "lakehouse.failed"})
         except TableReadTimeout as exc:  # the others go on; this one waits for its read
             stats.timeouts += 1
@@ -181,11 +181,11 @@ class Follower:
         except PartitionNotifyError as exc:  # clipped: it may quote a writer's text
             stats.errors += 1
             log.warning("%s follower: %s: %s", self.format, info.qualified,
-                        _clip(str(exc)), extra={"pn_event": "lakehouse.failed"})
+                        clip(str(exc)), extra={"pn_event": "lakehouse.failed"})
         except Exception as exc:  # the format's driver: pyiceberg, delta-rs, pyarrow
             stats.errors += 1
             log.warning("%s follower: %s: %s: %s", self.format, info.qualified,
-                        type(exc).__name__, _clip(str(exc)),
+                        type(exc).__name__, clip(str(exc)),
                         extra={"pn_event": "lakehouse.failed"})
 
     def release(self) -> int:
@@ -316,8 +316,8 @@ class Follower:
             # Clipped: the property is the writer's, of any size (a 3 MB one was one
             # 3 MB log line), and the error quotes it too.
             log.error("%s follower: %s commit %d: set-done property %r ignored: %s",
-                      self.format, info.qualified, commit.revision, _clip(raw),
-                      _clip(str(exc)), extra={"pn_event": "lakehouse.bad_set_done"})
+                      self.format, info.qualified, commit.revision, clip(raw),
+                      clip(str(exc)), extra={"pn_event": "lakehouse.bad_set_done"})
             return None
         return raw
 

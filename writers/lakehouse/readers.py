@@ -33,7 +33,8 @@ class Reader(Protocol):
     def commits_after(self, cursor: int, uuid: str | None = None) -> Iterator[Commit]: ...
 
 
-def _clip(text: str) -> str:
+def clip(text: str) -> str:
+    """``text`` cut to LOGGED_CHARS for a log line, saying how long it was."""
     return text if len(text) <= LOGGED_CHARS else f"{text[:LOGGED_CHARS]}… ({len(text)} chars)"
 
 
@@ -66,7 +67,7 @@ def head_of(
     except Exception as exc:  # the driver's (pyarrow, SQLAlchemy, requests): one line
         first = (str(exc).strip().splitlines() or [""])[0]
         raise ConfigurationError(
-            f"{fmt} table {where} cannot be read: {type(exc).__name__}: {_clip(first)}"
+            f"{fmt} table {where} cannot be read: {type(exc).__name__}: {clip(first)}"
         ) from exc
     return BEFORE_FIRST if head is None else head
 
