@@ -170,3 +170,18 @@ def test_an_iceberg_snapshot_with_a_value_too_long_can_be_skipped(
     missed, after = logged(app, TABLE)
     assert (missed.kind, missed.revision) == ("missed", bad.snapshot_id)
     assert after.spec == "datestamp_day=2026-01-03/region=us"
+
+
+def test_a_stop_recorded_after_the_skip_does_not_stop_the_table_again(
+    app: App, store_url: str, stopped: tuple[Follower, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The follower's read failed before the operator's skip and records the stop after it
+    (a race): the skipped commit is the cursor now, and the table is not stopped on it."""
+    follower, _ = stopped
+    code, _, err = cli(capsys, store_url, "lakehouse", "skip", TABLE, "--version", "1")
+    assert code == 0, err
+    info = app.publisher.table("sales", "orders")
+    LakehouseTables(app.store).stop(info.id, follower.owner, 1, "read before the skip")
+
+    followed = LakehouseTables(app.store).get(info.id)
+    assert followed is not None and (followed.cursor, followed.stopped_at) == (1, None)

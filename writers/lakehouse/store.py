@@ -107,10 +107,13 @@ class LakehouseRepository:
         return affected_rows(self.session.execute(stmt)) == 1
 
     def stop(self, table_id: int, owner: str, revision: int, reason: str, now: float) -> None:
-        """Record that the lease holder cannot announce commit ``revision``."""
+        """Record that the lease holder cannot announce commit ``revision``; not once an
+        operator skipped it meanwhile (the cursor is that commit: a read that failed
+        before the skip must not stop the table again)."""
         row = LakehouseTableRow
         self.session.execute(
-            update(row).where(row.table_id == table_id, row.lease_owner == owner)
+            update(row).where(row.table_id == table_id, row.lease_owner == owner,
+                              row.cursor != revision)
             .values(stopped_at=revision, stopped_reason=reason[:MAX_STOP_CHARS],
                     updated_at=now))
 
