@@ -84,3 +84,43 @@ def test_a_table_not_followed_is_a_422_naming_it(server: Server) -> None:
         assert_problem(
             c.post("/v1/tables/no.such/lakehouse/skip", json={"version": 1}), 404, "path.table"
         )
+
+
+def test_the_ops_page_skips_the_stopped_commit_with_its_form(
+    server: Server, tmp_path: Path
+) -> None:
+    """/ui/ops's form: admin, same origin, CSRF token, as the dead-letter forms."""
+    import hashlib
+    import hmac
+
+    import httpx
+
+    table = stopped_table(server, tmp_path)
+    admin = server.tokens["admin"]
+    csrf = hmac.new(admin.encode(), b"partition-notify /ui csrf", hashlib.sha256).hexdigest()
+    form = {"csrf": csrf, "table": table, "version": "1"}
+    with httpx.Client(base_url=server.base, cookies={"pn_ui_token": admin}, timeout=30) as c:
+        page = c.get("/ui/ops").text
+        assert f'name="table" value="{table}"' in page
+        assert c.post("/ui/ops/lakehouse-skip", data={**form, "csrf": "x"}).status_code == 403
+        assert_problem(
+            c.post("/ui/ops/lakehouse-skip", data={**form, "version": "2"}),
+            409,
+            "form.version",
+            "stopped on commit 1, not 2",
+        )
+        assert_problem(
+            c.post("/ui/ops/lakehouse-skip", data={**form, "version": "1e3"}),
+            422,
+            "version",
+            "'1e3'",
+        )
+        r = c.post("/ui/ops/lakehouse-skip", data=form)
+        assert r.status_code == 303, r.text
+    with httpx.Client(
+        base_url=server.base, cookies={"pn_ui_token": server.tokens["write"]}, timeout=30
+    ) as c:
+        assert c.post("/ui/ops/lakehouse-skip", data=form).status_code == 403
+    info = server.app.publisher.table(*table.split("."))
+    followed = LakehouseTables(server.app.store).get(info.id)
+    assert followed is not None and (followed.cursor, followed.stopped_at) == (1, None)
