@@ -13,6 +13,7 @@ from partition_notify.http import (
     problems,
     routes_commits,
     routes_deadlines,
+    routes_lakehouse,
     routes_live,
     routes_ops,
     routes_read,
@@ -47,6 +48,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     routes_deadlines.router,
     routes_rules.router,
     routes_commits.router,
+    routes_lakehouse.router,
     ui_router,
 )
 
