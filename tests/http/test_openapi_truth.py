@@ -34,13 +34,15 @@ def server(request: pytest.FixtureRequest) -> Iterator[Server]:
 
 def _schemathesis(server: Server, phases: str, examples: int,
                   *auth: str) -> subprocess.CompletedProcess[str]:
+    # Run in the server's scratch folder: schemathesis leaves a .schemathesis/ cache.
     cli = Path(sys.executable).with_name("schemathesis")
     cmd = [str(cli), "run", f"{server.base}/openapi.json", "--checks", CHECKS,
            "--phases", phases, "--max-examples", str(examples), "--seed", SEED,
            "--request-timeout", "20",
            "--exclude-path", "/metrics", "--no-color", *auth]
     env = {**os.environ, "SCHEMATHESIS_HOOKS": ""}
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, check=False)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env,
+                          check=False, cwd=server.serve.log.parent)
 
 
 #: With a token that may do everything, every phase (the stateful one chains a
