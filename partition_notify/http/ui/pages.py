@@ -92,19 +92,23 @@ def _local(target: str) -> str:
 @router.get("/tables")
 @timed
 def tables(request: Request, ctx: Ctx, q: Annotated[str, Query(max_length=300)] = "",
-           page_no: Annotated[int, Query(alias="page", ge=1, le=1_000_000)] = 1) -> Response:
+           page_no: Annotated[int, Query(alias="page", ge=1, le=1_000_000)] = 1,
+           late: Annotated[bool, Query()] = False) -> Response:
     who = viewer(request, ctx)
     if who is None:
         return to_sign_in(request)
     reads = StatusReads(ctx.app.store)
     with reads.uow() as uow:
         repo = StatusReadRepository(uow.session)
-        total, infos = repo.tables_page(q.strip(), (page_no - 1) * PAGE_SIZE, PAGE_SIZE)
+        total, infos = repo.tables_page(q.strip(), (page_no - 1) * PAGE_SIZE, PAGE_SIZE,
+                                        late_only=late)
         stats = repo.stats([t.id for t in infos], reads.now())
+        late_total = repo.late_tables()
     pending, age = ctx.app.store.log.relay_lag()
     pages = max(1, -(-total // PAGE_SIZE))
     return page(request, who, "tables.html", tables=infos, stats=stats, q=q, page=page_no,
-                pages=pages, total=total, relay_pending=pending, relay_age=age)
+                pages=pages, total=total, relay_pending=pending, relay_age=age, late=late,
+                late_total=late_total)
 
 
 @router.get("/tables/{table}")

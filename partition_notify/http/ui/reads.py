@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Text, cast, func, or_, select
+from sqlalchemy import ColumnElement, Select, Text, cast, func, or_, select
 from sqlalchemy.orm import Session
 
 from partition_notify.contract.messages import PARTITION_WITHDRAWN
@@ -22,6 +22,14 @@ from partition_notify.store.records import TableInfo
 from partition_notify.store.schema import EventRow, PartitionRow, SetDoneRow, TableRow
 from partition_notify.store.uow import UnitOfWork
 from partition_notify.writers.commit_schema import SparkCommitRow
+
+
+def _late_table_ids() -> Select[Any]:
+    """The tables with an open late check: the ones on-call looks for first."""
+    return (select(ExpectationRow.table_id).distinct()
+            .join(ExpectationCheckRow, ExpectationCheckRow.expectation_id == ExpectationRow.id)
+            .where(ExpectationCheckRow.outcome == "late",
+                   ExpectationCheckRow.recovered_at.is_(None)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +63,13 @@ class StatusReadRepository:
     def __init__(self, session: Session) -> None:
         self.session = session
 
-    def tables_page(self, text: str, offset: int, limit: int) -> tuple[int, list[TableInfo]]:
-        """Tables whose ``db.name`` contains ``text``, ordered by name, and how many match."""
-        where = []
+    def tables_page(self, text: str, offset: int, limit: int, *, late_only: bool = False
+                    ) -> tuple[int, list[TableInfo]]:
+        """Tables whose ``db.name`` contains ``text`` (and, ``late_only``, that are late
+        now), ordered by name, and how many match."""
+        where: list[ColumnElement[bool]] = []
+        if late_only:
+            where.append(TableRow.id.in_(_late_table_ids()))
         if text:
             pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
             where.append(or_(TableRow.db.like(pattern, escape="\\"),
@@ -69,6 +81,11 @@ class StatusReadRepository:
             .offset(offset).limit(limit)
         ).all()
         return int(total or 0), [TableInfo.of(r) for r in rows]
+
+    def late_tables(self) -> int:
+        """How many tables have an instance late now (an open late check)."""
+        late = _late_table_ids().subquery()
+        return int(self.session.scalar(select(func.count()).select_from(late)) or 0)
 
     def stats(self, ids: Sequence[int], now: float) -> dict[int, TableStats]:
         """Per table: last add-partition, last set-done, expectations, open late, dead letters."""

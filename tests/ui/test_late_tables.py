@@ -1,0 +1,54 @@
+"""On call, with more tables than fit a page: the tables page says how many are late
+and lists only those on request, whatever page their names fall on."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from selenium.webdriver.common.by import By
+from sqlalchemy import text
+
+from partition_notify.http.ui.pages import PAGE_SIZE
+from tests.http.support import Server, unique_db
+from tests.ui.test_browser import sign_in
+
+
+def _late_table(server: Server, db: str) -> None:
+    """``db.zz_late`` with an every-minute expectation that serve's checker declares late."""
+    server.app.publisher.register_table(db, "zz_late", ["ts"])
+    server.app.deadlines.add(db, "zz_late", name="minutely", spec_template="ts={{ ts_nodash }}",
+                             cron="* * * * *", deadline="+0s")
+    # A new expectation judges only later deadlines; backdated, the past minutes are due now.
+    with server.app.store.engine.begin() as conn:
+        conn.execute(text("UPDATE pn_expectations SET created_at = 0 WHERE table_id = "
+                          "(SELECT id FROM pn_tables WHERE db = :db AND name = 'zz_late')"),
+                     {"db": db})
+    deadline = time.monotonic() + 120
+    while not server.app.deadlines.open_late(db, "zz_late"):
+        assert time.monotonic() < deadline, "serve declared no instance late in 120 s"
+        time.sleep(0.2)  # another process (serve's checker) decides; nothing to await here
+
+
+def _listed(browser: Any) -> list[str]:
+    return [a.text for a in browser.find_elements(By.CSS_SELECTOR, "#tables tbody th a")]
+
+
+def test_late_tables_are_counted_and_listed_alone(server: Server, browser: Any) -> None:
+    db = unique_db()
+    for n in range(PAGE_SIZE + 5):  # more than a page, each named before the late one
+        server.app.publisher.register_table(db, f"a{n:03d}", ["ts"])
+    _late_table(server, db)
+
+    sign_in(browser, server.base, server.tokens["read"], f"/ui/tables?q={db}")
+    assert f"{db}.zz_late" not in _listed(browser)  # page 1 of 2: the late one is not here
+    summary = browser.find_element(By.ID, "late-summary")
+    assert "late" in summary.text
+    summary.find_element(By.TAG_NAME, "a").click()
+
+    listed = _listed(browser)
+    assert f"{db}.zz_late" in listed
+    assert not [t for t in listed if t.startswith(f"{db}.a")], listed
+    assert "late" in browser.find_element(By.ID, "count").text
+    # The filter survives the name filter and paging links (a bookmarkable view).
+    assert "late=1" in browser.current_url
