@@ -48,10 +48,20 @@ def _until(predicate, timeout: float = 15.0) -> bool:
 
 def _forged_set_done(db: str, topic: str, seq: int, spec: str) -> SetDoneMessage:
     key, _, value = spec.partition("=")
-    return SetDoneMessage.model_validate({
-        "server": "partition-notify", "db": db, "table": "t", "timestamp": int(time.time()),
-        "messageId": uuid.uuid4().hex, "eventId": seq + 1000, "topic": topic,
-        "topicSeq": seq, "partitionSpec": {key: value}, "partitionSpecString": spec})
+    return SetDoneMessage.model_validate(
+        {
+            "server": "partition-notify",
+            "db": db,
+            "table": "t",
+            "timestamp": int(time.time()),
+            "messageId": uuid.uuid4().hex,
+            "eventId": seq + 1000,
+            "topic": topic,
+            "topicSeq": seq,
+            "partitionSpec": {key: value},
+            "partitionSpecString": spec,
+        }
+    )
 
 
 class _Scene:
@@ -73,8 +83,7 @@ class _Scene:
     def sentinel(self, everything: Collector, n: int) -> None:
         """A genuine message sent after the forged ones: once here, they were handled."""
         sent = self.app.publisher.announce_partitions(self.db, "t", [f"ds=sentinel{n}"])[0]
-        assert everything.wait_for(
-            lambda ms: sent.message_id in {m.message_id for m in ms}, 15)
+        assert everything.wait_for(lambda ms: sent.message_id in {m.message_id for m in ms}, 15)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -99,20 +108,21 @@ def test_a_forged_set_done_neither_ends_a_wait_nor_reaches_a_callback(spec, sqli
 
             waiter = threading.Thread(target=wait)
             waiter.start()
-            assert _until(lambda: len(sub._subs) == 3 and all(s._ready.is_set()
-                                                               for s in sub._subs))
+            assert _until(lambda: len(sub._subs) == 3 and all(s._ready.is_set() for s in sub._subs))
             forged = scene.forge(seq=1)  # the very next number: the hot path
             scene.sentinel(everything, 1)
             ids = {m.message_id for m in everything.messages + watched.messages}
             assert forged.message_id not in ids, "the forged set-done reached a callback"
-            assert waiter.is_alive() and "msg" not in result, \
+            assert waiter.is_alive() and "msg" not in result, (
                 f"the forged set-done ended the wait: {result}"
+            )
             assert sub.stats.foreign == 1
             genuine = scene.app.publisher.send_mark_set_done(scene.db, "t", "ds=1")
             waiter.join(20)
             assert getattr(result.get("msg"), "message_id", None) == genuine.message_id, result
-            assert watched.wait_for(lambda ms: [m.message_id for m in ms]
-                                    == [genuine.message_id], 15)
+            assert watched.wait_for(
+                lambda ms: [m.message_id for m in ms] == [genuine.message_id], 15
+            )
     finally:
         scene.close()
 
@@ -127,8 +137,11 @@ def test_forged_messages_are_counted_and_warned_about_boundedly(spec, sqlite_url
             scene.sentinel(everything, 1)
             assert [m.topic_seq for m in everything.messages] == [1]
             assert sub.stats.foreign == len(forged)
-            warned = [r.getMessage() for r in caplog.records
-                      if "event log does not hold" in r.getMessage()]
+            warned = [
+                r.getMessage()
+                for r in caplog.records
+                if "event log does not hold" in r.getMessage()
+            ]
             assert 1 <= len(warned) <= 11, warned
             assert scene.topic in warned[0] and forged[0].message_id in warned[0]
     finally:
@@ -144,7 +157,7 @@ def test_deliver_lets_foreign_messages_through_by_message_id(spec, sqlite_url):
             sub.subscribe((scene.db, "t"), everything, history=False)
             forged = scene.forge(seq=1)
             scene.sentinel(everything, 1)
-            assert [m.message_id for m in everything.messages][0] == forged.message_id
+            assert everything.messages[0].message_id == forged.message_id
             # It did not cost the genuine message its number.
             assert everything.messages[-1].topic_seq == 1
     finally:
@@ -161,3 +174,38 @@ def test_foreign_messages_setting_is_validated(monkeypatch):
     assert "'verify' or 'deliver'" in str(err.value)
     monkeypatch.delenv("PN_FOREIGN_MESSAGES")
     assert load_settings().foreign_messages == "verify"
+
+
+def test_a_message_that_cannot_be_verified_is_delivered_once_the_log_reads_again(
+    spec, sqlite_url, monkeypatch
+):
+    """Fault injection: the store's topic reads fail (as a PostgreSQL outage would make
+    them) while a genuine set-done arrives. It is neither delivered unverified nor
+    lost: the topic is read again until the log answers, then it comes, once."""
+    from partition_notify.core.errors import StoreError
+
+    scene = _Scene(spec, sqlite_url)
+    down = threading.Event()
+    real = scene.app.store.log.topic_events_after
+
+    def reads(*args, **kwargs):
+        if down.is_set():
+            raise StoreError("injected: the store does not answer")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(scene.app.store.log, "topic_events_after", reads)
+    try:
+        with scene.app.subscriber() as sub:
+            got = Collector()
+            sub.subscribe((scene.db, "t"), got, history=False)
+            down.set()
+            sent = scene.app.publisher.send_mark_set_done(scene.db, "t", "ds=1")
+            assert _until(lambda: sub.stats.received == 1 and sub.stats.fill_errors >= 1)
+            assert got.messages == [] and sub.stats.foreign == 0
+            down.clear()
+            assert got.wait_for(lambda ms: len(ms) == 1, 15)
+            assert got.messages[0].message_id == sent.message_id
+            scene.sentinel(got, 1)
+            assert [m.topic_seq for m in got.messages] == [1, 2]
+    finally:
+        scene.close()
