@@ -84,6 +84,9 @@ class LogCheck:
         everything (None: the topic is not followed; then only the batch's
         own range is read, and nothing is kept past it).
         """
+        if self._cached > MAX_CACHED:  # between batches: a batch's own reads stay
+            self._logged.clear()
+            self._cached = 0
         want: dict[str, tuple[int, int]] = {}  # topic -> (lowest, highest) unknown seq
         for m in msgs:
             known = self._logged.get(m.topic)
@@ -94,7 +97,8 @@ class LogCheck:
         self._unread.difference_update(want)
         for topic, (lo, hi) in want.items():
             high = mark(topic)
-            if high is None:
+            if high is None:  # not followed: only this batch's numbers, nothing kept
+                self.forget(topic)
                 self._read(topic, lo - 1, hi)
                 continue
             self._prune(topic, high)
@@ -122,9 +126,6 @@ class LogCheck:
                 self._cached -= 1
 
     def _read(self, topic: str, after: int, upto: int) -> None:
-        if self._cached > MAX_CACHED:
-            self._logged.clear()
-            self._cached = 0
         known = self._logged.setdefault(topic, {})
         try:
             while True:
