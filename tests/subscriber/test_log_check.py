@@ -24,7 +24,7 @@ class _CountingLog:
     def __init__(self, store, monkeypatch) -> None:
         self.calls = 0
         self.failing = False
-        real = store.log.topic_events_after
+        real = store.log.topic_ids_after
 
         def reads(*args, **kwargs):
             self.calls += 1
@@ -32,7 +32,7 @@ class _CountingLog:
                 raise StoreError("injected: the store does not answer")
             return real(*args, **kwargs)
 
-        monkeypatch.setattr(store.log, "topic_events_after", reads)
+        monkeypatch.setattr(store.log, "topic_ids_after", reads)
 
 
 def _logged(app, db: str, n: int):

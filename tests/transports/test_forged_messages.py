@@ -186,14 +186,19 @@ def test_a_message_that_cannot_be_verified_is_delivered_once_the_log_reads_again
 
     scene = _Scene(spec, sqlite_url)
     down = threading.Event()
-    real = scene.app.store.log.topic_events_after
+    log = scene.app.store.log
 
-    def reads(*args, **kwargs):
-        if down.is_set():
-            raise StoreError("injected: the store does not answer")
-        return real(*args, **kwargs)
+    def failing(read):
+        def reads(*args, **kwargs):
+            if down.is_set():
+                raise StoreError("injected: the store does not answer")
+            return read(*args, **kwargs)
 
-    monkeypatch.setattr(scene.app.store.log, "topic_events_after", reads)
+        return reads
+
+    # The check's read and the fill's read both fail while the store is "down".
+    for name in ("topic_ids_after", "topic_events_after"):
+        monkeypatch.setattr(log, name, failing(getattr(log, name)))
     try:
         with scene.app.subscriber() as sub:
             got = Collector()
