@@ -64,6 +64,7 @@ class App:
             self.transport,
             timeout_seconds=self.settings.connect_timeout_seconds,
             on_gap=on_gap,
+            foreign_messages=self.settings.foreign_messages,
         )
 
     @cached_property

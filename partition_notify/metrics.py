@@ -164,8 +164,9 @@ class _SubscriberCollector(Collector):
         ("reconnects", "Reconnects after which missed messages were read from the event log"),
         ("duplicates", "Repeats dropped by topic sequence number"),
         ("filled", "Messages read from the event log to fill a jump or a reconnect"),
-        ("fill_errors", "Failed reads of the event log while filling (retried)"),
-        ("foreign", "Messages whose topic sequence number the event log does not hold"),
+        ("fill_errors", "Failed reads of the event log while filling or verifying (retried)"),
+        ("foreign", "Broker messages the event log does not hold (dropped unless "
+                    "PN_FOREIGN_MESSAGES=deliver)"),
     )
 
     def __init__(self, stats: _Stats, name: str) -> None:

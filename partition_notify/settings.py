@@ -55,6 +55,13 @@ LogLevel = Annotated[
     Literal["DEBUG", "INFO", "WARNING", "ERROR"],
     BeforeValidator(lambda v: v.upper() if isinstance(v, str) and v.upper() in LOG_LEVELS else v),
 ]
+#: ``PN_FOREIGN_MESSAGES`` values, case-insensitive (subscriber/verify.py).
+FOREIGN_MODES = ("verify", "deliver")
+ForeignMessages = Annotated[
+    Literal["verify", "deliver"],
+    BeforeValidator(lambda v: v.lower() if isinstance(v, str) and v.lower() in FOREIGN_MODES
+                    else v),
+]
 log = logging.getLogger(__name__)
 #: Refusals for good before the relay dead-letters an event.
 DEFAULT_MAX_ATTEMPTS = 5
@@ -176,6 +183,10 @@ class Settings(BaseSettings):
         "fs.defaultFS (e.g. hdfs://nn:8020); unset: the local filesystem")
     spark_spool_dirs: str = Field(
         "", description="serve: extra comma-separated dirs holding Spark commit manifests")
+    foreign_messages: ForeignMessages = Field(
+        "verify", description="a broker message the event log does not hold (same topic, "
+        "topicSeq, message id and kind): verify drops and counts it; deliver hands it on by "
+        "message id (other producers share the topics on purpose)")
     log_format: Literal["text", "json"] = Field(
         "text", description="serve: text lines, or json (one object per line)")
     log_level: LogLevel = Field(
@@ -290,7 +301,7 @@ _GROUPS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (_PUBLISHERS, ("server_name", "service_principal", "topic_prefix", "topic_policy",
                    "default_retention_seconds", "publish_timeout_seconds", "max_message_bytes",
                    "http_idempotency_ttl_seconds", "default_fs")),
-    (_FOLLOWERS, ("poll_interval_seconds", "cross_process_wakeups")),
+    (_FOLLOWERS, ("poll_interval_seconds", "cross_process_wakeups", "foreign_messages")),
     ((SERVE, SUBSCRIBER), ("deadline_lookback_seconds",)),
 )
 

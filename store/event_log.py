@@ -23,6 +23,7 @@ from partition_notify.store.repositories import (
     INSERT_EVENTS,
     INSERT_SET_DONE,
     TOPIC_EVENTS_AFTER,
+    TOPIC_IDS_AFTER,
     reserve,
 )
 from partition_notify.store.sqlite_writer import DriverMarks, SQLiteWriter
@@ -306,6 +307,13 @@ class EventLog:
             LoggedEvent(r.event_id, r.topic, r.topic_seq, r.body, dict(r.headers))
             for r in self._db.read(TOPIC_EVENTS_AFTER, params)
         ]
+
+    def topic_ids_after(self, topic: str, after_seq: int, upto_seq: int,
+                        limit: int = 1000) -> list[tuple[int, str, str]]:
+        """(topicSeq, message id, kind) of the events :meth:`topic_events_after` reads,
+        without bodies: what a subscriber checks a live message against."""
+        params = {"topic": topic, "after": after_seq, "upto": upto_seq, "limit": limit}
+        return [tuple(r) for r in self._db.read(TOPIC_IDS_AFTER, params)]
 
     def last_topic_seqs(self, topics: Sequence[str]) -> dict[str, int]:
         """The highest topicSeq logged so far per topic (0 when none).

@@ -102,6 +102,9 @@ TOPIC_EVENTS_AFTER = (
     .order_by(_EVENTS_T.c.topic_seq)
     .limit(bindparam("limit"))
 )
+#: The same range, numbers, ids and kinds only: subscriber/verify.py's check, bodies unread.
+TOPIC_IDS_AFTER = TOPIC_EVENTS_AFTER.with_only_columns(_EV.topic_seq, _EV.message_id,
+                                                       _EV.event_type)
 _INSERT_PARTITIONS = insert(cast(Table, PartitionRow.__table__))
 INSERT_SET_DONE = insert(cast(Table, SetDoneRow.__table__))
 
@@ -387,6 +390,7 @@ __all__ = [
     "INSERT_EVENTS",
     "INSERT_SET_DONE",
     "TOPIC_EVENTS_AFTER",
+    "TOPIC_IDS_AFTER",
     "EventRepository",
     "PartitionRepository",
     "SequenceRepository",

@@ -13,11 +13,15 @@ Runs on the subscriber's dispatcher thread (one at a time), except
   handing on the new message, so order holds and nothing is skipped; a
   number the log does not hold is reported as a gap and given up.
 * After a reconnect every followed topic is read from its mark onwards.
-* The next number is taken without a log read (one per message would cost
-  the hot path), so a forged message can take it first. The message id each
-  recent number was taken by is kept (:data:`RECENT_IDS` per topic): a repeat
-  under another id is checked against the log, and the logged one is handed
-  on instead of being dropped as a repeat.
+* Under ``PN_FOREIGN_MESSAGES=verify`` (the default) a message is handed on
+  only when the log holds it (verify.py: read per batch of live messages,
+  not per message); one it does not hold is dropped and counted, and never
+  takes a number.
+* Under ``deliver`` the next number is taken without a log read, so a
+  foreign message can take it first. The message id each recent number was
+  taken by is kept (:data:`RECENT_IDS` per topic): a repeat under another id
+  is checked against the log, and the logged one is handed on instead of
+  being dropped as a repeat.
 """
 
 from __future__ import annotations
@@ -28,11 +32,12 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 from partition_notify.store import LoggedEvent, Store
 from partition_notify.subscriber import subscription as _subscription
 from partition_notify.subscriber.seq_window import SeqWindow
+from partition_notify.subscriber.verify import MAX_SEQ, LogCheck, Verdict, Warner
 
 from partition_notify.contract import AnyMessage
 from partition_notify.core.errors import PartitionNotifyError
@@ -41,8 +46,6 @@ log = logging.getLogger(__name__)
 
 #: Events per catch-up read from the log.
 FILL_BATCH = 1000
-#: Larger sequence numbers are foreign: no log gets there (SQL BIGINT is 2**63-1).
-MAX_SEQ = 2**62
 #: After a failed catch-up read, seconds before a jump on that topic tries again.
 FILL_RETRY_SECONDS = 1.0
 #: Per topic, the message ids of the last numbers taken: a conflict further back
@@ -70,12 +73,22 @@ class Followed:
 Hand = Callable[[AnyMessage], None]
 Decode = Callable[[LoggedEvent], AnyMessage | None]
 OnGap = Callable[[str, int, int], None]
+#: What became of an offered message: handed on in order, a repeat (dropped),
+#: to be handed on by message id (not tracked by number), or dropped unverified.
+Outcome = Literal["handed", "repeat", "by_id", "dropped"]
 
 
 class Sequencer:
     def __init__(self, store: Store, stats: Stats, hand: Hand, decode: Decode,
-                 on_gap: OnGap | None) -> None:
+                 on_gap: OnGap | None, *, check: LogCheck | None = None,
+                 recheck: Callable[[str], None] = lambda topic: None) -> None:
+        """``check``: verify live messages against the log (None: deliver foreign ones
+        by message id); ``recheck(topic)``: call :meth:`recheck` later, the log could
+        not be read to verify a message of ``topic``."""
         self._store = store
+        self._check = check
+        self._recheck = recheck
+        self._warner = Warner()
         self._stats = stats
         self._hand = hand
         self._decode = decode
@@ -118,21 +131,29 @@ class Sequencer:
         return None if w is None else w.seen(seq)
 
     # -- dispatcher thread -----------------------------------------------------
-    def offer(self, msg: AnyMessage) -> bool | None:
-        """Hand ``msg`` on unless it is a repeat; True/False when tracked, None when not."""
+    def prefetch(self, msgs: list[AnyMessage]) -> None:
+        """Read the log once for a batch of live messages :meth:`offer` then checks."""
+        if self._check is not None:
+            self._check.prefetch(msgs, lambda t: w.high if (w := self._windows.get(t)) else None)
+
+    def offer(self, msg: AnyMessage) -> Outcome:
+        """Hand ``msg`` on unless it is a repeat or (verifying) the log does not hold it."""
         w = self._windows.get(msg.topic)
         if w is None:
+            if not self._verified(msg):
+                return "dropped"
             self._detect_only(msg)
-            return None
+            return "by_id"
         seq = msg.topic_seq
         if w.seen(seq):
-            if self._displaces_unlogged(msg):
-                return None  # handed on by message id: its number is already taken
+            if self._check is None and self._displaces_unlogged(msg):
+                return "by_id"  # its number is already taken
             self._stats.duplicates += 1
-            return False
-        if seq > MAX_SEQ:  # no log holds it (and SQL integers would overflow)
-            self._foreign(msg)
-            return None
+            return "repeat"
+        if not self._verified(msg):
+            return "dropped"
+        if seq > MAX_SEQ:  # deliver: no log holds it (and SQL integers would overflow)
+            return "by_id"
         if seq > w.high + 1 and any(w.holes(seq)):
             # Read through ``seq`` itself: a genuine message is in the log before it
             # is sent. One that is not (a foreign or forged number) must not move
@@ -140,17 +161,38 @@ class Sequencer:
             read, at_seq = self._fill(msg.topic, w, upto=seq)
             if read:
                 if at_seq is not None and at_seq.message_id == msg.message_id:
-                    return False  # handed on from the log, in order
+                    return "repeat"  # handed on from the log, in order
+                if self._check is not None:
+                    return "dropped"  # verified, so the log's copy took the number
                 self._foreign(msg)
-                return None
+                return "by_id"
         self._accept(w, msg)
-        return True
+        return "handed"
+
+    def _verified(self, msg: AnyMessage) -> bool:
+        """Whether ``msg`` may be handed on: deliver mode, or the log holds it. Under
+        ``deliver`` a number no log reaches is counted here and handed on by id."""
+        if self._check is None:
+            if msg.topic_seq > MAX_SEQ:
+                self._foreign(msg)
+            return True
+        verdict = self._check.verdict(msg)
+        if verdict is Verdict.FOREIGN:
+            self._foreign(msg)
+        elif verdict is Verdict.UNKNOWN:  # the failed read was counted
+            self._recheck(msg.topic)
+        return verdict is Verdict.GENUINE
+
+    def recheck(self, topic: str) -> bool:
+        """Hand on what the log holds after the topic's mark (messages that could not be
+        verified were dropped, not given up); False when the log still cannot be read."""
+        w = self._windows.get(topic)
+        return w is None or self._fill(topic, w, upto=None, retry=True)[0]
 
     def _foreign(self, msg: AnyMessage) -> None:
         self._stats.foreign += 1
-        log.warning("message %s claims topic %s seq %d, which the event log does not hold; "
-                    "delivered by message id, the sequence is not moved",
-                    msg.message_id, msg.topic, msg.topic_seq)
+        self._warner.foreign(msg, "dropped" if self._check is not None else
+                             "delivered by message id, the sequence is not moved")
 
     def _displaces_unlogged(self, msg: AnyMessage) -> bool:
         """Whether ``msg`` repeats a number taken by another message id and the log

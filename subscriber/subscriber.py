@@ -11,6 +11,7 @@ repeat is dropped by number, in bounded memory; a jump, a reconnect or a new
 topic is filled from the event log (``Store.log.topic_events_after``), so what
 was published while the connection was down arrives whatever ``history=``
 says; only a number the log no longer holds is reported through ``on_gap``.
+Nothing spoofed: a broker message the log does not hold is dropped (verify.py).
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from partition_notify.store import Store, TableInfo
-from partition_notify.store.provider import LoggedEvent
+from partition_notify.subscriber import inbox
 from partition_notify.subscriber.refs import TableRef, table_keys
-from partition_notify.subscriber.sequencer import Followed, Sequencer
+from partition_notify.subscriber.sequencer import FILL_RETRY_SECONDS, Followed, Sequencer
 from partition_notify.subscriber.subscription import Callback, Subscription
+from partition_notify.subscriber.verify import LogCheck, drain
 from partition_notify.transports import Consumer, RawMessage, Transport
 
 from partition_notify.contract import AnyMessage, SetDoneMessage, decode, spec
@@ -61,24 +63,6 @@ class SubscriberStats:
     foreign: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class _Live:
-    raw: RawMessage
-
-
-@dataclass(frozen=True, slots=True)
-class _History:
-    sub: Subscription
-    messages: list[AnyMessage]
-    #: Topics first followed by this subscription: catch up from the log first.
-    followed: Followed
-
-
-@dataclass(frozen=True, slots=True)
-class _Reconnected:
-    """The consumer re-subscribed: fill every followed topic from the log."""
-
-
 class Subscriber:
     """Follows tables over one transport connection; one dispatcher thread runs callbacks."""
 
@@ -89,15 +73,22 @@ class Subscriber:
         *,
         timeout_seconds: float = 10.0,
         on_gap: OnGap | None = None,
+        foreign_messages: str = "verify",
     ) -> None:
+        """``foreign_messages`` (PN_FOREIGN_MESSAGES): ``verify`` drops a broker message
+        the log does not hold, ``deliver`` hands it on by id; embedded: nothing to verify."""
         self.store = store
         self.transport = transport
         self.timeout = timeout_seconds
         self.on_gap = on_gap
         self.stats = SubscriberStats()
-        self._inbox: queue.Queue[_Live | _History | _Reconnected | None] = queue.Queue()
+        self._inbox: queue.Queue[inbox.Item] = queue.Queue()
         self._subs: list[Subscription] = []
-        self._seq = Sequencer(store, self.stats, self._hand_on, self._decode_logged, on_gap)
+        verify = foreign_messages == "verify" and not transport.uses_store_log
+        self._rechecks: set[str] = set()
+        self._seq = Sequencer(store, self.stats, self._hand_on, inbox.decode_logged, on_gap,
+                              check=LogCheck(store, self.stats) if verify else None,
+                              recheck=self._recheck_later)
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self._consumer: Consumer | None = None
@@ -306,7 +297,7 @@ class Subscriber:
             new = self._seq.follow(topics)  # 0. the log's last number, before the bus
             consumer.subscribe(topics, timeout=limit)  # 1. subscribe
             # 2. history; 3. the log since step 0, then de-dup (dispatcher thread)
-            self._inbox.put(_History(sub, load(), new))
+            self._inbox.put(inbox.History(sub, load(), new))
         except BaseException:
             # A mark for a topic the bus never confirmed would skip what follows it.
             self._seq.unfollow(new.topics)
@@ -321,59 +312,62 @@ class Subscriber:
                 self._subs.remove(sub)
 
     def _on_raw(self, raw: RawMessage) -> None:
-        self._inbox.put(_Live(raw))
+        self._inbox.put(inbox.Live(raw))
 
     def _on_reconnect(self) -> None:
         # Anything published while we were away is in the event log.
         self.stats.reconnects += 1
-        self._inbox.put(_Reconnected())
+        self._inbox.put(inbox.Reconnected())
 
     def _decode_all(self, bodies: list[str]) -> list[AnyMessage]:
-        out: list[AnyMessage] = []
-        for body in bodies:
-            try:
-                out.append(decode(body.encode()))
-            except MalformedMessageError as exc:
-                self.stats.malformed += 1
-                log.warning("skipping malformed stored message: %s", exc)
-        return out
-
-    def _decode_logged(self, ev: LoggedEvent) -> AnyMessage | None:
-        """An event read back from the log. Not counted as received; a malformed one is
-        usually the copy of one that came live, so it gets a debug line only."""
-        headers = {str(k): str(v) for k, v in ev.headers.items()}
-        try:
-            return decode(ev.body.encode(), headers)
-        except MalformedMessageError as exc:
-            log.debug("skipping malformed event %d of topic %s read from the log: %s",
-                      ev.event_id, ev.topic, exc)
-            return None
+        return inbox.decode_stored(bodies, self.stats)
 
     def _dispatch(self) -> None:
+        rest: list[inbox.Item] = []
         while True:
-            item = self._inbox.get()
+            item = rest.pop() if rest else self._inbox.get()
             if item is None:
                 return
             try:
-                if isinstance(item, _History):
+                if isinstance(item, inbox.Live):
+                    batch, rest = drain(self._inbox, item, lambda i: isinstance(i, inbox.Live))
+                    self._offer_all([m for i in batch if isinstance(i, inbox.Live)
+                                     if (m := self._decode(i.raw)) is not None])
+                elif isinstance(item, inbox.History):
                     self._seq.catch_up_new(item.followed)
                     if not item.sub.closed:
                         item.sub.merge_history(item.messages, self._seq.seen)
-                elif isinstance(item, _Reconnected):
+                elif isinstance(item, inbox.Reconnected):
                     self._seq.catch_up()
                 else:
-                    msg = self._decode(item.raw)
-                    if msg is not None:
-                        self._offer(msg)
+                    self._rechecks.discard(item.topic)
+                    if not self._seq.recheck(item.topic):
+                        self._recheck_later(item.topic)
             except Exception:
                 # The dispatcher must outlive any one bad item.
                 log.exception("subscriber dispatcher failed on %s", type(item).__name__)
 
+    def _recheck_later(self, topic: str) -> None:
+        if topic not in self._rechecks and not self._closed.is_set():
+            self._rechecks.add(topic)
+            retry = threading.Timer(FILL_RETRY_SECONDS, self._inbox.put, (inbox.Recheck(topic),))
+            retry.daemon = True  # a closed subscriber's retry puts into a queue nobody reads
+            retry.start()
+
+    def _offer_all(self, msgs: list[AnyMessage]) -> None:
+        """Live messages in arrival order, checked against one read of the log."""
+        self._seq.prefetch(msgs)
+        for msg in msgs:
+            try:
+                self._offer(msg)
+            except Exception:
+                log.exception("subscriber dispatcher failed on event %s", msg.event_id)
+
     def _offer(self, msg: AnyMessage) -> None:
-        tracked = self._seq.offer(msg)
-        if tracked is None:
+        outcome = self._seq.offer(msg)
+        if outcome == "by_id":
             self._hand_on(msg, tracked=False)
-        elif not tracked:  # a repeat: each subscription that wanted it counts it
+        elif outcome == "repeat":  # each subscription that wanted it counts it
             with self._lock:
                 subs = list(self._subs)
             for sub in subs:

@@ -1,4 +1,5 @@
-"""Messages an outside client puts on a table's ActiveMQ topic with stomp.py.
+"""Messages an outside client puts on a table's ActiveMQ topic with stomp.py
+(more, on every broker: test_forged_messages.py).
 
 A well-formed message whose ``topicSeq`` is the next number, or whose body
 names another followed table, is not in the event log: it must not take a
@@ -47,9 +48,11 @@ def _until(predicate, timeout: float = 10.0) -> bool:
     return predicate()
 
 
-def test_a_forged_next_number_does_not_cost_the_genuine_announcement(spec, sqlite_url):
+@pytest.mark.parametrize("mode", ["verify", "deliver"])
+def test_a_forged_next_number_does_not_cost_the_genuine_announcement(spec, sqlite_url, mode):
+    """verify drops the forged one; deliver hands it on, then the genuine one too."""
     db = "forge" + uuid.uuid4().hex[:8]
-    app = build(spec, sqlite_url)
+    app = build(spec, sqlite_url, foreign_messages=mode)
     outside = _outside_client(spec)
     try:
         app.publisher.register_table(db, "t", ["ds"])
@@ -67,6 +70,9 @@ def test_a_forged_next_number_does_not_cost_the_genuine_announcement(spec, sqlit
             assert second.topic_seq == 2
             assert got.wait_for(lambda ms: second.message_id in {m.message_id for m in ms}, 10), \
                 f"the genuine ds=2 announcement was dropped; got {got.messages}"
+            forged_delivered = {"FORGED"} <= {m.partitions[0]["ds"] for m in got.messages}
+            assert forged_delivered == (mode == "deliver")
+            assert sub.stats.foreign == 1
     finally:
         outside.disconnect()
         app.close()
