@@ -135,7 +135,7 @@ class Publisher:
         if retention_seconds is not None:
             limits.retention_seconds(retention_seconds, what=what)
         if location is not None:
-            location = limits.text(location, field=f"location of {what}")
+            location = limits.location(location, field=f"location of {what}")
         new_topic = None if topic is None else (topic_for(
             db_n, table_n, prefix=self.config.topic_prefix, policy=self.config.topic_policy,
             override=topic), topic)

@@ -40,7 +40,7 @@ def register(
         retention_seconds if explicit else config.default_retention_seconds, what=what
     )
     if location is not None:
-        location = limits.text(location, field=f"location of {what}")
+        location = limits.location(location, field=f"location of {what}")
     name = topic_for(db_n, table_n, prefix=config.topic_prefix, policy=config.topic_policy,
                      override=topic)
     return store.catalog.register_table(

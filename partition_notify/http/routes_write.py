@@ -145,7 +145,7 @@ def _checked_fields(what: str, keys: list[str] | None, retention: int | None,
             validate_topic(topic)
     if location is not None:
         with about("body.location"):
-            limits.text(location, field=f"location of {what}")
+            limits.location(location, field=f"location of {what}")
     return checked
 
 
