@@ -16,6 +16,7 @@ import threading
 import weakref
 from collections.abc import Sequence
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 from partition_notify.store import Store
 from partition_notify.store.event_log import EventLog
@@ -26,6 +27,7 @@ from sqlalchemy.engine import Engine
 from partition_notify.contract import Envelope
 from partition_notify.core.backoff import Backoff
 from partition_notify.core.errors import ConfigurationError, PartitionNotifyError, SubscribeError
+from partition_notify.core.redact import redact_url
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +125,7 @@ class EmbeddedTransport(Transport):
         cls, url: str, *, store: Store | None = None, poll_interval_seconds: float = 0.02,
         cross_process_wakeups: bool = True, **_: Any,
     ) -> EmbeddedTransport:
+        _refuse_parts(url)
         if store is None:
             raise ConfigurationError(
                 f"transport URL {url!r}: the embedded transport needs the store (store=...), "
@@ -136,6 +139,21 @@ class EmbeddedTransport(Transport):
 
     def consumer(self, on_message: OnMessage) -> Consumer:
         return EmbeddedConsumer(self.store, on_message, self.poll_interval, self.wakeups)
+
+
+def _refuse_parts(url: str) -> None:
+    """``embedded://`` and nothing more: the store URL says where the log is, and
+    settings tune it. A part that would be ignored is refused, as other transports
+    refuse an option they do not know."""
+    parts = urlsplit(url)
+    given = [name for name, value in (("host", parts.netloc), ("path", parts.path),
+                                      ("query", parts.query), ("fragment", parts.fragment))
+             if value]
+    if given:
+        raise ConfigurationError(
+            f"transport URL {redact_url(url)!r}: the embedded transport takes no "
+            f"{', '.join(given)}; expected embedded:// (its bus is the store's event log: "
+            "PN_STORE_URL says where, PN_POLL_INTERVAL_SECONDS how often it is read)")
 
 
 class EmbeddedConsumer(Consumer):

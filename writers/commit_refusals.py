@@ -6,7 +6,9 @@ now the reason reached only the job's log and a counter. One row per such
 answer keeps it for the ``/ui`` operations page. Bounded twice: a write keeps
 at most :data:`MAX_ROWS` (the oldest beyond go in the same transaction, one
 primary-key range delete), and ``serve``'s housekeeping forgets rows older
-than ``PN_SPARK_COMMIT_RETENTION_SECONDS``, oldest first in batches.
+than ``PN_SPARK_COMMIT_RETENTION_SECONDS``, oldest first in batches. An operator's skip
+of an Iceberg/Delta commit its follower cannot announce is recorded here too (status
+``skipped``, the operator as principal: ``writers/lakehouse/skip.py``).
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ MAX_TABLE_CHARS = 300
 class SparkCommitRefusalRow(Base):
     __tablename__ = "pn_spark_commit_refusals"
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
-    status: Mapped[str] = mapped_column(String(16))  # "rejected" or "ignored"
+    #: "rejected" or "ignored"; "skipped": a lakehouse commit an operator skipped
+    #: (writers/lakehouse/skip.py), kept here so the same page shows it
+    status: Mapped[str] = mapped_column(String(16))
     #: None when the body had no usable job id (it is what was wrong)
     job_id: Mapped[str | None] = mapped_column(String(MAX_JOB_ID_CHARS), nullable=True)
     #: the table or output path the manifest named, if it got that far
@@ -67,13 +71,18 @@ class CommitRefusals:
     def record(self, status: str, job_id: str | None, table: str | None, reason: str,
                principal: str) -> None:
         with UnitOfWork(self.store.engine, write=True) as uow:
-            new_id = uow.session.execute(insert(_T).values(
-                status=status, job_id=(job_id or None) and job_id[:MAX_JOB_ID_CHARS],
-                table=table and table[:MAX_TABLE_CHARS], reason=reason[:MAX_REASON_CHARS],
-                principal=principal[:128], at=self.store.clock(),
-            ).returning(_T.c.id)).scalar_one()
-            # Ids only grow: everything at or below new_id - MAX_ROWS is beyond the cap.
-            delete_where(uow.session, _T, _T.c.id <= new_id - MAX_ROWS)
+            self.record_in(uow, status, job_id, table, reason, principal)
+
+    def record_in(self, uow: UnitOfWork, status: str, job_id: str | None, table: str | None,
+                  reason: str, principal: str) -> None:
+        """:meth:`record` inside ``uow`` (a lakehouse skip: with the cursor's move)."""
+        new_id = uow.session.execute(insert(_T).values(
+            status=status, job_id=(job_id or None) and job_id[:MAX_JOB_ID_CHARS],
+            table=table and table[:MAX_TABLE_CHARS], reason=reason[:MAX_REASON_CHARS],
+            principal=principal[:128], at=self.store.clock(),
+        ).returning(_T.c.id)).scalar_one()
+        # Ids only grow: everything at or below new_id - MAX_ROWS is beyond the cap.
+        delete_where(uow.session, _T, _T.c.id <= new_id - MAX_ROWS)
 
     def latest(self, limit: int) -> list[Refusal]:
         """The newest ``limit`` refusals, newest first."""

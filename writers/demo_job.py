@@ -5,6 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from partition_notify.writers.spark_errors import is_spark_error, spark_reason
+
+from partition_notify.core.errors import ConfigurationError
+
 if TYPE_CHECKING:
     from partition_notify.writers.writer import HasPublisher
     from pyspark.sql import DataFrame, SparkSession
@@ -51,9 +55,14 @@ def _local_spark() -> SparkSession:
     import os
     import sys
 
-    from pyspark import SparkConf
-    from pyspark.sql import SparkSession
-
+    try:
+        from pyspark import SparkConf
+        from pyspark.sql import SparkSession
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"the demo's Spark job needs PySpark ({exc}): pip install 'partition-notify[spark]', "
+            "or run the demo with --no-spark"
+        ) from None
     builder = (
         SparkSession.builder.appName("partition-notify-demo")
         .config("spark.ui.enabled", "false")
@@ -66,6 +75,35 @@ def _local_spark() -> SparkSession:
         builder = builder.master("local[2]")
     # Python workers must use this interpreter (it has pyarrow), not PATH's python3.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = builder.getOrCreate()
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not under spark-submit: we start the JVM
+        _check_java()
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:
+        if not is_spark_error(exc):
+            raise
+        raise ConfigurationError(
+            f"local Spark did not start ({spark_reason(exc)}); or run the demo with --no-spark"
+        ) from exc
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _check_java() -> None:
+    """Spark's launcher finds Java as this does; without it, it prints shell errors and
+    PySpark a traceback, after seconds. Say so at once, in one line."""
+    import os
+    import shutil
+    from pathlib import Path
+
+    home = os.environ.get("JAVA_HOME")
+    if home and not os.access(Path(home) / "bin" / "java", os.X_OK):
+        problem = f"JAVA_HOME={home!r:.200} has no bin/java"
+    elif not home and shutil.which("java") is None:
+        problem = "no java on PATH and JAVA_HOME is not set"
+    else:
+        return
+    raise ConfigurationError(
+        f"the demo's Spark job needs Java 17 or later: {problem}; set JAVA_HOME to a JDK, "
+        "or run the demo with --no-spark"
+    )

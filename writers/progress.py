@@ -13,7 +13,12 @@ if TYPE_CHECKING:
 
 
 class Progress:
-    """Rewrites one line on ``stream`` with the active Spark stages' task counts."""
+    """Rewrites one line on ``stream`` with the active Spark stages' task counts.
+
+    On a stream that is not a terminal (a log file, CI output) a carriage return
+    does not rewrite anything: there each change of status is a line of its own,
+    and a status that did not change is not written again.
+    """
 
     def __init__(self, spark: SparkSession, label: str, *, stream: TextIO | None = None,
                  interval: float = 0.5) -> None:
@@ -25,6 +30,9 @@ class Progress:
         self._thread = threading.Thread(target=self._run, name="pn-progress", daemon=True)
         self._start = time.monotonic()
         self._width = 0
+        self._last = ""
+        isatty = getattr(self.stream, "isatty", None)
+        self._terminal = bool(isatty()) if callable(isatty) else False
 
     def __enter__(self) -> Progress:
         self._thread.start()
@@ -51,6 +59,12 @@ class Progress:
 
     def _show(self, text: str, end: str = "") -> None:
         line = f"[partition-notify] {self.label}: {text} ({time.monotonic() - self._start:.0f} s)"
+        if not self._terminal:
+            if text != self._last:
+                self._last = text
+                self.stream.write(line + "\n")
+                self.stream.flush()
+            return
         pad = " " * max(0, self._width - len(line))
         self._width = len(line)
         self.stream.write(f"\r{line}{pad}{end}")

@@ -39,6 +39,7 @@ from partition_notify.revisions.datasets import (
 from partition_notify.revisions.manager import RevisionManager
 from partition_notify.revisions.model import WriteTransaction
 from partition_notify.writers.hadoop import HadoopFs
+from partition_notify.writers.spark_errors import spark_failures
 
 from partition_notify.core.errors import (
     ConfigurationError,
@@ -222,7 +223,8 @@ class VersionRun:
         if self.state != WRITING:
             raise ConflictError(f"run {self.version} of {self.dataset.name} is {self.state}")
         self._spark = df.sparkSession
-        with self.dataset.revisions.kept_alive(self.tx) as keeper:
+        what = f"version {self.version} of SNAPSHOT dataset {self.dataset.name} at {self.path}"
+        with self.dataset.revisions.kept_alive(self.tx) as keeper, spark_failures(what):
             df.write.mode("errorifexists").parquet(self.path)
         if keeper.error is not None:
             raise keeper.error

@@ -42,6 +42,12 @@ from partition_notify.writers.layout import (
 from partition_notify.writers.lease import Lease
 from partition_notify.writers.progress import Progress
 from partition_notify.writers.recovery import recover
+from partition_notify.writers.spark_errors import (
+    check_format,
+    guard_partition_names,
+    spark_failures,
+    writable_location,
+)
 from partition_notify.writers.target import (
     Target,
     catalog_metadata,
@@ -229,7 +235,8 @@ class NotifyingWriter:
         write_id = new_write_id()
         staging = staging_dir(target.location, write_id)
         data = f"{staging}/{DATA}"
-        lease = Lease.create(fs, f"{staging}/{LOCK}", self.lease_seconds)
+        with writable_location(target.location, target.info.qualified):
+            lease = Lease.create(fs, f"{staging}/{LOCK}", self.lease_seconds)
         started = time.monotonic()
         try:
             self._save(frame, target, data)
@@ -254,13 +261,15 @@ class NotifyingWriter:
 
     def _save(self, frame: DataFrame, target: Target, data: str) -> None:
         """The Spark job: native partitioned write; fails if ``data`` exists."""
-        writer = frame.write.partitionBy(*target.keys).format(target.format)
+        guarded = guard_partition_names(frame, target.keys)
+        writer = guarded.write.partitionBy(*target.keys).format(target.format)
         writer = writer.options(**{**target.options, **self.options}).mode("errorifexists")
-        if self.progress:
-            with Progress(frame.sparkSession, target.info.qualified):
+        with spark_failures(target.info.qualified):
+            if self.progress:
+                with Progress(frame.sparkSession, target.info.qualified):
+                    writer.save(data)
+            else:
                 writer.save(data)
-        else:
-            writer.save(data)
 
     def send_mark_set_done(self, partial_spec: SpecLike, *,
                            revision: int | None = None) -> SetDoneMessage:
@@ -341,6 +350,7 @@ class NotifyingWriter:
             raise ConfigurationError(
                 f"{info.qualified} is registered at {info.location}, not {self.location}"
             )
+        check_format(spark, self.format, info.qualified)
         return Target(info=info, location=location, keys=info.partition_keys,
                       format=self.format)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from partition_notify.app import App, build_app
 from partition_notify.contract import AddPartitionMessage, AnyMessage, SetDoneMessage
-from partition_notify.core.errors import ConfigurationError
+from partition_notify.core.errors import ConfigurationError, SubscribeError
 
 DB, TABLE = "sales", "orders"
 DAY = "20110228"
@@ -47,7 +47,12 @@ def prepare_workdir(workdir: str) -> Path:
             f"demo workdir {str(root)!r} is not empty and was not created by the demo; "
             "nothing was deleted: pass --workdir with a new or empty directory"
         )
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"demo workdir {str(root)!r} cannot be made ({exc.strerror}): pass --workdir "
+            "with a directory this process may create") from None
     for name in OWN_ENTRIES:
         entry = root / name
         if entry.is_dir() and not entry.is_symlink():
@@ -100,7 +105,10 @@ def _live_while_publishing(
         arrivals: list[AnyMessage] = []
 
         def scheduler() -> None:
-            msg = sub.wait_for_set_done(DB, TABLE, f"datestamp={DAY}", timeout=600)
+            try:
+                msg = sub.wait_for_set_done(DB, TABLE, f"datestamp={DAY}", timeout=600)
+            except SubscribeError:  # the pipeline failed and closed it; its error is reported
+                return
             got.append(msg)
             _say(
                 t0,

@@ -22,6 +22,7 @@ from partition_notify.cli import (
     deadletters,
     deadlines,
     http,
+    lakehouse,
     revisions,
     rules,
     spark,
@@ -44,7 +45,8 @@ EXIT_PENDING, EXIT_REFUSED = 5, 6
 DRIVER_LOGGERS = ("stomp.py", "kafka")
 #: The command groups, in ``--help`` order. Each module has
 #: ``add_parsers(sub, parser_class)``; adding a group is one entry here.
-GROUPS = (commands, withdraw, tables, revisions, deadletters, http, deadlines, rules, spark)
+GROUPS = (commands, withdraw, tables, revisions, deadletters, http, deadlines, rules, spark,
+          lakehouse)
 
 
 class Parser(argparse.ArgumentParser):

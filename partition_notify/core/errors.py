@@ -30,6 +30,8 @@ boundary with ``raise ... from exc`` so callers never need to import a driver::
     ├── PartitionLateError          a wait with fail-on-late saw PARTITION_LATE
     ├── CommitIncompleteError       Spark committed a write, the notification step
     │                               failed part-way (NotifyingWriter.recover finishes it)
+    ├── SparkWriteError             Spark's job failed a writer's write: nothing was
+    │                               published (Spark's exception is the __cause__)
     ├── TableReadTimeout            an Iceberg catalog or Delta log did not answer in time
     └── PushError                   Airflow refused or did not answer a pushed event
         └── PushRefused             refused for good (400, 403, 404, 409, 413, 422):
@@ -170,6 +172,14 @@ class CommitIncompleteError(PartitionNotifyError):
     def __init__(self, message: str, write_id: str) -> None:
         super().__init__(message)
         self.write_id = write_id
+
+
+class SparkWriteError(PartitionNotifyError):
+    """Spark failed or refused a write of ``NotifyingWriter`` or ``SnapshotDataset``.
+
+    Nothing was published and the write's files are gone; the message carries
+    Spark's one-line reason, the Spark (py4j) exception is ``__cause__``.
+    """
 
 
 class PushError(PartitionNotifyError):

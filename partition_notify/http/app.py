@@ -9,9 +9,11 @@ from fastapi import APIRouter, FastAPI
 
 from partition_notify.app import App
 from partition_notify.http import (
+    openapi,
     problems,
     routes_commits,
     routes_deadlines,
+    routes_lakehouse,
     routes_live,
     routes_ops,
     routes_read,
@@ -46,6 +48,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     routes_deadlines.router,
     routes_rules.router,
     routes_commits.router,
+    routes_lakehouse.router,
     ui_router,
 )
 
@@ -88,6 +91,7 @@ def create_http_app(
     )
     api.state.pn = ctx
     problems.install(api)
+    openapi.install(api)
     for router in (*ROUTERS, *extra_routers):
         api.include_router(router)
     # Innermost: reads a body only within the limit and the deadline below.

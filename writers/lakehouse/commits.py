@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from partition_notify.core.errors import InvalidSpecError
+from partition_notify.core.errors import InvalidSpecError, PartitionNotifyError
 
 #: The commit property that marks a set done: an Iceberg snapshot summary property,
 #: a Delta ``commitInfo`` key or ``userMetadata`` (``KEY=<spec>`` or a JSON object).
@@ -41,11 +41,25 @@ def canonical(spec: Mapping[str, str], keys: Sequence[str]) -> tuple[str, ...]:
 
 
 class Gap(Exception):
-    """Commits after the cursor can no longer be read; resume at ``resume_at``."""
+    """Commits after the cursor can no longer be read; resume at ``resume_at``.
 
-    def __init__(self, reason: str, resume_at: int) -> None:
+    ``table_uuid``: the table is another one than the cursor's (deleted and created
+    again): its identity, recorded with the cursor's move to ``resume_at``."""
+
+    def __init__(self, reason: str, resume_at: int, table_uuid: str | None = None) -> None:
         super().__init__(reason)
         self.resume_at = resume_at
+        self.table_uuid = table_uuid
+
+
+class Unannounceable(Exception):
+    """Commit ``revision`` cannot be announced (``error`` says why): the follower stops
+    before it, records the stop, and ``lakehouse skip`` is the way past it."""
+
+    def __init__(self, revision: int, error: PartitionNotifyError) -> None:
+        super().__init__(str(error))
+        self.revision = revision
+        self.error = error
 
 
 @dataclass(frozen=True)
@@ -63,6 +77,8 @@ class Commit:
     rewrite_only: bool = False
     delete_only: bool = False
     properties: dict[str, str] = field(default_factory=dict)
+    #: The table's identity (Delta ``metaData.id``, Iceberg ``table-uuid``), when known.
+    table_uuid: str | None = None
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from partition_notify.writers.lakehouse.commits import (
     Commit,
     Gap,
     Spec,
+    Unannounceable,
     canonical,
     named,
     user_metadata_properties,
@@ -129,8 +130,22 @@ class DeltaReader:
                 f"{self.location}: partition columns {sorted(columns)} are not the keys "
                 f"{self.keys}: register the table with its partition columns")
 
-    def commits_after(self, cursor: int) -> Iterator[Commit]:
-        """Versions after ``cursor``, oldest first; :class:`Gap` when one was cleaned."""
+    def table_uuid(self) -> str | None:
+        """The table's ``metaData.id`` at its newest version; None while it has none."""
+        return self.uuid_at(self._versions[-1]) if self._versions else None
+
+    def uuid_at(self, version: int) -> str | None:
+        """The table's ``metaData.id`` at ``version``; None when it cannot be loaded."""
+        from deltalake import DeltaTable
+
+        try:
+            return str(DeltaTable(_uri(self.location), version=version).metadata().id)
+        except Exception:  # delta-rs raises its own (and OSError) kinds: nothing to compare
+            return None
+
+    def commits_after(self, cursor: int, uuid: str | None = None) -> Iterator[Commit]:
+        """Versions after ``cursor``, oldest first; :class:`Gap` when one was cleaned, or
+        when the table at ``cursor`` is not the one of id ``uuid`` handled there."""
         todo = [v for v in self._versions if v > cursor]
         if not todo:
             if self._versions and self._versions[-1] < cursor:
@@ -139,22 +154,36 @@ class DeltaReader:
                 # again). Its versions up to the newest were never announced: say so.
                 raise Gap(f"{self.location}: the log ends at version {self._versions[-1]}, "
                           f"before version {cursor} handled last: the table was deleted "
-                          "and created again", self._versions[-1])
+                          "and created again", self._versions[-1], self.table_uuid())
             return
         head = todo[-1]
         missing = _missing(todo, cursor)
         if missing is not None:
             raise Gap(f"{self.location}: log version(s) {missing[0]}..{missing[1]} were "
                       "cleaned before they were read", head)
-        live = self._partitions(cursor) if cursor != BEFORE_FIRST else set()
+        live: set[tuple[str, ...]] = set()
+        known = None
+        if cursor != BEFORE_FIRST:
+            live, known = self._state(cursor)
+            if uuid is not None and known != uuid:
+                # Its new log passed the cursor: only the id tells the tables apart.
+                raise Gap(f"{self.location}: the table at version {cursor} has id {known}, "
+                          f"not {uuid} as when that version was handled: it was deleted "
+                          "and created again; following the new one from its first "
+                          "version", BEFORE_FIRST, known)
         for version in todo:
-            commit = self._commit(version, live)
+            try:
+                commit = self._commit(version, live, known)
+            except InvalidSpecError as exc:
+                raise Unannounceable(version, exc) from exc
+            known = commit.table_uuid
             yield commit
             live |= {canonical(p, self.keys) for p in commit.added}
             if commit.removed:
-                live = self._partitions(version)
+                live = self._state(version)[0]
 
-    def _partitions(self, version: int) -> set[tuple[str, ...]]:
+    def _state(self, version: int) -> tuple[set[tuple[str, ...]], str | None]:
+        """The table's partitions and id at ``version``."""
         from deltalake import DeltaTable
 
         try:
@@ -162,10 +191,11 @@ class DeltaReader:
         except Exception as exc:  # delta-rs raises its own (and OSError) kinds
             raise Gap(f"{self.location}: version {version} cannot be loaded ({exc})",
                       self._versions[-1]) from exc
-        return {canonical(named(p, self.keys, what=f"{self.location} version {version}"), self.keys)
-                for p in table.partitions()}
+        what = f"{self.location} version {version}"
+        return ({canonical(named(p, self.keys, what=what), self.keys)
+                 for p in table.partitions()}, str(table.metadata().id))
 
-    def _commit(self, version: int, live: set[tuple[str, ...]]) -> Commit:
+    def _commit(self, version: int, live: set[tuple[str, ...]], known: str | None) -> Commit:
         path = f"{self._log}/{version:020d}.json"
         what = f"{self.location} version {version}"
         try:
@@ -182,7 +212,7 @@ class DeltaReader:
         return Commit(version, op, added, removed, set(changes.added) & live,
                       rewrite_only=changes.files and not added and not removed,
                       delete_only=op == "DELETE" or (bool(removed) and not added),
-                      properties=props)
+                      properties=props, table_uuid=changes.table_uuid or known)
 
     def _read(self, actions: Iterator[dict[str, Any]], what: str,
               ) -> tuple[dict[str, Any], _Changes]:
@@ -193,6 +223,10 @@ class DeltaReader:
         for action in actions:
             if "commitInfo" in action and not info:
                 info = _object(action["commitInfo"], f"{what}: commitInfo")
+            if action.get("metaData") is not None:  # the table's id: at its creation
+                meta = _object(action["metaData"], f"{what}: metaData")
+                if isinstance(meta.get("id"), str):
+                    changes.table_uuid = meta["id"]
             for kind, out in (("add", changes.added), ("remove", changes.removed)):
                 if action.get(kind) is None:
                     continue
@@ -214,6 +248,8 @@ class _Changes:
     removed: dict[tuple[str, ...], Spec] = field(default_factory=dict)
     #: any add or remove at all (an OPTIMIZE has only dataChange=false ones)
     files: bool = False
+    #: ``metaData.id``, when the version carries a metaData action
+    table_uuid: str | None = None
 
 
 #: The end of every refusal of a log entry: the follower stops before that commit and

@@ -17,6 +17,11 @@ topic, logged with the cursor's move past the gap (subscribers see it in order,
 once), a WARNING and a count; the follower resumes at the table's current commit.
 ``serve`` stopping ends a run after the commit in hand and releases the leases
 (:meth:`Follower.release`), so another process takes over at its next run.
+A commit that cannot be announced (:class:`.commits.Unannounceable`) stops the table
+before it: recorded with the row, logged at every run, skipped only by an operator
+(:mod:`.skip`). The table's identity (Delta ``metaData.id``, Iceberg ``table-uuid``)
+moves with the cursor; the readers report another one as a gap, resumed from the new
+table's first commit.
 """
 
 from __future__ import annotations
@@ -26,27 +31,29 @@ import logging
 import os
 import secrets
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from partition_notify.publisher import Publisher
-from partition_notify.store import EventDraft, TableInfo
+from partition_notify.store import TableInfo
 from partition_notify.store.uow import UnitOfWork
-from partition_notify.writers.lakehouse import changes
+from partition_notify.writers.lakehouse import changes, readers
 from partition_notify.writers.lakehouse.bounded import BoundedReads, Pending
-from partition_notify.writers.lakehouse.commits import Commit, Gap, plan
+from partition_notify.writers.lakehouse.commits import Commit, Gap, Unannounceable, plan
 from partition_notify.writers.lakehouse.iceberg import Catalogs
+from partition_notify.writers.lakehouse.readers import Reader, clip, head_and_uuid, reader_for
+from partition_notify.writers.lakehouse.readers import head_of as head_of  # its old home
 from partition_notify.writers.lakehouse.schema import BEFORE_FIRST, FORMATS
+from partition_notify.writers.lakehouse.skip import missed_draft
 from partition_notify.writers.lakehouse.store import Followed, LakehouseTables
 
-from partition_notify.contract.messages import MAX_REASON_CHARS, CommitsMissedMessage
 from partition_notify.core.errors import (
-    ConfigurationError,
     InvalidSpecError,
     PartitionNotifyError,
     PublishError,
     TableReadTimeout,
+    ValidationError,
 )
 from partition_notify.settings import Settings
 
@@ -56,7 +63,7 @@ log = logging.getLogger(__name__)
 LEASE_SECONDS: float = Settings.model_fields["lakehouse_lease_seconds"].default
 #: The longest one read of a table (pyiceberg, delta-rs) may take: the default of
 #: ``PN_LAKEHOUSE_READ_TIMEOUT_SECONDS``.
-READ_TIMEOUT_SECONDS: float = Settings.model_fields["lakehouse_read_timeout_seconds"].default
+READ_TIMEOUT_SECONDS = readers.READ_TIMEOUT_SECONDS
 #: Commits one read hands over (a catch-up reads again until done).
 MAX_COMMITS_PER_READ = 100
 #: Tables leased, change-checked and read together: a run's lease renewals stay close
@@ -65,14 +72,6 @@ BATCH = 200
 #: Table reads in flight at once: enough to overlap catalog and file I/O, few enough
 #: to keep one catalog's connection pool (SQLAlchemy's default: 5) from overflowing.
 READ_THREADS = 4
-
-
-class Reader(Protocol):
-    def head(self) -> int | None: ...
-
-    def check_keys(self) -> None: ...
-
-    def commits_after(self, cursor: int) -> Iterator[Commit]: ...
 
 
 @dataclass
@@ -169,6 +168,12 @@ class Follower:
             caught_up = self._follow(f, info, pending, stats)
             if caught_up is not None and token is not None:
                 self._seen[f.table_id] = (caught_up, token)
+        except Unannounceable as exc:  # stopped before it until an operator skips it
+            stats.errors += 1
+            self.tables.stop(f.table_id, self.owner, exc.revision, clip(str(exc)))
+            log.warning("%s follower: %s: %s (skip it: partition-notify lakehouse skip %s "
+                        "--version %d)", self.format, info.qualified, clip(str(exc)),
+                        info.qualified, exc.revision, extra={"pn_event": "lakehouse.failed"})
         except TableReadTimeout as exc:  # the others go on; this one waits for its read
             stats.timeouts += 1
             log.warning("%s follower: %s: %s", self.format, info.qualified, exc,
@@ -176,11 +181,11 @@ class Follower:
         except PartitionNotifyError as exc:  # clipped: it may quote a writer's text
             stats.errors += 1
             log.warning("%s follower: %s: %s", self.format, info.qualified,
-                        _clip(str(exc)), extra={"pn_event": "lakehouse.failed"})
+                        clip(str(exc)), extra={"pn_event": "lakehouse.failed"})
         except Exception as exc:  # the format's driver: pyiceberg, delta-rs, pyarrow
             stats.errors += 1
             log.warning("%s follower: %s: %s: %s", self.format, info.qualified,
-                        type(exc).__name__, _clip(str(exc)),
+                        type(exc).__name__, clip(str(exc)),
                         extra={"pn_event": "lakehouse.failed"})
 
     def release(self) -> int:
@@ -196,8 +201,9 @@ class Follower:
         """Start the table's first read of this run: its head when it has no cursor
         yet, else the commits after its cursor."""
         reader = self._reader_of(f, info)
-        fn: Callable[[], Any] = ((lambda: reader().head()) if f.cursor is None
-                                 else functools.partial(_read_after, reader, f.cursor))
+        fn: Callable[[], Any] = ((lambda: head_and_uuid(reader())) if f.cursor is None
+                                 else functools.partial(_read_after, reader, f.cursor,
+                                                        f.table_uuid))
         try:
             return self.reads.start(f.table_id, fn, self._what(info))
         except Exception as exc:  # raised where the table is handled, with its name
@@ -205,7 +211,7 @@ class Follower:
 
     def _reader_of(self, f: Followed, info: TableInfo) -> Callable[[], Reader]:
         keys = list(info.partition_keys)
-        return lambda: _reader(f.format, f.catalog, f.identifier, f.location, keys,
+        return lambda: reader_for(f.format, f.catalog, f.identifier, f.location, keys,
                                self.catalogs)
 
     def _what(self, info: TableInfo) -> str:
@@ -216,19 +222,23 @@ class Follower:
         """Announce the table's commits from its first read on; the cursor it left the
         table at when it caught up with it (None: not caught up, read it next run)."""
         if f.cursor is None:
-            head = self.reads.wait(pending, self._what(info))
+            head, uuid = self.reads.wait(pending, self._what(info))
             start = BEFORE_FIRST if head is None else head
-            self.tables.move(f.table_id, self.owner, None, start, self.lease_seconds)
+            self.tables.move(f.table_id, self.owner, None, start, self.lease_seconds,
+                             uuid=uuid)
             log.info("%s follower: following %s from %s", self.format, info.qualified,
                      "its first commit" if head is None else f"after commit {head}",
                      extra={"pn_event": "lakehouse.started"})
             return None  # the commits after it: next run
-        cursor = f.cursor
+        cursor, uuid = f.cursor, f.table_uuid
         read: _Read = self.reads.wait(pending, self._what(info))
+        if uuid is None and read.uuid is not None and not read.commits:  # once per table
+            self.tables.move(f.table_id, self.owner, cursor, cursor, self.lease_seconds,
+                             uuid=read.uuid)
         while True:
             for commit in read.commits:
                 stats.messages += self._announce(info, commit, cursor)
-                cursor = commit.revision
+                cursor, uuid = commit.revision, commit.table_uuid or uuid
                 stats.commits += 1
                 if self.should_stop():
                     return None  # the commits after it are the next owner's
@@ -247,27 +257,22 @@ class Follower:
             if self.should_stop():
                 return None
             read = self.reads.run(f.table_id, functools.partial(
-                _read_after, self._reader_of(f, info), cursor), self._what(info))
+                _read_after, self._reader_of(f, info), cursor, uuid), self._what(info))
 
     def _missed(self, info: TableInfo, before: int, gap: Gap) -> int:
         """Log a ``COMMITS_MISSED`` on the table's topic and move the cursor past the gap,
         in one transaction: subscribers learn of the gap where the commits would have been,
         in order, once."""
 
-        def build(event_id: int, seq: int, now: float) -> CommitsMissedMessage:
-            return CommitsMissedMessage.model_validate({
-                **self.publisher.common_fields(info, event_id, seq, now, gap.resume_at),
-                "format": self.format,
-                "afterRevision": None if before == BEFORE_FIRST else before,
-                "reason": str(gap)[:MAX_REASON_CHARS]})
-
         def record(uow: UnitOfWork, messages: object) -> None:
             del messages
             self.tables.move_in(uow, info.id, self.owner, before, gap.resume_at,
-                                self.lease_seconds, gap=True)
+                                self.lease_seconds, gap=True, uuid=gap.table_uuid)
 
+        draft = missed_draft(self.publisher, info, self.format, before, gap.resume_at,
+                             str(gap))
         try:
-            self.publisher.append_and_deliver([EventDraft(info, build)], in_txn=record)
+            self.publisher.append_and_deliver([draft], in_txn=record)
         except PublishError as exc:  # logged with the cursor; the relay delivers it
             log.warning("%s follower: %s: %s", self.format, info.qualified, exc)
         return 1
@@ -280,7 +285,7 @@ class Follower:
         def record(uow: UnitOfWork, messages: object) -> None:
             del messages
             self.tables.move_in(uow, info.id, self.owner, before, commit.revision,
-                                self.lease_seconds)
+                                self.lease_seconds, uuid=commit.table_uuid)
 
         parts = todo.partitions
         try:
@@ -288,6 +293,8 @@ class Follower:
                 info.db, info.name, parts, locations=[None] * len(parts), replace=True,
                 set_done=done, revision=commit.revision, in_txn=record)
             count = len(logged)
+        except ValidationError as exc:  # a value over the limit: this commit, for good
+            raise Unannounceable(commit.revision, exc) from exc
         except PublishError as exc:  # logged with the cursor; the relay delivers them
             log.warning("%s follower: %s commit %d: %s", self.format, info.qualified,
                         commit.revision, exc)
@@ -309,18 +316,10 @@ class Follower:
             # Clipped: the property is the writer's, of any size (a 3 MB one was one
             # 3 MB log line), and the error quotes it too.
             log.error("%s follower: %s commit %d: set-done property %r ignored: %s",
-                      self.format, info.qualified, commit.revision, _clip(raw),
-                      _clip(str(exc)), extra={"pn_event": "lakehouse.bad_set_done"})
+                      self.format, info.qualified, commit.revision, clip(raw),
+                      clip(str(exc)), extra={"pn_event": "lakehouse.bad_set_done"})
             return None
         return raw
-
-
-#: Characters of a writer's text a log line quotes at most.
-LOGGED_CHARS = 300
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= LOGGED_CHARS else f"{text[:LOGGED_CHARS]}… ({len(text)} chars)"
 
 
 @dataclass
@@ -334,14 +333,19 @@ class _Read:
     more: bool = False
     #: The commit after ``commits`` could not be read: raised once they are announced.
     error: Exception | None = None
+    #: The table's identity at the cursor, read when none is recorded yet.
+    uuid: str | None = None
 
 
-def _read_after(reader: Callable[[], Reader], cursor: int) -> _Read:
+def _read_after(reader: Callable[[], Reader], cursor: int, uuid: str | None) -> _Read:
     """The commits after ``cursor`` (on a reader thread): bounded in count so a catch-up
     after downtime holds few commits in memory and each read fits its deadline."""
     out = _Read()
+    r = reader()
+    if uuid is None and cursor != BEFORE_FIRST:  # a row followed before migration 0015
+        out.uuid = r.uuid_at(cursor)
     try:
-        for commit in reader().commits_after(cursor):
+        for commit in r.commits_after(cursor, uuid):
             if len(out.commits) == MAX_COMMITS_PER_READ:
                 out.more = True
                 break
@@ -353,44 +357,3 @@ def _read_after(reader: Callable[[], Reader], cursor: int) -> _Read:
             raise
         out.error = exc  # the commits before it are announced first, as they come
     return out
-
-
-def head_of(fmt: str, *, catalog: str | None, identifier: str | None, location: str | None,
-            keys: list[str], catalogs: Catalogs | None = None,
-            timeout: float = READ_TIMEOUT_SECONDS) -> int:
-    """The table's current commit; BEFORE_FIRST while it has none or does not exist.
-
-    Raises TableReadTimeout when the catalog or log does not answer in ``timeout`` s,
-    ConfigurationError when it answers with an error (an unknown filesystem scheme, a
-    catalog database or server that cannot be reached)."""
-    where = identifier or location or "?"
-    try:
-        head = BoundedReads(timeout).run(
-            where, lambda: _checked_head(_reader(fmt, catalog, identifier, location, keys,
-                                                 catalogs or Catalogs())),
-            f"{fmt} table {where}")
-    except PartitionNotifyError:
-        raise
-    except Exception as exc:  # the driver's (pyarrow, SQLAlchemy, requests): one line
-        first = (str(exc).strip().splitlines() or [""])[0]
-        raise ConfigurationError(f"{fmt} table {where} cannot be read: "
-                                 f"{type(exc).__name__}: {_clip(first)}") from exc
-    return BEFORE_FIRST if head is None else head
-
-
-def _checked_head(reader: Reader) -> int | None:
-    reader.check_keys()
-    return reader.head()
-
-
-def _reader(fmt: str, catalog: str | None, identifier: str | None, location: str | None,
-            keys: list[str], catalogs: Catalogs) -> Reader:
-    if fmt == "iceberg":
-        from partition_notify.writers.lakehouse.iceberg import IcebergReader
-
-        assert catalog is not None and identifier is not None
-        return IcebergReader(catalogs.get(catalog), identifier, keys)
-    from partition_notify.writers.lakehouse.delta import DeltaReader
-
-    assert location is not None
-    return DeltaReader(location, keys)

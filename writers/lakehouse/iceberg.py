@@ -19,12 +19,14 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from partition_notify.writers.lakehouse.commits import (
     Commit,
     Gap,
     Spec,
+    Unannounceable,
     canonical,
     named,
     unique,
@@ -108,18 +110,37 @@ class IcebergReader:
         """Nothing at registration: after a partition evolution the keys may rightly
         differ from the current spec's fields; each file is checked when read (specs.py)."""
 
-    def commits_after(self, cursor: int) -> Iterator[Commit]:
+    def table_uuid(self) -> str | None:
+        """The table's ``table-uuid``; None while it does not exist."""
+        return None if self._table is None else str(self._table.metadata.table_uuid)
+
+    def uuid_at(self, cursor: int) -> str | None:
+        del cursor  # one uuid for the table's whole life
+        return self.table_uuid()
+
+    def commits_after(self, cursor: int, uuid: str | None = None) -> Iterator[Commit]:
         """Snapshots after ``cursor`` on the current branch, oldest first.
 
         Raises :class:`Gap` (before yielding anything) when a snapshot between
-        the cursor and the current one was expired, or the cursor is no
-        longer an ancestor (a rollback).
+        the cursor and the current one was expired, the cursor is no longer an
+        ancestor (a rollback), or the table is not the one of ``table-uuid`` ``uuid``
+        (dropped and created again: followed from its first snapshot).
         """
         table = self._table
         if table is None:
             return
+        found = self.table_uuid()
+        if uuid is not None and found != uuid and cursor != BEFORE_FIRST:
+            raise Gap(f"{self.identifier}: table-uuid is {found}, not {uuid} as when "
+                      f"snapshot {cursor} was handled: the table was dropped and created "
+                      "again; following the new one from its first snapshot",
+                      BEFORE_FIRST, found)
         for snap in _chain(table, cursor, self.identifier):
-            yield self._commit(table, snap)
+            try:
+                commit = self._commit(table, snap)
+            except InvalidSpecError as exc:
+                raise Unannounceable(snap.snapshot_id, exc) from exc
+            yield replace(commit, table_uuid=found)
 
     def _commit(self, table: Table, snap: Snapshot) -> Commit:
         from pyiceberg.manifest import DataFileContent, ManifestContent, ManifestEntryStatus

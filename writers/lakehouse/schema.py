@@ -1,4 +1,5 @@
-"""Tables followed by their commits (migration 0010): format, source, cursor, lease.
+"""Tables followed by their commits (migrations 0010, 0015): format, source, cursor,
+lease, the table's identity and the commit the follower is stopped on.
 
 One row per registered table that has a format (``register --format``). The
 cursor is the last commit whose events are logged (an Iceberg snapshot id, a
@@ -21,6 +22,9 @@ MAX_IDENTIFIER_CHARS = 512
 MAX_LOCATION_CHARS = 2048
 #: Cursor of a table followed from its very first commit (no commit handled yet).
 BEFORE_FIRST = -1
+MAX_UUID_CHARS = 64
+#: Why the follower stopped, as kept with the row (the log line says it all).
+MAX_STOP_CHARS = 500
 
 
 class LakehouseTableRow(Base):
@@ -35,6 +39,13 @@ class LakehouseTableRow(Base):
     #: None: not followed yet; BEFORE_FIRST; else the last handled snapshot id / version.
     cursor: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     gaps: Mapped[int] = mapped_column(Integer, default=0)
+    #: Migration 0015. The Delta ``metaData.id`` / Iceberg ``table-uuid`` the cursor
+    #: belongs to; None until the follower has read it.
+    table_uuid: Mapped[str | None] = mapped_column(String(MAX_UUID_CHARS), nullable=True)
+    #: The commit after the cursor that cannot be announced (``lakehouse skip`` passes
+    #: it), and why; None while the follower goes on. Cleared by every cursor move.
+    stopped_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    stopped_reason: Mapped[str | None] = mapped_column(String(MAX_STOP_CHARS), nullable=True)
     lease_owner: Mapped[str | None] = mapped_column(String(128), nullable=True)
     lease_until: Mapped[float | None] = mapped_column(Float, nullable=True)
     updated_at: Mapped[float] = mapped_column(Float)

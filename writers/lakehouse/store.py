@@ -13,6 +13,8 @@ from partition_notify.writers.lakehouse.schema import (
     MAX_CATALOG_CHARS,
     MAX_IDENTIFIER_CHARS,
     MAX_LOCATION_CHARS,
+    MAX_STOP_CHARS,
+    MAX_UUID_CHARS,
     LakehouseTableRow,
 )
 from sqlalchemy import or_, select, update
@@ -35,11 +37,16 @@ class Followed:
     identifier: str | None
     location: str | None
     cursor: int | None
+    #: The table's identity the cursor belongs to (None: not read yet).
+    table_uuid: str | None = None
+    #: The commit the follower cannot announce, and why (None: not stopped).
+    stopped_at: int | None = None
+    stopped_reason: str | None = None
 
 
 def _followed(row: LakehouseTableRow) -> Followed:
     return Followed(row.table_id, row.format, row.catalog, row.identifier, row.location,
-                    row.cursor)
+                    row.cursor, row.table_uuid, row.stopped_at, row.stopped_reason)
 
 
 class LakehouseRepository:
@@ -86,15 +93,41 @@ class LakehouseRepository:
         return held
 
     def move(self, table_id: int, owner: str, before: int | None, after: int, now: float,
-             until: float, *, gap: bool = False) -> bool:
-        """Move the cursor from ``before`` to ``after`` while ``owner`` holds the lease."""
+             until: float, *, gap: bool = False, uuid: str | None = None) -> bool:
+        """Move the cursor from ``before`` to ``after`` while ``owner`` holds the lease
+        (no longer stopped); ``uuid``: the table's identity at ``after``, when known."""
         row = LakehouseTableRow
         stmt = (
             update(row)
             .where(row.table_id == table_id, row.lease_owner == owner,
                    row.cursor.is_(None) if before is None else row.cursor == before)
-            .values(cursor=after, lease_until=until, updated_at=now,
-                    **({"gaps": row.gaps + 1} if gap else {}))
+            .values(cursor=after, lease_until=until, updated_at=now, stopped_at=None,
+                    stopped_reason=None, **({"gaps": row.gaps + 1} if gap else {}),
+                    **({"table_uuid": uuid[:MAX_UUID_CHARS]} if uuid else {}))
+        )
+        return affected_rows(self.session.execute(stmt)) == 1
+
+    def stop(self, table_id: int, owner: str, revision: int, reason: str, now: float) -> None:
+        """Record that the lease holder cannot announce commit ``revision``; not once an
+        operator skipped it meanwhile (the cursor is that commit: a read that failed
+        before the skip must not stop the table again)."""
+        row = LakehouseTableRow
+        self.session.execute(
+            update(row).where(row.table_id == table_id, row.lease_owner == owner,
+                              row.cursor != revision)
+            .values(stopped_at=revision, stopped_reason=reason[:MAX_STOP_CHARS],
+                    updated_at=now))
+
+    def skip(self, table_id: int, before: int, revision: int, now: float) -> bool:
+        """Move the cursor past the commit the table is stopped on, whoever leases it:
+        only while the cursor is still ``before`` and the stop still ``revision``."""
+        row = LakehouseTableRow
+        stmt = (
+            update(row)
+            .where(row.table_id == table_id, row.cursor == before,
+                   row.stopped_at == revision)
+            .values(cursor=revision, stopped_at=None, stopped_reason=None,
+                    gaps=row.gaps + 1, updated_at=now)
         )
         return affected_rows(self.session.execute(stmt)) == 1
 
@@ -140,6 +173,13 @@ class LakehouseTables:
         with UnitOfWork(self.store.engine, write=False) as uow:
             return [_followed(r) for r in LakehouseRepository(uow.session).of_format(fmt)]
 
+    def stopped(self, limit: int) -> list[Followed]:
+        """Up to ``limit`` tables stopped on a commit they cannot announce (``/ui/ops``)."""
+        row = LakehouseTableRow
+        stmt = select(row).where(row.stopped_at.is_not(None)).order_by(row.table_id)
+        with UnitOfWork(self.store.engine, write=False) as uow:
+            return [_followed(r) for r in uow.session.scalars(stmt.limit(limit))]
+
     def gaps(self, table_id: int) -> int:
         with UnitOfWork(self.store.engine, write=False) as uow:
             row = LakehouseRepository(uow.session).get(table_id)
@@ -169,13 +209,21 @@ class LakehouseTables:
                 .values(lease_owner=None, lease_until=None)))
 
     def move(self, table_id: int, owner: str, before: int | None, after: int,
-             lease_seconds: float, *, gap: bool = False) -> None:
+             lease_seconds: float, *, gap: bool = False, uuid: str | None = None) -> None:
         """Move the cursor without logging anything (first follow, gap)."""
         with UnitOfWork(self.store.engine, write=True) as uow:
-            self.move_in(uow, table_id, owner, before, after, lease_seconds, gap=gap)
+            self.move_in(uow, table_id, owner, before, after, lease_seconds, gap=gap,
+                         uuid=uuid)
+
+    def stop(self, table_id: int, owner: str, revision: int, reason: str) -> None:
+        """The follower cannot announce commit ``revision``: say so with the row."""
+        with UnitOfWork(self.store.engine, write=True) as uow:
+            LakehouseRepository(uow.session).stop(table_id, owner, revision, reason,
+                                                  self.store.clock())
 
     def move_in(self, uow: UnitOfWork, table_id: int, owner: str, before: int | None,
-                after: int, lease_seconds: float, *, gap: bool = False) -> None:
+                after: int, lease_seconds: float, *, gap: bool = False,
+                uuid: str | None = None) -> None:
         """Move the cursor inside ``uow`` (the transaction logging the commit's events).
 
         Raises ConflictError, rolling the events back, when another process took
@@ -183,7 +231,7 @@ class LakehouseTables:
         """
         now = self.store.clock()
         if not LakehouseRepository(uow.session).move(table_id, owner, before, after, now,
-                                                     now + lease_seconds, gap=gap):
+                                                     now + lease_seconds, gap=gap, uuid=uuid):
             raise ConflictError(f"table #{table_id}: its lease or cursor moved to another "
                                 f"process (expected cursor {before}); not announcing twice")
 

@@ -1,6 +1,7 @@
 """``/ui/ops`` (admin): dead letters (relay, Airflow push), relay status, Spark commits
 applied, ignored and rejected (the HTTP route's refusals: writers/commit_refusals.py;
-the spools': partition_notify/http/ui/spool.py); expectation forms.
+the spools': partition_notify/http/ui/spool.py); Iceberg/Delta commits operators skipped
+(writers/lakehouse/skip.py); expectation forms.
 
 Every POST re-checks the role, the origin and the CSRF token
 (:func:`partition_notify.http.ui.session.check_admin_post`): hiding a button
@@ -28,6 +29,8 @@ from partition_notify.metrics import SPARK_COMMIT_STATUSES
 from partition_notify.store.dead_letters import DeadLetters
 from partition_notify.store.push_letters import PushLetters
 from partition_notify.writers.commit_refusals import CommitRefusals
+from partition_notify.writers.lakehouse.skip import SKIPPED, skip
+from partition_notify.writers.lakehouse.store import Followed, LakehouseTables
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 Ctx = Annotated[HttpContext, Depends(context)]
@@ -55,7 +58,11 @@ def ops(request: Request, ctx: Ctx) -> Response:
     pushed = PushLetters(ctx.app.store).latest(SHOWN)
     with StatusReads(ctx.app.store).uow() as uow:
         commits = StatusReadRepository(uow.session).spark_commits(SHOWN)
-    refused = CommitRefusals(ctx.app.store).latest(SHOWN)
+    recorded = CommitRefusals(ctx.app.store).latest(SHOWN)
+    # Operators' skips of Iceberg/Delta commits share the table (writers/lakehouse/skip.py).
+    refused = [r for r in recorded if r.status != SKIPPED]
+    skipped = [r for r in recorded if r.status == SKIPPED]
+    stopped = _stopped_tables(ctx)
     s = ctx.settings
     set_aside = spool.set_aside(
         ctx.app.publisher, [d for d in s.spark_spool_dirs.split(",") if d.strip()],
@@ -65,8 +72,16 @@ def ops(request: Request, ctx: Ctx) -> Response:
               for st in SPARK_COMMIT_STATUSES}
     pending, age = ctx.app.store.log.relay_lag()
     return page(request, who, "ops.html", letters=letters, pushed=pushed, commits=commits,
-                refused=refused, set_aside=set_aside, counts=counts, relay_pending=pending,
-                relay_age=age, done=request.query_params.get("done"))
+                refused=refused, skipped=skipped, stopped=stopped, set_aside=set_aside,
+                counts=counts,
+                relay_pending=pending, relay_age=age, done=request.query_params.get("done"))
+
+
+def _stopped_tables(ctx: HttpContext) -> list[tuple[str, Followed]]:
+    """Followed tables stopped on a commit their follower cannot announce, by name."""
+    found = LakehouseTables(ctx.app.store).stopped(SHOWN)
+    names = ctx.app.store.catalog.tables_by_id(f.table_id for f in found)
+    return [(names[f.table_id].qualified, f) for f in found if f.table_id in names]
 
 
 @router.post("/ops/dead-letters")
@@ -92,18 +107,44 @@ async def push_letters(request: Request, ctx: Ctx) -> Response:
     return RedirectResponse(f"/ui/ops?done=push+{action}+{event_id}", status_code=303)
 
 
+@router.post("/ops/lakehouse-skip")
+async def lakehouse_skip(request: Request, ctx: Ctx) -> Response:
+    """Skip the commit a followed table is stopped on, as ``lakehouse skip`` does."""
+    form = await read_form(request)
+    who = await run_in_threadpool(viewer, request, ctx)
+    check_admin_post(request, who, form)
+    assert who is not None  # check_admin_post refused an anonymous caller
+    version = _int_field(form, "version", "a commit: Delta version or Iceberg snapshot id")
+    db, _, name = form.get("table", "").partition(".")
+
+    def act() -> str:
+        with about("form.table"):
+            info = ctx.app.publisher.table(db, name)
+        with about("form.version"):
+            skip(ctx.app.publisher, info, version, principal=who.name)
+        return info.qualified
+
+    qualified = await run_in_threadpool(act)
+    return RedirectResponse(f"/ui/ops?done=skipped+{quote(qualified)}+{version}",
+                            status_code=303)
+
+
+def _int_field(form: dict[str, str], field: str, what: str) -> int:
+    raw = form.get(field, "")
+    # 19 digits can still be past a signed 64-bit id (an OverflowError in the driver).
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 19 or int(raw) > MAX_INT64:
+        raise ApiProblem(422, "invalid-input", "Invalid input",
+                         f"form.{field}: expected {what}, got {raw[:20]!r}", field=field)
+    return int(raw)
+
+
 def _letter_action(form: dict[str, str]) -> tuple[str, int]:
-    action, raw = form.get("action", ""), form.get("event_id", "")
+    action = form.get("action", "")
     if action not in ("redrive", "discard"):
         raise ApiProblem(422, "invalid-input", "Invalid input",
                          f"form.action: expected redrive or discard, got {action[:20]!r}",
                          field="action")
-    # 19 digits can still be past a signed 64-bit id (an OverflowError in the driver).
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > 19 or int(raw) > MAX_INT64:
-        raise ApiProblem(422, "invalid-input", "Invalid input",
-                         f"form.event_id: expected an event id, got {raw[:20]!r}",
-                         field="event_id")
-    return action, int(raw)
+    return action, _int_field(form, "event_id", "an event id")
 
 
 @router.post("/tables/{table}/expectations")

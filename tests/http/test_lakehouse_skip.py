@@ -1,0 +1,126 @@
+"""POST /v1/tables/{table}/lakehouse/skip: the HTTP twin of ``partition-notify lakehouse
+skip`` (the follower side: tests/lakehouse/test_skip_commit.py). Admin only; only the
+commit the table is stopped on; recorded with the token's name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from partition_notify.writers.commit_refusals import CommitRefusals
+from partition_notify.writers.lakehouse.store import LakehouseTables
+
+from tests.http.support import Server
+from tests.http.test_writes import assert_problem
+
+OWNER = "test-follower"
+
+
+def stopped_table(server: Server, tmp: Path) -> str:
+    """A Delta table whose follower (this test, holding the lease) stopped on version 1."""
+    table = server.table()
+    db, name = table.split(".")
+    info = server.app.publisher.table(db, name)
+    tables = LakehouseTables(server.app.store)
+    tables.register(info, "delta", location=str(tmp / name), start=0)
+    assert tables.claim(info.id, OWNER, 600)  # serve's own follower keeps off it
+    tables.stop(
+        info.id,
+        OWNER,
+        1,
+        "partition #0: value of partition key 'region' is 1100 characters; at most 1024 allowed",
+    )
+    return table
+
+
+def test_only_an_admin_skips_only_the_stopped_commit(server: Server, tmp_path: Path) -> None:
+    table = stopped_table(server, tmp_path)
+    path = f"/v1/tables/{table}/lakehouse/skip"
+    with server.client(None, cookies={"pn_ui_token": server.tokens["admin"]}) as c:
+        page = c.get("/ui/ops")
+    assert page.status_code == 200, page.text
+    stopped = page.text.split('id="stopped"', 1)[1].split("</table>", 1)[0]
+    assert f"lakehouse skip {table} --version 1" in stopped and "1100 characters" in stopped
+    with server.client("write") as c:
+        assert_problem(c.post(path, json={"version": 1}), 403, None)
+    with server.client() as c:
+        assert_problem(
+            c.post(path, json={"version": 2}), 409, "body.version", "stopped on commit 1, not 2"
+        )
+        assert_problem(c.post(path, json={"version": "1"}), 422, "body.version")
+        assert_problem(c.post(path, json={"version": -1}), 422, "body.version")
+        r = c.post(path, json={"version": 1})
+        assert r.status_code in (201, 202), r.text
+        body = r.json()
+        assert (body["table"], body["skipped"], body["afterRevision"]) == (table, 1, 0)
+        assert body["commitsMissed"]["eventType"] == "COMMITS_MISSED"
+        assert "1024" in body["commitsMissed"]["reason"]
+        # Skipped: the table goes on; a second skip finds nothing to skip.
+        assert_problem(
+            c.post(path, json={"version": 1}), 409, "body.version", "not stopped on a commit"
+        )
+    info = server.app.publisher.table(*table.split("."))
+    followed = LakehouseTables(server.app.store).get(info.id)
+    assert followed is not None and (followed.cursor, followed.stopped_at) == (1, None)
+    audit = [r for r in CommitRefusals(server.app.store).latest(50) if r.table == table]
+    assert [(r.status, r.principal) for r in audit] == [("skipped", "t-admin")]
+    # The operations page lists it apart from the Spark commits' refusals.
+    with server.client(None, cookies={"pn_ui_token": server.tokens["admin"]}) as c:
+        page = c.get("/ui/ops")
+    assert page.status_code == 200, page.text
+    skipped = page.text.split('id="skipped"', 1)[1].split("</table>", 1)[0]
+    assert table not in page.text.split('id="stopped"', 1)[1].split("</table>", 1)[0]
+    assert table in skipped and "delta commit 1 skipped by t-admin" in skipped
+
+
+def test_a_table_not_followed_is_a_422_naming_it(server: Server) -> None:
+    table = server.table()
+    with server.client() as c:
+        assert_problem(
+            c.post(f"/v1/tables/{table}/lakehouse/skip", json={"version": 1}),
+            422,
+            "path.table",
+            "not followed as an Iceberg or Delta table",
+        )
+        assert_problem(
+            c.post("/v1/tables/no.such/lakehouse/skip", json={"version": 1}), 404, "path.table"
+        )
+
+
+def test_the_ops_page_skips_the_stopped_commit_with_its_form(
+    server: Server, tmp_path: Path
+) -> None:
+    """/ui/ops's form: admin, same origin, CSRF token, as the dead-letter forms."""
+    import hashlib
+    import hmac
+
+    import httpx
+
+    table = stopped_table(server, tmp_path)
+    admin = server.tokens["admin"]
+    csrf = hmac.new(admin.encode(), b"partition-notify /ui csrf", hashlib.sha256).hexdigest()
+    form = {"csrf": csrf, "table": table, "version": "1"}
+    with httpx.Client(base_url=server.base, cookies={"pn_ui_token": admin}, timeout=30) as c:
+        page = c.get("/ui/ops").text
+        assert f'name="table" value="{table}"' in page
+        assert c.post("/ui/ops/lakehouse-skip", data={**form, "csrf": "x"}).status_code == 403
+        assert_problem(
+            c.post("/ui/ops/lakehouse-skip", data={**form, "version": "2"}),
+            409,
+            "form.version",
+            "stopped on commit 1, not 2",
+        )
+        assert_problem(
+            c.post("/ui/ops/lakehouse-skip", data={**form, "version": "1e3"}),
+            422,
+            "version",
+            "'1e3'",
+        )
+        r = c.post("/ui/ops/lakehouse-skip", data=form)
+        assert r.status_code == 303, r.text
+    with httpx.Client(
+        base_url=server.base, cookies={"pn_ui_token": server.tokens["write"]}, timeout=30
+    ) as c:
+        assert c.post("/ui/ops/lakehouse-skip", data=form).status_code == 403
+    info = server.app.publisher.table(*table.split("."))
+    followed = LakehouseTables(server.app.store).get(info.id)
+    assert followed is not None and (followed.cursor, followed.stopped_at) == (1, None)

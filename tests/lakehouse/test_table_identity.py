@@ -1,0 +1,145 @@
+"""A followed table deleted and created again at the same place is another table, even once
+its new log has passed the old cursor: the follower keeps the table's identity (Delta
+``metaData.id``, Iceberg ``table-uuid``; migration 0015) with its cursor, reports the gap
+(COMMITS_MISSED) and follows the new table from its first commit. Real delta-rs and
+pyiceberg tables; store: SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from deltalake import DeltaTable, write_deltalake
+from partition_notify.store.migrate import _SCRIPTS, migrate
+from partition_notify.writers.lakehouse.follower import Follower
+from partition_notify.writers.lakehouse.iceberg import Catalogs, catalog_properties
+from partition_notify.writers.lakehouse.store import LakehouseTables
+from pyiceberg.catalog import load_catalog
+from sqlalchemy import create_engine
+
+from partition_notify.app import App, build_app
+from tests.lakehouse.helpers import Logged, catalog_env, delta_rows, iceberg_table, logged, rows
+
+TABLE = "sales.orders"
+KEYS = ["datestamp", "region"]
+
+
+def write(location: Path, day: str) -> int:
+    write_deltalake(str(location), delta_rows((day, "us", 1)), mode="append", partition_by=KEYS)
+    return DeltaTable(str(location)).version()
+
+
+def follow_delta(app: App, location: Path) -> Follower:
+    info = app.publisher.register_table("sales", "orders", KEYS)
+    LakehouseTables(app.store).register(info, "delta", location=str(location))
+    return Follower(app.publisher, "delta")
+
+
+def recreate(location: Path, days: list[str]) -> None:
+    """A full refresh: the directory deleted, a new table written with more versions than
+    the old one had when it was last read."""
+    shutil.rmtree(location)
+    for day in days:
+        write(location, day)
+
+
+def added(app: App) -> list[str]:
+    return [m.spec for m in logged(app, TABLE) if m.kind == "add"]
+
+
+NEW_DAYS = ["20260201", "20260202", "20260203", "20260204", "20260205"]
+
+
+def test_a_delta_table_created_again_past_the_cursor_is_a_gap_then_followed_from_its_start(
+    app: App, tmp_path: Path
+) -> None:
+    location = tmp_path / "orders"
+    follower = follow_delta(app, location)
+    follower.run_once()  # before the table exists: from version 0
+    for day in ("20260101", "20260102", "20260103"):
+        write(location, day)
+    assert follower.run_once().commits == 3  # versions 0..2
+    recreate(location, NEW_DAYS)  # versions 0..4: past the cursor (2)
+
+    stats = follower.run_once()
+    follower.run_once()
+
+    # Before: no gap; versions 3 and 4 of the new table were announced as the old one's
+    # next commits, and its versions 0..2 never were.
+    assert stats.gaps == 1, stats
+    assert logged(app, TABLE)[3] == Logged("missed", "2", None)
+    assert added(app)[3:] == [f"datestamp={d}/region=us" for d in NEW_DAYS]
+    write(location, "20260206")
+    follower.run_once()
+    assert logged(app, TABLE)[-1] == Logged("add", "datestamp=20260206/region=us", 5)
+
+
+def test_a_table_followed_before_the_identity_was_kept_gets_it_at_its_next_read(
+    store_url: str, tmp_path: Path
+) -> None:
+    """A store upgraded from migration 0014: the row has a cursor but no identity; the
+    follower's next read records it, and a recreation after that is detected."""
+    location = tmp_path / "orders"
+    with build_app(store_url=store_url, transport_url="embedded://") as app:
+        follower = follow_delta(app, location)
+        follower.run_once()
+        write(location, "20260101")
+        follower.run_once()  # version 0 announced
+        follower.release()
+    engine = create_engine(store_url)
+    cfg = Config()
+    cfg.set_main_option("script_location", str(_SCRIPTS))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "0014")  # the identity is not known in 0014
+    migrate(engine)  # and the upgrade again: 0014 -> 0015
+    engine.dispose()
+    with build_app(store_url=store_url, transport_url="embedded://") as app:
+        info = app.publisher.table("sales", "orders")
+        before = LakehouseTables(app.store).get(info.id)
+        assert before is not None and (before.cursor, before.table_uuid) == (0, None)
+        follower = Follower(app.publisher, "delta")
+        assert follower.run_once().commits == 0
+        after = LakehouseTables(app.store).get(info.id)
+        assert after is not None and after.table_uuid == DeltaTable(str(location)).metadata().id
+        recreate(location, NEW_DAYS[:3])
+        assert follower.run_once().gaps == 1
+        follower.run_once()
+        assert added(app) == ["datestamp=20260101/region=us"] + [
+            f"datestamp={d}/region=us" for d in NEW_DAYS[:3]
+        ]
+
+
+def test_an_iceberg_table_dropped_and_created_again_is_followed_from_its_first_snapshot(
+    app: App, tmp_path: Path
+) -> None:
+    (tmp_path / "wh").mkdir()
+    env = catalog_env("lake", f"sqlite:///{tmp_path}/catalog.db", tmp_path / "wh")
+    catalog = load_catalog("lake", **catalog_properties("lake", env))
+    table = iceberg_table(catalog)
+    table.append(rows(table, ("2026-01-01", "us", 1)))
+    info = app.publisher.register_table("sales", "orders", ["datestamp_day", "region"])
+    LakehouseTables(app.store).register(info, "iceberg", catalog="lake")
+    follower = Follower(app.publisher, "iceberg", catalogs=Catalogs(env))
+    follower.run_once()  # after the first snapshot
+    table.append(rows(table, ("2026-01-02", "us", 2)))
+    follower.run_once()
+    catalog.drop_table("sales.orders")
+    table = iceberg_table(catalog)
+    table.append(rows(table, ("2026-02-01", "us", 1)))
+    table.append(rows(table, ("2026-02-02", "us", 2)))
+
+    stats = follower.run_once()
+    follower.run_once()
+
+    # Before: a gap resuming at the new table's current snapshot; its first one (2026-02-01)
+    # was never announced.
+    assert stats.gaps == 1, stats
+    assert [m.kind for m in logged(app, TABLE)] == ["add", "missed", "add", "add"]
+    assert added(app) == [
+        "datestamp_day=2026-01-02/region=us",
+        "datestamp_day=2026-02-01/region=us",
+        "datestamp_day=2026-02-02/region=us",
+    ]
