@@ -109,14 +109,16 @@ class Publisher:
     def register_table_created(
         self, db: str, table: str, partition_keys: Sequence[str], *,
         retention_seconds: int | None = None, topic: str | None = None,
-        location: str | None = None,
+        location: str | None = None, change_existing: bool = True,
     ) -> tuple[TableInfo, bool]:
         """:meth:`register_table`, and whether this call created the table: of concurrent
         registrations of one new table exactly one did (the catalog decides under its
-        write lock; a check before the call cannot)."""
+        write lock; a check before the call cannot). ``change_existing=False`` returns
+        an existing table as stored, for the caller to compare with what it asked."""
         return tables.register(
             self.store, self.config, db, table, partition_keys,
-            retention_seconds=retention_seconds, topic=topic, location=location)
+            retention_seconds=retention_seconds, topic=topic, location=location,
+            change_existing=change_existing)
 
     def alter_table(
         self, db: str, table: str, *, partition_keys: Sequence[str] | None = None,
@@ -135,7 +137,7 @@ class Publisher:
         if retention_seconds is not None:
             limits.retention_seconds(retention_seconds, what=what)
         if location is not None:
-            location = limits.text(location, field=f"location of {what}")
+            location = limits.location(location, field=f"location of {what}")
         new_topic = None if topic is None else (topic_for(
             db_n, table_n, prefix=self.config.topic_prefix, policy=self.config.topic_policy,
             override=topic), topic)

@@ -27,9 +27,11 @@ class TableDefaults(Protocol):
 def register(
     store: Store, config: TableDefaults, db: str, table: str,
     partition_keys: Sequence[str], *, retention_seconds: int | None = None,
-    topic: str | None = None, location: str | None = None,
+    topic: str | None = None, location: str | None = None, change_existing: bool = True,
 ) -> tuple[TableInfo, bool]:
-    """(the table, whether this call created it); nothing is stored on bad input."""
+    """(the table, whether this call created it); nothing is stored on bad input.
+    ``change_existing=False``: an existing table is returned as stored (see
+    :meth:`Catalog.register_table`)."""
     db_n, table_n = names.db_name(db), names.table_name(table)
     # list('ds') would silently become keys ['d', 's']; let the name rules refuse a str.
     keys = names.partition_keys(list(partition_keys) if isinstance(partition_keys, Iterable)
@@ -40,7 +42,7 @@ def register(
         retention_seconds if explicit else config.default_retention_seconds, what=what
     )
     if location is not None:
-        location = limits.text(location, field=f"location of {what}")
+        location = limits.location(location, field=f"location of {what}")
     name = topic_for(db_n, table_n, prefix=config.topic_prefix, policy=config.topic_policy,
                      override=topic)
     return store.catalog.register_table(
@@ -53,4 +55,5 @@ def register(
         location=location,
         # Re-registering applies what the caller states; it never silently keeps the old.
         update_retention=explicit,
+        change_existing=change_existing,
     )

@@ -41,6 +41,7 @@ from partition_notify.revisions.model import (
     family_names,
     keep_alive_seconds,
     table_name,
+    unknown_table,
 )
 from partition_notify.revisions.repositories import RevisionUnitOfWork
 from partition_notify.revisions.schema import ABORTED, RUNNING, RevisionTxnRow
@@ -232,8 +233,9 @@ class RevisionManager:
     def create_snapshot(self, table: str, revision: int | None = None) -> Snapshot:
         """The latest snapshot of ``table``, or the snapshot at ``revision``.
 
-        A table no transaction has touched yet has the empty snapshot
-        (revision 0). A given ``revision`` must have been allocated
+        A registered table or SNAPSHOT dataset no transaction has touched
+        yet has the empty snapshot (revision 0); any other name is a
+        :class:`NotFoundError` naming it. A given ``revision`` must have been allocated
         (:class:`NotFoundError` otherwise) and no transaction at or below it
         may still be running (:class:`ConflictError`): such a snapshot would
         not be repeatable.
@@ -245,6 +247,8 @@ class RevisionManager:
         with self._read() as uow:
             last = uow.revisions.last_revision(name)
             if last is None:
+                if not uow.revisions.is_registered(name):
+                    raise unknown_table(name)
                 if revision:
                     raise NotFoundError(f"table {name} has no revisions; {revision} does not exist")
                 return Snapshot(name, {}, 0)

@@ -13,8 +13,9 @@ from typing import Any
 
 from partition_notify.revisions.schema import MAX_FAMILY_CHARS, MAX_TABLE_CHARS, RevisionTxnRow
 
-from partition_notify.core.errors import ValidationError
-from partition_notify.core.limits import MAX_SECONDS
+from partition_notify.contract import names
+from partition_notify.core.errors import NotFoundError, ValidationError
+from partition_notify.core.limits import MAX_SECONDS, excerpt
 
 Clock = Callable[[], float]
 
@@ -131,6 +132,21 @@ def table_name(table: object) -> str:
     return table
 
 
+def unknown_table(name: str) -> NotFoundError:
+    """The error for a snapshot of a name no catalog, dataset or transaction knows: its
+    empty snapshot would read as "nothing written yet" to the job handed it."""
+    db, dot, table = name.partition(".")
+    try:
+        valid = bool(dot) and names.db_name(db) == db and names.table_name(table) == table
+    except ValidationError:
+        valid = False
+    what = "is not a registered table" if valid else "is not a valid db.table name"
+    return NotFoundError(
+        f"no snapshot of {excerpt(name)}: it {what}, not a SNAPSHOT dataset, and no write "
+        "transaction has used it; expected a registered table's db.table, a defined "
+        "SNAPSHOT dataset or a name with revisions (rev tables)")
+
+
 def family_names(families: Iterable[str], *, table: str) -> tuple[str, ...]:
     if isinstance(families, str):
         raise ValidationError(
@@ -177,4 +193,5 @@ __all__ = [
     "family_names",
     "keep_alive_seconds",
     "table_name",
+    "unknown_table",
 ]

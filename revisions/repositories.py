@@ -21,6 +21,7 @@ from partition_notify.revisions.schema import (
     SnapshotDatasetRow,
     SnapshotVersionRow,
 )
+from partition_notify.store.schema import TableRow
 from partition_notify.store.uow import UnitOfWork
 from sqlalchemy import delete, exists, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -137,6 +138,14 @@ class RevisionRepository:
     def tables(self) -> list[str]:
         stmt = select(RevisionTableRow.table_name).order_by(RevisionTableRow.table_name)
         return list(self.session.scalars(stmt))
+
+    def is_registered(self, name: str) -> bool:
+        """Whether ``name`` is a defined SNAPSHOT dataset or a registered table's db.table."""
+        if self.session.get(SnapshotDatasetRow, name) is not None:
+            return True
+        db, _, table = name.partition(".")
+        stmt = select(TableRow.id).where(TableRow.db == db, TableRow.name == table)
+        return self.session.scalar(stmt) is not None
 
 
 class SnapshotDatasetRepository:

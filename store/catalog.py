@@ -115,17 +115,21 @@ class Catalog:
         topic_override: str | None = None,
         location: str | None = None,
         update_retention: bool = False,
+        change_existing: bool = True,
     ) -> tuple[TableInfo, bool]:
         """Register a table; returns (info, created): of concurrent registrations of a
         new table, one created it.
 
         Re-registering an existing table applies a given ``location`` and, with
         ``update_retention``, the retention; different keys or topic conflict.
+        Without ``change_existing`` an existing table is returned as stored,
+        unchecked and unchanged: the caller compares (HTTP's 409 names the field).
         """
         once = functools.partial(
             self._register_once, db, name, keys, topic=topic,
             retention_seconds=retention_seconds, topic_override=topic_override,
-            location=location, update_retention=update_retention)
+            location=location, update_retention=update_retention,
+            change_existing=change_existing)
         for attempt in range(1, REGISTER_ATTEMPTS + 1):
             try:
                 return once()
@@ -141,11 +145,14 @@ class Catalog:
     def _register_once(
         self, db: str, name: str, keys: Sequence[str], *, topic: str, retention_seconds: int,
         topic_override: str | None, location: str | None, update_retention: bool,
+        change_existing: bool,
     ) -> tuple[TableInfo, bool]:
         with self._write() as uow:
             row = uow.tables.get(db, name)
             if row is not None:
                 info = TableInfo.of(row)
+                if not change_existing:
+                    return info, False
                 if info.partition_keys != tuple(keys):
                     raise ConflictError(
                         f"table {db}.{name} is registered with partition keys "

@@ -7,6 +7,7 @@ docs name these constants rather than repeat the numbers.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sized
 
 from partition_notify.core.errors import ValidationError
@@ -25,6 +26,8 @@ MAX_SECONDS = 10 * 365 * 86400
 #: The most characters of one input an error message quotes: a rule's list of
 #: 20,000 values, quoted whole, made a 170 KB error line or problem body.
 MAX_QUOTED_CHARS = 120
+#: A URI's scheme (RFC 3986), e.g. ``file:``, ``hdfs:``, ``s3a:``.
+_URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 def excerpt(value: object, *, shown: str | None = None, limit: int = MAX_QUOTED_CHARS) -> str:
@@ -73,6 +76,18 @@ def text(value: object, *, field: str) -> str:
             f"{field} {value!r} cannot be encoded as UTF-8 ({exc.reason} at position "
             f"{exc.start})"
         ) from exc
+    return value
+
+
+def location(value: object, *, field: str) -> str:
+    """A table location: an absolute path or a URI (``file:``, ``s3://``, ``hdfs://``...);
+    ``""`` (no location) passes. A relative path would be resolved against each
+    process's own working directory: two processes would mean two places."""
+    value = text(value, field=field)
+    if value and not value.startswith("/") and not _URI_SCHEME.match(value):
+        raise ValidationError(
+            f"{field} must be an absolute path or a URI (file:, hdfs://, s3a://...), "
+            f"got the relative path {excerpt(value)}")
     return value
 
 

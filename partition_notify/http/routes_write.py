@@ -115,17 +115,19 @@ def register(body: RegisterBody, _: Admin, ctx: Ctx) -> JSONResponse:
     db, name = table_ref(body.table, "body.table")
     keys = _checked_fields(f"{db}.{name}", body.partitionKeys, body.retentionSeconds,
                            body.topic, body.location)
-    existed = _exists(ctx, db, name)
-    if existed:
+    if _exists(ctx, db, name):  # a repeat: compared without a write
         with about("body.table"):
             _same_as_stored(ctx.app.publisher.table(db, name), body, keys)
-    with about("body"):  # left: a concurrent registration of the table, otherwise
+    with about("body"):
         info, created = ctx.app.publisher.register_table_created(
             db, name, body.partitionKeys, retention_seconds=body.retentionSeconds,
-            topic=body.topic, location=body.location,
+            topic=body.topic, location=body.location, change_existing=False,
         )
-    # The catalog's answer, not ``existed``: concurrent registrations of a new table
-    # all found none, and one created it; the others answer as a repeat would.
+    # The catalog's answer: concurrent registrations of a new table all found none and
+    # one created it; the others get the winner's table, unchanged, and answer as a
+    # sequential repeat would (200, or 409 naming the first field that differs).
+    if not created:
+        _same_as_stored(info, body, keys)
     return JSONResponse(table_json(info), status_code=201 if created else 200)
 
 
@@ -145,7 +147,7 @@ def _checked_fields(what: str, keys: list[str] | None, retention: int | None,
             validate_topic(topic)
     if location is not None:
         with about("body.location"):
-            limits.text(location, field=f"location of {what}")
+            limits.location(location, field=f"location of {what}")
     return checked
 
 

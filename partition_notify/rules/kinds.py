@@ -334,6 +334,8 @@ def _calendar(target: str, inputs: tuple[str, ...], params: Mapping[str, object]
         raise _bad("key", key, "the partition key holding hours or days, e.g. hour")
     if not isinstance(into, str) or not into:
         raise _bad("into", into, "the partition key of the derived day or month, e.g. datestamp")
+    if into.lower() == key.lower():  # the derived period would overwrite the counted one
+        raise _bad("into", into, f"a partition key other than key {key.lower()!r}")
     hour_day = [f for f, (u, _, _) in FORMATS.items() if u != "month"]
     if key_format not in hour_day:
         raise _bad("keyFormat", key_format, " or ".join(hour_day))

@@ -165,7 +165,7 @@ def test_an_expired_transaction_cannot_commit(cli: Cli, sqlite_url: str) -> None
         (["rev", "begin", TABLE, "--keep-alive-seconds", "nan"], EXIT_ERROR, "positive"),
         (["rev", "begin", TABLE, "--families", "a,"], EXIT_ERROR, "family ''"),
         (["rev", "begin", " x"], EXIT_ERROR, "surrounding spaces"),
-        (["rev", "snapshot", TABLE, "--revision", "5"], EXIT_ERROR, "5"),
+        (["rev", "snapshot", TABLE, "--revision", "5"], EXIT_ERROR, "'news.articles'"),
         (["rev", "commit", TABLE, "one"], EXIT_USAGE, "invalid int value: 'one'"),
         (["rev"], EXIT_USAGE, "required"),
         (["dataset", "describe", "no.such"], EXIT_ERROR, "not defined"),
@@ -289,3 +289,19 @@ def test_the_readme_lists_every_command_and_they_parse() -> None:
     assert {tuple(argv[:2]) for argv in documented} == {tuple(c) for c in COMMANDS}
     for argv in documented:
         assert build_parser().parse_args(argv).fn is not None
+
+
+@pytest.mark.parametrize("command", ["snapshot", "status"])
+@pytest.mark.parametrize("name", ["bad name", "no.such"])
+def test_a_snapshot_of_an_unknown_name_is_one_line_naming_it(
+    cli: Cli, command: str, name: str
+) -> None:
+    # Before: the empty snapshot, which a job would read as "nothing written yet".
+    line = cli.fails("rev", command, name)
+    assert repr(name) in line and "registered table" in line and "SNAPSHOT dataset" in line
+
+
+def test_a_registered_table_without_revisions_has_the_empty_snapshot(cli: Cli) -> None:
+    assert main(["--store-url", cli.url, "register", TABLE, "--keys", "ds"]) == 0
+    [snap] = cli.ok("rev", "snapshot", TABLE)
+    assert (snap["latestRevision"], snap["revisions"]) == (0, {})

@@ -48,3 +48,20 @@ def test_delete_unregisters_and_reports_what_was_removed(server: Server) -> None
         assert (r.json()["removedPartitions"], r.json()["removedSetDone"]) == (1, 0)
         assert_problem(c.delete(f"/v1/tables/{table}"), 404, "path.table", "not registered")
         assert c.get(f"/v1/tables/{table}/history").status_code == 404
+
+
+def test_a_relative_location_is_a_422_naming_body_location(server: Server) -> None:
+    # Each process would resolve it against its own working directory.
+    table = server.table(keys=("ds",))
+    fresh = f"{table.split('.')[0]}.relative"
+    with server.client() as c:
+        for where in ("warehouse/orders", "./orders", "../orders"):
+            assert_problem(c.post("/v1/tables", json={"table": fresh, "partitionKeys": ["ds"],
+                                                      "location": where}),
+                           422, "body.location", repr(where), "absolute path or a URI")
+            assert_problem(c.patch(f"/v1/tables/{table}", json={"location": where}), 422,
+                           "body.location", repr(where), "absolute path or a URI")
+        assert c.get(f"/v1/tables/{fresh}").status_code == 404
+        for where in ("s3://bucket/orders", "hdfs://nn:8020/orders", "file:/data/orders"):
+            r = c.patch(f"/v1/tables/{table}", json={"location": where})
+            assert r.status_code == 200 and r.json()["location"] == where, r.text

@@ -157,6 +157,46 @@ def test_concurrent_identical_registrations_answer_201_once(server: Server) -> N
         assert all(r.json() == again.json() for r in results)
 
 
+@pytest.mark.parametrize(("field", "a", "b"), [
+    ("partitionKeys", ["ds"], ["day"]),
+    ("location", "/data/a", "/data/b"),
+    ("retentionSeconds", 60, 120),
+    ("topic", "race.a", "race.b"),
+])
+def test_concurrent_different_registrations_one_wins_the_others_409(
+    server: Server, field: str, a: object, b: object
+) -> None:
+    # Before: both bodies were told 2xx; the later one's location or retention
+    # silently replaced the winner's. A sequential second registration is a 409.
+    for _ in range(5):
+        table = f"r{uuid.uuid4().hex[:8]}.t"
+        bodies = [{"table": table, "partitionKeys": ["ds"], field: v} for v in (a, b)]
+        results: list[tuple[int, httpx.Response]] = []
+        go = threading.Barrier(10)
+
+        def post(i: int, results: list[tuple[int, httpx.Response]] = results,
+                 go: threading.Barrier = go, bodies: list[dict[str, Any]] = bodies) -> None:
+            with server.client("admin") as c:
+                go.wait(10)
+                results.append((i % 2, c.post("/v1/tables", json=bodies[i % 2])))
+
+        threads = [threading.Thread(target=post, args=(i,)) for i in range(10)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert len(results) == 10
+        [winner] = [i for i, r in results if r.status_code == 201]
+        for i, r in results:
+            if i == winner:
+                assert r.status_code in (200, 201), r.text
+            else:
+                assert_problem(r, 409, f"body.{field}", "registering does not change")
+        with server.client() as c:
+            stored = c.get(f"/v1/tables/{table}").json()
+        assert stored[field] == bodies[winner][field], (stored, winner)
+
+
 BAD_WRITES: list[tuple[str, str, Any, dict[str, str], int, str | None, str]] = [
     # (what, path suffix, json body or raw bytes, headers, status, field, detail fragment)
     ("unknown key", "partitions", {"partitions": ["datestamp=1/regio=us"]}, {}, 422,

@@ -12,6 +12,7 @@ from partition_notify.store import Store
 
 from tests.revisions import history_worker
 from tests.revisions.history_checker import check, load
+from tests.revisions.history_worker import TABLES
 
 PROCESSES = int(os.environ.get("PN_TEST_RM_PROCESSES", "8"))
 TRANSACTIONS = int(os.environ.get("PN_TEST_RM_TRANSACTIONS", "500"))
@@ -22,7 +23,14 @@ DEADLINE_SECONDS = 900
 def test_concurrent_processes_keep_revisions_and_snapshots_safe(
     store_url: str, tmp_path: Path
 ) -> None:
-    Store.open(store_url).close()  # migrated once, before the workers race
+    store = Store.open(store_url)  # migrated once, before the workers race
+    try:  # registered: a snapshot of a name nothing knows is refused
+        for table in TABLES:
+            db, name = table.split(".")
+            store.catalog.register_table(db, name, ["ds"], topic=f"hcat.{table}",
+                                         retention_seconds=60)
+    finally:
+        store.close()
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(PROCESSES)
     paths = [tmp_path / f"history-{i}.jsonl" for i in range(PROCESSES)]

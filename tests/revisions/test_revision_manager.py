@@ -216,7 +216,9 @@ def test_commit_and_abort_are_idempotent_and_final(rm: RevisionManager) -> None:
         rm.commit_write_transaction(WriteTransaction("db.unknown", 1, ("cf",), 1, 0, 1))
 
 
-def test_snapshot_at_a_given_revision(rm: RevisionManager) -> None:
+def test_snapshot_at_a_given_revision(rm: RevisionManager, store: Store) -> None:
+    # Registered but untouched: the empty snapshot (an unknown name is refused).
+    store.catalog.register_table("news", "articles", ["ds"], topic="t", retention_seconds=60)
     assert rm.create_snapshot(T) == Snapshot(T, {}, 0)
     with pytest.raises(NotFoundError, match="no revisions"):
         rm.create_snapshot(T, 1)

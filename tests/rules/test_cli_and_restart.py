@@ -75,6 +75,11 @@ def test_bad_input_is_one_line(app: App, store_url: str) -> None:
                    2, "invalid choice: 'some'")
     one_line_error(cli(store_url, "rule", "remove", "web.hits", "nope"), 1,
                    "no rule named 'nope'")
+    # The derived month would land in the key the days are counted in.
+    one_line_error(cli(store_url, "rule", "add", "web.hits", "--name", "x", "--kind", "calendar",
+                       "--key", "datestamp", "--key-format", "YYYYMMDD", "--into", "DateStamp",
+                       "--into-format", "YYYYMM"), 1,
+                   "rule into 'DateStamp'", "other than key 'datestamp'")
     assert app.rules.rules() == []
 
 

@@ -101,8 +101,16 @@ def test_a_parameter_the_kind_does_not_read_is_refused_and_nothing_stored(
     # default UTC; another kind's option was ignored; "fromNow": "yes" was true.
     orders, _, daily = tables(server)
     url = f"/v1/tables/{daily}/rules"
-    calendar = {"key": "datestamp", "keyFormat": "YYYYMMDD", "into": "datestamp",
-                "intoFormat": "YYYYMM"}
+    same = {"key": "datestamp", "keyFormat": "YYYYMMDD", "into": "datestamp",
+            "intoFormat": "YYYYMM"}
+    with server.client("admin") as c:
+        # A month derived into the key the days are counted in: refused, naming both.
+        assert_problem(c.post(url, json={"name": "cal", "kind": "calendar", "params": same}),
+                       422, "body.params.into", "rule into 'datestamp'",
+                       "other than key 'datestamp'")
+    server.app.publisher.register_table(daily.split(".")[0], "days", ["month", "datestamp"])
+    url = f"/v1/tables/{daily.split('.')[0]}.days/rules"
+    calendar = {**same, "into": "month"}
     with server.client("admin") as c:
         assert_problem(c.post(url, json={"name": "cal", "kind": "calendar", "params": {
             **calendar, "timeZone": "Europe/Berlin"}}), 422, "body.params.timeZone",

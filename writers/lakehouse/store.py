@@ -20,6 +20,7 @@ from partition_notify.writers.lakehouse.schema import (
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
+from partition_notify.core import limits
 from partition_notify.core.errors import ConflictError, ValidationError
 
 #: Tables per lease statement (SQLite's bound-parameter limit is 999 on old builds).
@@ -257,6 +258,7 @@ def checked(what: str, fmt: str, catalog: str | None, identifier: str | None,
     if catalog or identifier:
         raise ValidationError(f"{what}: format delta takes --location, not --catalog/--identifier")
     _fits(what, "location", location, MAX_LOCATION_CHARS)
+    limits.location(location, field=f"location of {what}")  # before its log is read
     return fmt, None, None, location.rstrip("/")
 
 

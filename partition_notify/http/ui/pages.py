@@ -17,7 +17,7 @@ from partition_notify.http.auth import ANONYMOUS
 from partition_notify.http.common import table_info, wanted_spec
 from partition_notify.http.context import HttpContext, context
 from partition_notify.http.problems import ApiProblem
-from partition_notify.http.routes_live import PING_SECONDS, _event_id, _events
+from partition_notify.http.routes_live import PING_SECONDS, _event_id, _events, _still_in_log
 from partition_notify.http.ui import board as boards
 from partition_notify.http.ui.reads import StatusReadRepository, StatusReads
 from partition_notify.http.ui.render import STATIC, page, static_file, timed, to_sign_in
@@ -237,8 +237,11 @@ async def stream(request: Request, table: str, ctx: Ctx,
                          "cookie.pn_ui_token: sign in at /ui/sign-in first")
     raw = request.headers.get("last-event-id", "").strip()
     # The API's parse: an id past 64 bits was a 200 whose stream died on its first read.
-    cursor = _event_id(raw, "header.Last-Event-ID") if raw else last_event_id
+    field = "header.Last-Event-ID" if raw else "query.last_event_id"
+    cursor = _event_id(raw, field) if raw else last_event_id
     info = await run_in_threadpool(table_info, ctx, table)
+    if cursor is not None:  # 410 like the API's: a replay would skip the purged events
+        await run_in_threadpool(_still_in_log, ctx, cursor, field, info.qualified)
     # Like the API's stream, re-asked while it runs: a revoked token's stream ends.
     token = cookie_token(request)
     still_allowed = (None if token is None

@@ -161,7 +161,13 @@
     "/stream?last_event_id=" + encodeURIComponent(board.dataset.cursor);
   const source = new EventSource(url);
   source.onopen = () => { live.textContent = "live"; board.dataset.live = "1"; };
-  source.onerror = () => { live.textContent = "reconnecting…"; board.dataset.live = "0"; };
+  source.onerror = () => {
+    // CLOSED: the server refused the resume (410: events after the board's last one
+    // were purged), so the browser will not retry; only a fresh page is whole again.
+    live.textContent = source.readyState === EventSource.CLOSED
+      ? "stopped: reload the page" : "reconnecting…";
+    board.dataset.live = "0";
+  };
   for (const [type, fn] of Object.entries(handlers)) {
     source.addEventListener(type, (ev) => {
       fn(JSON.parse(ev.data));
