@@ -176,22 +176,28 @@ def _commit_ms(server: Server, table: str, event_type: str) -> int:
     return int(msg["timestampMs"])
 
 
-def test_a_late_expectation_shows_late_then_recovered(server: Server, browser: Any) -> None:
-    db = unique_db()
-    server.app.publisher.register_table(db, "ticks", ["ts"])
-    server.app.deadlines.add(db, "ticks", name="minutely", spec_template="ts={{ ts_nodash }}",
+def make_late(server: Server, db: str, table: str) -> str:
+    """Register ``db.table`` with an every-minute expectation, wait until serve's checker
+    declares an instance late, and return its spec."""
+    server.app.publisher.register_table(db, table, ["ts"])
+    server.app.deadlines.add(db, table, name="minutely", spec_template="ts={{ ts_nodash }}",
                              cron="* * * * *", deadline="+0s")
     # A new expectation judges only later deadlines; backdated, the past minutes are due now.
     with server.app.store.engine.begin() as conn:
         conn.execute(text("UPDATE pn_expectations SET created_at = 0 WHERE table_id = "
-                          "(SELECT id FROM pn_tables WHERE db = :db AND name = 'ticks')"),
-                     {"db": db})
+                          "(SELECT id FROM pn_tables WHERE db = :db AND name = :name)"),
+                     {"db": db, "name": table})
     lates = server.app.deadlines.open_late
     deadline = time.monotonic() + 120
-    while not lates(db, "ticks"):
+    while not lates(db, table):
         assert time.monotonic() < deadline, "serve declared no instance late in 120 s"
         time.sleep(0.2)  # another process (serve's checker) decides; nothing to await here
-    spec = lates(db, "ticks")[0].spec
+    return lates(db, table)[0].spec
+
+
+def test_a_late_expectation_shows_late_then_recovered(server: Server, browser: Any) -> None:
+    db = unique_db()
+    spec = make_late(server, db, "ticks")
     sign_in(browser, server.base, server.tokens["read"], f"/ui/tables/{db}.ticks")
     wait_live(browser)
     assert cell(browser, spec).get_attribute("data-state") == "late"

@@ -3,31 +3,13 @@ and lists only those on request, whatever page their names fall on."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from selenium.webdriver.common.by import By
-from sqlalchemy import text
 
 from partition_notify.http.ui.pages import PAGE_SIZE
 from tests.http.support import Server, unique_db
-from tests.ui.test_browser import sign_in
-
-
-def _late_table(server: Server, db: str) -> None:
-    """``db.zz_late`` with an every-minute expectation that serve's checker declares late."""
-    server.app.publisher.register_table(db, "zz_late", ["ts"])
-    server.app.deadlines.add(db, "zz_late", name="minutely", spec_template="ts={{ ts_nodash }}",
-                             cron="* * * * *", deadline="+0s")
-    # A new expectation judges only later deadlines; backdated, the past minutes are due now.
-    with server.app.store.engine.begin() as conn:
-        conn.execute(text("UPDATE pn_expectations SET created_at = 0 WHERE table_id = "
-                          "(SELECT id FROM pn_tables WHERE db = :db AND name = 'zz_late')"),
-                     {"db": db})
-    deadline = time.monotonic() + 120
-    while not server.app.deadlines.open_late(db, "zz_late"):
-        assert time.monotonic() < deadline, "serve declared no instance late in 120 s"
-        time.sleep(0.2)  # another process (serve's checker) decides; nothing to await here
+from tests.ui.test_browser import make_late, sign_in
 
 
 def _listed(browser: Any) -> list[str]:
@@ -38,7 +20,7 @@ def test_late_tables_are_counted_and_listed_alone(server: Server, browser: Any) 
     db = unique_db()
     for n in range(PAGE_SIZE + 5):  # more than a page, each named before the late one
         server.app.publisher.register_table(db, f"a{n:03d}", ["ts"])
-    _late_table(server, db)
+    make_late(server, db, "zz_late")
 
     sign_in(browser, server.base, server.tokens["read"], f"/ui/tables?q={db}")
     assert f"{db}.zz_late" not in _listed(browser)  # page 1 of 2: the late one is not here
