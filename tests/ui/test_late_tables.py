@@ -3,11 +3,13 @@ and lists only those on request, whatever page their names fall on."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from selenium.webdriver.common.by import By
 
 from partition_notify.http.ui.pages import PAGE_SIZE
+from partition_notify.http.ui.render import when
 from tests.http.support import Server, unique_db
 from tests.ui.test_browser import make_late, sign_in
 
@@ -34,3 +36,19 @@ def test_late_tables_are_counted_and_listed_alone(server: Server, browser: Any) 
     assert "late" in browser.find_element(By.ID, "count").text
     # The filter survives the name filter and paging links (a bookmarkable view).
     assert "late=1" in browser.current_url
+
+
+def test_a_boards_expectations_say_what_is_late_and_what_is_due_next(server: Server,
+                                                                     browser: Any) -> None:
+    db = unique_db()
+    spec = make_late(server, db, "ticks")
+    sign_in(browser, server.base, server.tokens["read"], f"/ui/tables/{db}.ticks")
+    row = browser.find_element(By.CSS_SELECTOR, "#expectations tbody tr")
+    headers = [h.text for h in browser.find_elements(By.CSS_SELECTOR, "#expectations thead th")]
+    cells = dict(zip(headers[1:], [c.text for c in row.find_elements(By.TAG_NAME, "td")],
+                     strict=False))
+    assert spec in cells["Late now"]
+    view = server.app.deadlines.expectations(db, "ticks")[0]
+    assert view.next_spec is not None and view.next_spec in cells["Next due"]
+    shown = when(datetime.fromisoformat(str(view.next_deadline)).timestamp())
+    assert shown in cells["Next due"]  # the page's one time format, in UTC

@@ -19,7 +19,7 @@ from partition_notify.http.context import HttpContext, context
 from partition_notify.http.problems import ApiProblem
 from partition_notify.http.routes_live import PING_SECONDS, _event_id, _events, _still_in_log
 from partition_notify.http.ui import board as boards
-from partition_notify.http.ui.reads import StatusReadRepository, StatusReads
+from partition_notify.http.ui.reads import CheckLine, StatusReadRepository, StatusReads
 from partition_notify.http.ui.render import STATIC, page, static_file, timed, to_sign_in
 from partition_notify.http.ui.session import COOKIE, cookie_token, read_form, viewer
 
@@ -137,8 +137,14 @@ def board(request: Request, table: str, ctx: Ctx) -> Response:
     expectations = ctx.app.deadlines.expectations(info.db, info.name)
     grid = boards.build(info.partition_keys, rows, parts, done, checks, bool(expectations),
                         derived, withdrawn)
+    # Per expectation, the instances late now (open checks), for the on-call reader.
+    late_now: dict[str, list[CheckLine]] = {}
+    for c in checks:
+        if c.outcome == "late" and c.recovered_at is None:
+            late_now.setdefault(c.expectation, []).append(c)
     return page(request, who, "board.html", table=info, board=grid, cursor=cursor,
-                expectations=expectations, labels=boards.LABELS, max_rows=boards.ROWS,
+                expectations=expectations, late_now=late_now,
+                labels=boards.LABELS, max_rows=boards.ROWS,
                 max_columns=boards.COLUMNS, rules=ctx.app.rules.rules(info.qualified))
 
 

@@ -30,7 +30,13 @@ def _env() -> Any:
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
     )
     env.filters["when"] = when
+    env.filters["when_iso"] = when_iso
     return env
+
+
+def when_iso(text: str | None) -> str:
+    """An ISO 8601 time with its offset (the deadlines API's), shown as :func:`when` does."""
+    return "—" if not text else when(datetime.fromisoformat(text).timestamp())
 
 
 @functools.lru_cache(maxsize=4096)
