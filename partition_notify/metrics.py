@@ -103,6 +103,10 @@ class Metrics:
             "pn_lakehouse_read_timeouts",
             "Reads of a followed table (pyiceberg, delta-rs) past PN_LAKEHOUSE_READ_TIMEOUT_"
             "SECONDS; the table is skipped until the read returns", ["format"], registry=r)
+        self.lakehouse_stopped = Gauge(
+            "pn_lakehouse_stopped",
+            "Followed tables stopped on a commit they cannot announce, at the last run: "
+            "each waits for `partition-notify lakehouse skip`", ["format"], registry=r)
         self.lakehouse_errors = Counter(
             "pn_lakehouse_errors", "Followed tables whose run failed (retried next run)",
             ["format"], registry=r)

@@ -15,11 +15,11 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from partition_notify.contract import (
     AnyMessage,
@@ -61,6 +61,23 @@ class DeadlineMetrics:
             "Instances covered after their deadline but before it was checked",
             registry=r,
         )
+        self.late_open = Gauge(
+            "pn_deadline_late_open",
+            "Instances late now (declared late, no set-done covering them yet), per table; "
+            "a table with none has no series",
+            ["table"], registry=r,
+        )
+        self._shown: set[str] = set()
+
+    def show_open(self, late: Mapping[str, int]) -> None:
+        """Set :attr:`late_open` to ``late`` (table -> instances late now), dropping the
+        series of tables no longer late: the label set stays as small as what is late.
+        Removed one by one, not cleared: a scrape in between must not see none late."""
+        for table, count in late.items():
+            self.late_open.labels(table=table).set(count)
+        for gone in self._shown - late.keys():
+            self.late_open.remove(gone)
+        self._shown = set(late)
 
 
 @dataclass

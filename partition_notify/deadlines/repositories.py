@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
-from sqlalchemy import Table, and_, select
+from sqlalchemy import Table, and_, func, select
 from sqlalchemy.orm import Session
 
 from partition_notify.deadlines.schema import ExpectationCheckRow, ExpectationRow
 from partition_notify.store.housekeeping import delete_where
 from partition_notify.store.purge_order import oldest_first
+from partition_notify.store.schema import TableRow
 
 _CHECKS = cast(Table, ExpectationCheckRow.__table__)
 
@@ -63,6 +64,18 @@ class ExpectationCheckRepository:
             ExpectationCheckRow.outcome == "late", ExpectationCheckRow.recovered_at.is_(None)
         )
         return list(self.session.scalars(stmt.order_by(ExpectationCheckRow.id)))
+
+    def late_by_table(self) -> dict[str, int]:
+        """``db.table`` -> instances late now, for the tables that have any."""
+        stmt = (
+            select(TableRow.db, TableRow.name, func.count())
+            .join(ExpectationRow, ExpectationRow.table_id == TableRow.id)
+            .join(ExpectationCheckRow, ExpectationCheckRow.expectation_id == ExpectationRow.id)
+            .where(ExpectationCheckRow.outcome == "late",
+                   ExpectationCheckRow.recovered_at.is_(None))
+            .group_by(TableRow.db, TableRow.name)
+        )
+        return {f"{db}.{name}": int(n) for db, name, n in self.session.execute(stmt).tuples()}
 
     def recent(self, expectation_ids: Sequence[int], limit: int) -> list[ExpectationCheckRow]:
         stmt = (

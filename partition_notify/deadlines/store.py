@@ -157,6 +157,11 @@ class DeadlineStore:
         with self._uow() as uow:
             return [CheckInfo.of(r) for r in ExpectationCheckRepository(uow.session).open_late()]
 
+    def late_by_table(self) -> dict[str, int]:
+        """``db.table`` -> instances late now (the serve job's ``pn_deadline_late_open``)."""
+        with self._uow() as uow:
+            return ExpectationCheckRepository(uow.session).late_by_table()
+
     def mark_recovered(self, uow: UnitOfWork, check_id: int, event_id: int) -> None:
         row = uow.session.get(ExpectationCheckRow, check_id)
         if row is None or row.recovered_at is not None:

@@ -194,7 +194,8 @@ def deadlines(rt: Runtime) -> tuple[JobFn, float]:
     """The deadline check, on its interval and again just after every next deadline."""
     from partition_notify.deadlines.checker import DeadlineMetrics
 
-    checker = rt.app.deadlines.checker(metrics=DeadlineMetrics(rt.metrics.registry))
+    metrics = DeadlineMetrics(rt.metrics.registry)
+    checker = rt.app.deadlines.checker(metrics=metrics)
 
     def job() -> None:
         try:
@@ -202,6 +203,7 @@ def deadlines(rt: Runtime) -> tuple[JobFn, float]:
             if report.late or report.recovered:
                 log.info("deadline check: %d late, %d recovered", len(report.late),
                          len(report.recovered))
+            metrics.show_open(rt.app.deadlines.store.late_by_table())
             nxt = checker.next_deadline()
         except PartitionNotifyError as exc:
             log.warning("deadline check failed: %s", exc, extra={"pn_event": "deadline.failed"})
@@ -270,6 +272,7 @@ def _follow(rt: Runtime, fmt: str, interval: float) -> tuple[JobFn, float]:
         rt.metrics.lakehouse_gaps.labels(fmt).inc(stats.gaps)
         rt.metrics.lakehouse_errors.labels(fmt).inc(stats.errors)
         rt.metrics.lakehouse_read_timeouts.labels(fmt).inc(stats.timeouts)
+        rt.metrics.lakehouse_stopped.labels(fmt).set(stats.stopped)
 
     return job, interval
 

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import text
 
 from partition_notify.app import App, build_app
 from partition_notify.http.store import HttpStore
@@ -172,3 +174,22 @@ def start_server(request: pytest.FixtureRequest, **env: str) -> Iterator[Server]
         if request.param != "sqlite" and postgres is not None:
             postgres.drop(url)
         assert code == 0, f"serve exited {code}: {serve.text()[-2000:]}"
+
+
+def make_late(server: Server, db: str, table: str) -> str:
+    """Register ``db.table`` with an every-minute expectation, wait until serve's checker
+    declares an instance late, and return its spec."""
+    server.app.publisher.register_table(db, table, ["ts"])
+    server.app.deadlines.add(db, table, name="minutely", spec_template="ts={{ ts_nodash }}",
+                             cron="* * * * *", deadline="+0s")
+    # A new expectation judges only later deadlines; backdated, the past minutes are due now.
+    with server.app.store.engine.begin() as conn:
+        conn.execute(text("UPDATE pn_expectations SET created_at = 0 WHERE table_id = "
+                          "(SELECT id FROM pn_tables WHERE db = :db AND name = :name)"),
+                     {"db": db, "name": table})
+    lates = server.app.deadlines.open_late
+    deadline = time.monotonic() + 120
+    while not lates(db, table):
+        assert time.monotonic() < deadline, "serve declared no instance late in 120 s"
+        time.sleep(0.2)  # another process (serve's checker) decides; nothing to await here
+    return lates(db, table)[0].spec

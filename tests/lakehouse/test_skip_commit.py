@@ -185,3 +185,14 @@ def test_a_stop_recorded_after_the_skip_does_not_stop_the_table_again(
 
     followed = LakehouseTables(app.store).get(info.id)
     assert followed is not None and (followed.cursor, followed.stopped_at) == (1, None)
+
+
+def test_a_stopped_table_is_counted_for_the_metrics_until_it_is_skipped(
+    app: App, store_url: str, stopped: tuple[Follower, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # serve exports the count as pn_lakehouse_stopped{format}: on call alerts on a frozen table.
+    follower, _ = stopped
+    assert follower.run_once().stopped == 1
+    code, _, err = cli(capsys, store_url, "lakehouse", "skip", TABLE, "--version", "1")
+    assert code == 0, err
+    assert follower.run_once().stopped == 0

@@ -20,11 +20,11 @@ from partition_notify.store.dead_letters import DeadLetters
 from partition_notify.store.schema import EventRow
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
-from sqlalchemy import select, text
+from sqlalchemy import select
 
 from partition_notify.app import App, build_app
 from partition_notify.http.store import HttpStore
-from tests.http.support import HttpServe, Server, unique_db
+from tests.http.support import HttpServe, Server, make_late, unique_db
 from tests.support.accounts import ROOT, bus_specs
 from tests.support.ci import require
 from tests.support.net import port_open
@@ -174,25 +174,6 @@ def _commit_ms(server: Server, table: str, event_type: str) -> int:
     msg = json.loads(body)
     assert f"{msg['db']}.{msg['table']}" == table
     return int(msg["timestampMs"])
-
-
-def make_late(server: Server, db: str, table: str) -> str:
-    """Register ``db.table`` with an every-minute expectation, wait until serve's checker
-    declares an instance late, and return its spec."""
-    server.app.publisher.register_table(db, table, ["ts"])
-    server.app.deadlines.add(db, table, name="minutely", spec_template="ts={{ ts_nodash }}",
-                             cron="* * * * *", deadline="+0s")
-    # A new expectation judges only later deadlines; backdated, the past minutes are due now.
-    with server.app.store.engine.begin() as conn:
-        conn.execute(text("UPDATE pn_expectations SET created_at = 0 WHERE table_id = "
-                          "(SELECT id FROM pn_tables WHERE db = :db AND name = :name)"),
-                     {"db": db, "name": table})
-    lates = server.app.deadlines.open_late
-    deadline = time.monotonic() + 120
-    while not lates(db, table):
-        assert time.monotonic() < deadline, "serve declared no instance late in 120 s"
-        time.sleep(0.2)  # another process (serve's checker) decides; nothing to await here
-    return lates(db, table)[0].spec
 
 
 def test_a_late_expectation_shows_late_then_recovered(server: Server, browser: Any) -> None:

@@ -10,8 +10,8 @@ from selenium.webdriver.common.by import By
 
 from partition_notify.http.ui.pages import PAGE_SIZE
 from partition_notify.http.ui.render import when
-from tests.http.support import Server, unique_db
-from tests.ui.test_browser import make_late, sign_in
+from tests.http.support import Server, make_late, unique_db
+from tests.ui.test_browser import sign_in
 
 
 def _listed(browser: Any) -> list[str]:

@@ -91,6 +91,8 @@ class FollowStats:
     stuck: int = 0
     #: Tables not read: the change check saw nothing new since the last read.
     unchanged: int = 0
+    #: Tables stopped on a commit they cannot announce, waiting for an operator's skip.
+    stopped: int = 0
 
 
 class Follower:
@@ -125,6 +127,7 @@ class Follower:
         ids = {f.table_id for f in followed}
         for gone in [k for k in self._seen if k not in ids]:  # bounded by followed tables
             del self._seen[gone]
+        stats.stopped = sum(1 for f in followed if f.stopped_at is not None)
         if not followed:
             return stats
         infos = self.publisher.store.catalog.tables_by_id(f.table_id for f in followed)
@@ -170,6 +173,7 @@ class Follower:
                 self._seen[f.table_id] = (caught_up, token)
         except Unannounceable as exc:  # stopped before it until an operator skips it
             stats.errors += 1
+            stats.stopped += f.stopped_at is None
             self.tables.stop(f.table_id, self.owner, exc.revision, clip(str(exc)))
             log.warning("%s follower: %s: %s (skip it: partition-notify lakehouse skip %s "
                         "--version %d)", self.format, info.qualified, clip(str(exc)),
