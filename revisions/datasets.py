@@ -24,7 +24,6 @@ Spark is :mod:`partition_notify.writers.snapshot_dataset`.
 from __future__ import annotations
 
 import logging
-import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,11 +41,9 @@ from partition_notify.core.errors import (
     NotFoundError,
     ValidationError,
 )
-from partition_notify.core.limits import MAX_SECONDS
+from partition_notify.core.limits import MAX_SECONDS, relative_path
 
 log = logging.getLogger(__name__)
-#: A scheme (RFC 3986), e.g. ``file:``, ``hdfs:``, ``s3a:``.
-_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 #: The one column family of a dataset's write transactions.
 FAMILY = DEFAULT_FAMILY
@@ -340,7 +337,7 @@ def _location(location: object, name: str) -> str:
         raise ValidationError(
             f"SNAPSHOT dataset {name}: location must be a non-empty path or URI, got {location!r}"
         )
-    if not location.startswith("/") and not _URI.match(location):
+    if relative_path(location):
         # Each process would resolve it against its own working directory: the
         # writer's Spark JVM writes the versions in one place, serve expires another.
         raise ValidationError(

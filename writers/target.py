@@ -9,7 +9,6 @@ and ``saveAsTable`` do; cheaper than ``MSCK REPAIR``, which lists the table).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -18,12 +17,11 @@ from partition_notify.store import TableInfo
 
 from partition_notify.contract import names
 from partition_notify.core.errors import ConfigurationError, ValidationError
+from partition_notify.core.limits import relative_path
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-#: A scheme (RFC 3986), e.g. ``file:``, ``hdfs:``, ``s3a:``.
-_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 #: Partitions per ALTER TABLE statement: keeps each statement's SQL text small.
 ADD_PARTITION_BATCH = 500
 
@@ -127,8 +125,7 @@ def catalog_metadata(spark: SparkSession, table: str,
 def check_absolute(location: object, table: str) -> None:
     """A path table's location must not depend on the driver's working directory:
     two jobs started in different directories would write the table in two places."""
-    if isinstance(location, str) and not location.startswith("/") \
-            and not _URI.match(location):
+    if isinstance(location, str) and relative_path(location):
         raise ValidationError(
             f"location of {table} must be an absolute path or a URI (file:, hdfs://, "
             f"s3a://...), got the relative path {location!r:.200}")

@@ -79,12 +79,17 @@ def text(value: object, *, field: str) -> str:
     return value
 
 
+def relative_path(value: str) -> bool:
+    """Whether ``value`` is a relative path: not empty, not absolute, not a URI."""
+    return bool(value) and not value.startswith("/") and not _URI_SCHEME.match(value)
+
+
 def location(value: object, *, field: str) -> str:
     """A table location: an absolute path or a URI (``file:``, ``s3://``, ``hdfs://``...);
     ``""`` (no location) passes. A relative path would be resolved against each
     process's own working directory: two processes would mean two places."""
     value = text(value, field=field)
-    if value and not value.startswith("/") and not _URI_SCHEME.match(value):
+    if relative_path(value):
         raise ValidationError(
             f"{field} must be an absolute path or a URI (file:, hdfs://, s3a://...), "
             f"got the relative path {excerpt(value)}")

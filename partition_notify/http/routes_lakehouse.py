@@ -11,16 +11,16 @@ from fastapi.responses import JSONResponse
 from pydantic import Field, StrictInt
 
 from partition_notify.contract import AnyMessage, CommitsMissedMessage
+from partition_notify.core.errors import ConflictError, ValidationError
 from partition_notify.core.limits import MAX_INT64
 from partition_notify.http.auth import Principal, require_role
 from partition_notify.http.common import message_json, table_info
 from partition_notify.http.context import HttpContext, context
 from partition_notify.http.idempotency import IdempotencyKey, fingerprint, idempotent_write
-from partition_notify.http.problems import about
+from partition_notify.http.problems import from_error
 from partition_notify.http.routes_write import _Body
 from partition_notify.store.provider import InTxn
 from partition_notify.writers.lakehouse.skip import skip
-from partition_notify.writers.lakehouse.store import LakehouseTables
 
 router = APIRouter(prefix="/v1", tags=["operations"])
 Admin = Annotated[Principal, Depends(require_role("admin"))]
@@ -56,10 +56,12 @@ def skip_commit(
     fp = fingerprint(who, "POST", request.url.path, body.model_dump(mode="json"))
 
     def write(in_txn: InTxn) -> object:
-        # Not followed at all: the table is wrong, not the version asked for.
-        followed = LakehouseTables(ctx.app.store).get(info.id) is not None
-        with about("body.version" if followed else "path.table"):
+        try:
             return skip(ctx.app.publisher, info, body.version, principal=who.name, in_txn=in_txn)
+        except ValidationError as exc:  # not followed at all: the table is wrong
+            raise from_error(exc, "path.table") from exc
+        except ConflictError as exc:  # stopped on another commit, or on none
+            raise from_error(exc, "body.version") from exc
 
     def render(messages: Sequence[AnyMessage]) -> dict[str, object]:
         (msg,) = [m for m in messages if isinstance(m, CommitsMissedMessage)]
