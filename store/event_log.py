@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 from collections import Counter, defaultdict
@@ -18,16 +17,14 @@ from partition_notify.store.append_rows import (
 )
 from partition_notify.store.group_commit import FOLLOWER_WAIT_SECONDS, GroupCommit
 from partition_notify.store.hot_read import HotReader
+from partition_notify.store.log_reads import LogReads
 from partition_notify.store.records import EventDraft, LoggedEvent
 from partition_notify.store.repositories import (
     INSERT_EVENTS,
     INSERT_SET_DONE,
-    TOPIC_EVENTS_AFTER,
-    TOPIC_IDS_AFTER,
     reserve,
 )
 from partition_notify.store.sqlite_writer import DriverMarks, SQLiteWriter
-from partition_notify.store.topic_seqs import last_seqs
 from partition_notify.store.uow import Access, InTxn, UnitOfWork, map_db_error, map_driver_error
 from partition_notify.store.wakeups import NOTIFY_SQL, wake_file
 from sqlalchemy.engine import Connection, Engine
@@ -38,10 +35,6 @@ from partition_notify.contract import AnyMessage
 log = logging.getLogger(__name__)
 
 
-#: :meth:`EventLog.events_after` as one driver statement (headers: JSON text on SQLite).
-_AFTER_SQL = ("SELECT event_id, topic, topic_seq, body, headers FROM pn_events "
-              "WHERE event_id > {mark} ORDER BY event_id LIMIT {mark}")
-
 #: The catalog counter, read in an append's transaction (store/catalog.py's cache).
 CATALOG_SQL = f"SELECT next_value FROM pn_sequence WHERE name = '{CATALOG_COUNTER}'"
 
@@ -49,14 +42,11 @@ CATALOG_SQL = f"SELECT next_value FROM pn_sequence WHERE name = '{CATALOG_COUNTE
 CommitListener = Callable[[], None]
 
 
-class EventLog:
+class EventLog(LogReads):
     """The log of every event, in commit order; each method is one unit of work."""
 
     def __init__(self, access: Access, hot: HotReader) -> None:
-        self._db = access
-        self._hot = hot
-        mark = "?" if access.engine.dialect.paramstyle == "qmark" else "%s"
-        self._after_sql = _AFTER_SQL.format(mark=mark)
+        super().__init__(access, hot)
         self._listeners: list[CommitListener] = []
         #: SQLite: tells readers in other processes that a commit is visible.
         self._wake = wake_file(access.engine)
@@ -262,71 +252,6 @@ class EventLog:
         if rows.dones:
             conn.execute(INSERT_SET_DONE, rows.dones)
         return rows.logged()
-
-    # -- reads ----------------------------------------------------------------
-    def max_event_id(self) -> int:
-        with self._db.uow() as uow:
-            return uow.events.max_id()
-
-    def events_after(self, event_id: int, limit: int = 1000) -> list[LoggedEvent]:
-        """Logged events with id > ``event_id``, oldest first.
-
-        Because ids are handed out under the sequence lock and only visible
-        once committed, nothing with a smaller id can appear later: a cursor
-        never skips an event. Every follower of the log runs this, the embedded
-        transport after each wake-up: one statement on a kept raw connection
-        (store/hot_read.py), not a pool checkout and an ORM session, which took
-        1.9 ms of the 3.3 ms commit -> callback p50 (bench/cross_process_trace.py).
-        """
-        rows = self._hot.rows(self._after_sql, (event_id, limit))
-        if rows is None:  # no kept connection free
-            with self._db.uow() as uow:
-                return [LoggedEvent(*row) for row in uow.events.after(event_id, limit)]
-        return [LoggedEvent(e, t, s, b, json.loads(h) if isinstance(h, str) else h)
-                for e, t, s, b, h in rows]
-
-    def table_events_after(self, table_id: int, event_id: int, limit: int) -> list[LoggedEvent]:
-        """Events of one table with id > ``event_id``, oldest first (never skips, as above)."""
-        with self._db.uow() as uow:
-            return [LoggedEvent(*row) for row in uow.events.of_table_after(table_id, event_id,
-                                                                          limit)]
-
-    def topic_events_after(
-        self, topic: str, after_seq: int, limit: int = 1000, *, upto_seq: int | None = None
-    ) -> list[LoggedEvent]:
-        """Logged events of ``topic`` with ``after_seq`` < topicSeq <= ``upto_seq``, in order.
-
-        A subscriber's catch-up read after a reconnect or a sequence jump. A
-        topic's sequence is allocated under the event lock, so once seq N is
-        visible every seq below it that was ever logged is visible too; a
-        number absent here is not in the log (never logged, or gone).
-        """
-        upto = upto_seq if upto_seq is not None else 2**62
-        params = {"topic": topic, "after": after_seq, "upto": upto, "limit": limit}
-        return [
-            LoggedEvent(r.event_id, r.topic, r.topic_seq, r.body, dict(r.headers))
-            for r in self._db.read(TOPIC_EVENTS_AFTER, params)
-        ]
-
-    def topic_ids_after(self, topic: str, after_seq: int, upto_seq: int,
-                        limit: int = 1000) -> list[tuple[int, str, str]]:
-        """(topicSeq, message id, kind) of the events :meth:`topic_events_after` reads,
-        without bodies: what a subscriber checks a live message against."""
-        params = {"topic": topic, "after": after_seq, "upto": upto_seq, "limit": limit}
-        return [tuple(r) for r in self._db.read(TOPIC_IDS_AFTER, params)]
-
-    def last_topic_seqs(self, topics: Sequence[str]) -> dict[str, int]:
-        """The highest topicSeq logged so far per topic (0 when none).
-
-        Plain driver SQL on one connection (store/topic_seqs.py): following 100,000
-        topics spent its time compiling expanding IN lists (bench/many_tables.py).
-        """
-        try:
-            with self._db.reader.connect() as conn:
-                found = last_seqs(conn, topics)
-        except SQLAlchemyError as exc:
-            raise map_db_error(exc) from exc
-        return {t: found.get(t, 0) for t in topics}
 
     # -- the outbox (relay) ---------------------------------------------------
     def lease_unpublished(

@@ -21,19 +21,20 @@ from sqlalchemy import text
 GROWN = 20_000
 TABLE = TableInfo(1, "d", "t", ("a",), "hcat.d.t", 86_400)
 _READ = ("SELECT coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0) "
-         "FROM pg_stat_xact_user_tables WHERE relname = 'pn_set_done'")
+         "FROM pg_stat_xact_user_tables WHERE relname = %s")
 
 
-def _rows_read(store: Store, read: Callable[[], object]) -> tuple[object, int]:
-    """``read()`` on the store's one kept connection, and the pn_set_done rows it read."""
+def _rows_read(store: Store, read: Callable[[], object],
+               table: str = "pn_set_done") -> tuple[object, int]:
+    """``read()`` on the store's one kept connection, and the rows of ``table`` it read."""
     kept = store._hot._idle  # the product's own connection, not a new one
     assert len(kept) == 1, "one kept connection, reused by every look-up"
     conn = kept[0]
     conn.execute("BEGIN")  # the counters are per transaction
     try:
-        before = conn.execute(_READ).fetchone()
+        before = conn.execute(_READ, (table,)).fetchone()
         found = read()
-        after = conn.execute(_READ).fetchone()
+        after = conn.execute(_READ, (table,)).fetchone()
     finally:
         conn.execute("COMMIT")
     assert before is not None and after is not None
