@@ -9,7 +9,8 @@ property is a ``commitInfo`` key (delta-rs ``CommitProperties(custom_metadata=
 {"partition-notify.mark-set-done": spec})``) or ``commitInfo.userMetadata``
 (Spark's ``.option("userMetadata", "partition-notify.mark-set-done=<spec>")``).
 A checkpoint changes nothing: the JSON commits stay until log cleanup, and a
-version cleaned before it was read is a gap.
+version cleaned before it was read is a gap. A table that cannot be loaded at the
+cursor (a corrupt version or checkpoint) is no gap: it waits for a repair or a skip.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from partition_notify.writers.lakehouse.commits import (
     Gap,
     Spec,
     Unannounceable,
+    Unloadable,
     canonical,
     named,
     user_metadata_properties,
@@ -183,14 +185,21 @@ class DeltaReader:
                 live = self._state(version)[0]
 
     def _state(self, version: int) -> tuple[set[tuple[str, ...]], str | None]:
-        """The table's partitions and id at ``version``."""
+        """The table's partitions and id at ``version``.
+
+        Raises :class:`Gap` when its JSON was cleaned (no longer listed), else
+        :class:`Unloadable` (a corrupt or unreadable log file or checkpoint: the table
+        waits at ``version`` for a repair, not a gap over commits that are there)."""
         from deltalake import DeltaTable
 
         try:
             table = DeltaTable(_uri(self.location), version=version)
         except Exception as exc:  # delta-rs raises its own (and OSError) kinds
-            raise Gap(f"{self.location}: version {version} cannot be loaded ({exc})",
-                      self._versions[-1]) from exc
+            # delta-rs appends a backtrace: its first line says what broke.
+            why = f"{self.location}: version {version} cannot be loaded ({_first(exc)})"
+            if version not in self._versions:
+                raise Gap(why, self._versions[-1]) from exc
+            raise Unloadable(why, version, self._versions[-1]) from exc
         what = f"{self.location} version {version}"
         return ({canonical(named(p, self.keys, what=what), self.keys)
                  for p in table.partitions()}, str(table.metadata().id))
@@ -240,6 +249,10 @@ class DeltaReader:
                     spec = named(_values(body, f"{what}: {kind}"), self.keys, what=what)
                     out.setdefault(canonical(spec, self.keys), spec)
         return info, changes
+
+
+def _first(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 @dataclass
