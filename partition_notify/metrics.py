@@ -105,8 +105,9 @@ class Metrics:
             "SECONDS; the table is skipped until the read returns", ["format"], registry=r)
         self.lakehouse_stopped = Gauge(
             "pn_lakehouse_stopped",
-            "Followed tables stopped on a commit they cannot announce, at the last run: "
-            "each waits for `partition-notify lakehouse skip`", ["format"], registry=r)
+            "Followed tables stopped on a commit they cannot announce, or unable to load "
+            "the table at their cursor, at the last run: each waits for a repair or "
+            "`partition-notify lakehouse skip`", ["format"], registry=r)
         self.lakehouse_errors = Counter(
             "pn_lakehouse_errors", "Followed tables whose run failed (retried next run)",
             ["format"], registry=r)

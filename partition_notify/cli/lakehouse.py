@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 HELP = "act on a followed Iceberg or Delta table"
 SKIP_HELP = (
     "skip the one commit the table's follower is stopped on (it cannot announce "
-    "it): a COMMITS_MISSED goes out instead and the follower goes on with the next "
+    "it, or, unable to load the table at its cursor, the commit it would resume at): "
+    "a COMMITS_MISSED goes out instead and the follower goes on with the next "
     "commit; recorded with who and when on the /ui operations page"
 )
 

@@ -40,8 +40,10 @@ class SkipBody(_Body):
     status_code=201,
     summary="Skip the commit a followed table is stopped on (admin)",
     description="Only the commit the table's follower is stopped on (it cannot announce "
-    "it) is skipped; any other is a 409 naming that commit. One COMMITS_MISSED goes out "
-    "in its place, the skip is recorded with the caller on the /ui operations page, and "
+    "it, or the one it resumes at when it cannot load the table at its cursor) is skipped; "
+    "any other is a 409 naming that commit, as is a table stopped with nothing to skip "
+    "to. One COMMITS_MISSED goes out in its place, the skip is recorded with the caller "
+    "on the /ui operations page, and "
     "the follower goes on with the next commit.",
 )
 def skip_commit(

@@ -124,3 +124,30 @@ def test_the_ops_page_skips_the_stopped_commit_with_its_form(
     info = server.app.publisher.table(*table.split("."))
     followed = LakehouseTables(server.app.store).get(info.id)
     assert followed is not None and (followed.cursor, followed.stopped_at) == (1, None)
+
+
+def test_a_table_that_cannot_be_loaded_offers_the_repair_not_a_skip(
+    server: Server, tmp_path: Path
+) -> None:
+    """Stopped at its cursor (writers/lakehouse: nothing of the table can be read, so no
+    commit to skip to): the page says to repair it and offers no Skip; a skip is a 409."""
+    table = server.table()
+    db, name = table.split(".")
+    info = server.app.publisher.table(db, name)
+    tables = LakehouseTables(server.app.store)
+    tables.register(info, "delta", location=str(tmp_path / name), start=4)
+    assert tables.claim(info.id, OWNER, 600)
+    tables.stop_loading(info.id, OWNER, 4, 4, "the table cannot be loaded (OSError: gone)")
+    with server.client(None, cookies={"pn_ui_token": server.tokens["admin"]}) as c:
+        page = c.get("/ui/ops")
+    assert page.status_code == 200, page.text
+    row = page.text.split('id="stopped"', 1)[1].split("</table>", 1)[0]
+    assert table in row and "OSError: gone" in row and "repair" in row.lower()
+    assert f'name="table" value="{table}"' not in row and "lakehouse skip" not in row
+    with server.client() as c:
+        assert_problem(
+            c.post(f"/v1/tables/{table}/lakehouse/skip", json={"version": 4}),
+            409,
+            "body.version",
+            "cannot be loaded at commit 4",
+        )

@@ -76,6 +76,39 @@ def test_a_delta_table_created_again_past_the_cursor_is_a_gap_then_followed_from
     assert logged(app, TABLE)[-1] == Logged("add", "datestamp=20260206/region=us", 5)
 
 
+def test_a_delta_table_created_again_inside_a_cleaned_gap_is_one_gap(
+    app: App, tmp_path: Path
+) -> None:
+    """The old table's versions past the cursor and the new table's first ones are gone
+    (checkpointed, their JSON cleaned): one COMMITS_MISSED, then the new table's commits."""
+    location = tmp_path / "orders"
+    follower = follow_delta(app, location)
+    follower.run_once()
+    for day in ("20260101", "20260102", "20260103"):
+        write(location, day)
+    assert follower.run_once().commits == 3  # cursor: version 2 of the old table
+    recreate(location, NEW_DAYS)  # versions 0..4 of the new table
+    DeltaTable(str(location)).create_checkpoint()  # at 4
+    for version in range(4):  # log cleanup: the JSON below the checkpoint
+        (location / "_delta_log" / f"{version:020d}.json").unlink()
+    v5 = write(location, "20260206")
+
+    assert follower.run_once().gaps == 1  # 3..3 cleaned: resumes at 5
+    v6 = write(location, "20260207")
+    stats = follower.run_once()
+
+    # Before: the id at 5 was not recorded with the gap; the next read saw the new
+    # table's id against the old one's and sent a second COMMITS_MISSED.
+    assert (stats.gaps, stats.commits) == (0, 1), stats
+    assert logged(app, TABLE)[3:] == [
+        Logged("missed", "2", v5),
+        Logged("add", "datestamp=20260207/region=us", v6),
+    ]
+    info = app.publisher.table("sales", "orders")
+    f = LakehouseTables(app.store).get(info.id)
+    assert f is not None and f.table_uuid == DeltaTable(str(location)).metadata().id
+
+
 def test_a_table_followed_before_the_identity_was_kept_gets_it_at_its_next_read(
     store_url: str, tmp_path: Path
 ) -> None:

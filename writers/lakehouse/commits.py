@@ -62,6 +62,19 @@ class Unannounceable(Exception):
         self.error = error
 
 
+class Unloadable(Exception):
+    """The table's state at ``cursor`` cannot be loaded (a corrupt or unreadable log
+    version, checkpoint or metadata file): the follower stops at the cursor, records
+    why, and goes on by itself once the table loads again. ``resume_at``: the commit a
+    ``lakehouse skip`` moves the cursor to (the table's head when the failure was
+    seen); None when nothing of the table can be read (nothing to skip to)."""
+
+    def __init__(self, reason: str, cursor: int, resume_at: int | None) -> None:
+        super().__init__(reason)
+        self.cursor = cursor
+        self.resume_at = resume_at
+
+
 @dataclass(frozen=True)
 class Commit:
     """One commit of a followed table, in the table's registered key order."""

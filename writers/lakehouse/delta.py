@@ -9,7 +9,8 @@ property is a ``commitInfo`` key (delta-rs ``CommitProperties(custom_metadata=
 {"partition-notify.mark-set-done": spec})``) or ``commitInfo.userMetadata``
 (Spark's ``.option("userMetadata", "partition-notify.mark-set-done=<spec>")``).
 A checkpoint changes nothing: the JSON commits stay until log cleanup, and a
-version cleaned before it was read is a gap.
+version cleaned before it was read is a gap. A table that cannot be loaded at the
+cursor (a corrupt version or checkpoint) is no gap: it waits for a repair or a skip.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from partition_notify.writers.lakehouse.commits import (
     Gap,
     Spec,
     Unannounceable,
+    Unloadable,
     canonical,
     named,
     user_metadata_properties,
@@ -41,6 +43,11 @@ if TYPE_CHECKING:
     from pyarrow.fs import FileSystem
 
 _COMMIT = re.compile(r"^(\d{20})\.json$")
+#: A classic checkpoint, one file or one part of several (Delta protocol).
+_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(?:\.\d{10}\.\d{10})?\.parquet$")
+#: Files read at most (newest JSON versions, then the checkpoint's parts) to find the
+#: table's id without replaying its log: a gap's resume point may be any version.
+MAX_ID_FILES = 20
 #: Hadoop's scheme for S3 is pyarrow's s3.
 _SCHEMES = {"s3a": "s3", "s3n": "s3"}
 
@@ -100,6 +107,8 @@ class DeltaReader:
         self.keys = list(keys)
         self._fs, self._root = filesystem_of(location)
         self._log = f"{self._root}/_delta_log"
+        #: checkpoint file paths, oldest version first
+        self._checkpoints: list[tuple[int, str]] = []
         self._versions = self._list()
 
     def _list(self) -> list[int]:
@@ -109,6 +118,8 @@ class DeltaReader:
         if info.type != fs.FileType.Directory:
             return []
         found = self._fs.get_file_info(fs.FileSelector(self._log, allow_not_found=True))
+        self._checkpoints = sorted((int(m.group(1)), f.path) for f in found
+                                   if (m := _CHECKPOINT.match(f.base_name)))
         # A Delta version is a long: a 20-digit name beyond it is no commit, whoever
         # put it there (it would also make every version up to it look cleaned).
         return sorted(v for f in found if (m := _COMMIT.match(f.base_name))
@@ -159,8 +170,10 @@ class DeltaReader:
         head = todo[-1]
         missing = _missing(todo, cursor)
         if missing is not None:
+            # With the id at the resume point: a table created again inside the gap is
+            # reported by this gap, not by a second one at the next read.
             raise Gap(f"{self.location}: log version(s) {missing[0]}..{missing[1]} were "
-                      "cleaned before they were read", head)
+                      "cleaned before they were read", head, self.newest_id())
         live: set[tuple[str, ...]] = set()
         known = None
         if cursor != BEFORE_FIRST:
@@ -182,15 +195,43 @@ class DeltaReader:
             if commit.removed:
                 live = self._state(version)[0]
 
+    def newest_id(self) -> str | None:
+        """The ``metaData.id`` of the newest version, found without replaying the log
+        (delta-rs loading a version far past its checkpoint walks every number up to
+        it): the newest ``metaData`` among the newest JSON versions down to the newest
+        checkpoint, else that checkpoint's. At most MAX_ID_FILES files; None when not
+        found in them, or when they cannot be read (nothing to compare then)."""
+        top = self._versions[-1] if self._versions else -1
+        floor = max((v for v, _ in self._checkpoints if v <= top), default=BEFORE_FIRST)
+        budget = MAX_ID_FILES
+        try:
+            for version in reversed([v for v in self._versions if v >= floor][-budget:]):
+                budget -= 1
+                with self._fs.open_input_stream(f"{self._log}/{version:020d}.json") as f:
+                    found = _meta_id(_actions(f, f"{self.location} version {version}"))
+                if found is not None:
+                    return found
+            return _checkpoint_id(self._fs, [p for v, p in self._checkpoints
+                                             if v == floor][:budget])
+        except Exception:  # unreadable, or not Delta: no id rather than a wrong one
+            return None
+
     def _state(self, version: int) -> tuple[set[tuple[str, ...]], str | None]:
-        """The table's partitions and id at ``version``."""
+        """The table's partitions and id at ``version``.
+
+        Raises :class:`Gap` when its JSON was cleaned (no longer listed), else
+        :class:`Unloadable` (a corrupt or unreadable log file or checkpoint: the table
+        waits at ``version`` for a repair, not a gap over commits that are there)."""
         from deltalake import DeltaTable
 
         try:
             table = DeltaTable(_uri(self.location), version=version)
         except Exception as exc:  # delta-rs raises its own (and OSError) kinds
-            raise Gap(f"{self.location}: version {version} cannot be loaded ({exc})",
-                      self._versions[-1]) from exc
+            # delta-rs appends a backtrace: its first line says what broke.
+            why = f"{self.location}: version {version} cannot be loaded ({_first(exc)})"
+            if version not in self._versions:
+                raise Gap(why, self._versions[-1]) from exc
+            raise Unloadable(why, version, self._versions[-1]) from exc
         what = f"{self.location} version {version}"
         return ({canonical(named(p, self.keys, what=what), self.keys)
                  for p in table.partitions()}, str(table.metadata().id))
@@ -240,6 +281,31 @@ class DeltaReader:
                     spec = named(_values(body, f"{what}: {kind}"), self.keys, what=what)
                     out.setdefault(canonical(spec, self.keys), spec)
         return info, changes
+
+
+def _first(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _meta_id(actions: Iterator[dict[str, Any]]) -> str | None:
+    found = None
+    for action in actions:
+        meta = action.get("metaData")
+        if isinstance(meta, dict) and isinstance(meta.get("id"), str):
+            found = meta["id"]
+    return found
+
+
+def _checkpoint_id(filesystem: FileSystem, paths: list[str]) -> str | None:
+    """The ``metaData.id`` in a checkpoint's parts (its ``metaData`` column only)."""
+    import pyarrow.parquet as pq
+
+    for path in paths:
+        column = pq.read_table(path, columns=["metaData"], filesystem=filesystem)["metaData"]
+        for meta in column.drop_null().to_pylist():  # one row of many holds it
+            if meta and isinstance(meta.get("id"), str):
+                return str(meta["id"])
+    return None
 
 
 @dataclass

@@ -19,9 +19,11 @@ once), a WARNING and a count; the follower resumes at the table's current commit
 (:meth:`Follower.release`), so another process takes over at its next run.
 A commit that cannot be announced (:class:`.commits.Unannounceable`) stops the table
 before it: recorded with the row, logged at every run, skipped only by an operator
-(:mod:`.skip`). The table's identity (Delta ``metaData.id``, Iceberg ``table-uuid``)
-moves with the cursor; the readers report another one as a gap, resumed from the new
-table's first commit.
+(:mod:`.skip`). A table that cannot be loaded at its cursor (:class:`.commits.Unloadable`:
+a corrupt log version or checkpoint, a missing metadata file) is stopped the same way,
+waits (no gap: the commits are there) and goes on by itself once it loads. The table's
+identity (Delta ``metaData.id``, Iceberg ``table-uuid``) moves with the cursor; the
+readers report another one as a gap, resumed from the new table's first commit.
 """
 
 from __future__ import annotations
@@ -40,7 +42,13 @@ from partition_notify.store import TableInfo
 from partition_notify.store.uow import UnitOfWork
 from partition_notify.writers.lakehouse import changes, readers
 from partition_notify.writers.lakehouse.bounded import BoundedReads, Pending
-from partition_notify.writers.lakehouse.commits import Commit, Gap, Unannounceable, plan
+from partition_notify.writers.lakehouse.commits import (
+    Commit,
+    Gap,
+    Unannounceable,
+    Unloadable,
+    plan,
+)
 from partition_notify.writers.lakehouse.iceberg import Catalogs
 from partition_notify.writers.lakehouse.readers import Reader, clip, head_and_uuid, reader_for
 from partition_notify.writers.lakehouse.readers import head_of as head_of  # its old home
@@ -171,6 +179,9 @@ class Follower:
             caught_up = self._follow(f, info, pending, stats)
             if caught_up is not None and token is not None:
                 self._seen[f.table_id] = (caught_up, token)
+            if f.stopped_at is not None:  # read through: repaired, or rolled back
+                self.tables.unstop(f.table_id, self.owner)
+                stats.stopped -= 1
         except Unannounceable as exc:  # stopped before it until an operator skips it
             stats.errors += 1
             stats.stopped += f.stopped_at is None
@@ -178,6 +189,10 @@ class Follower:
             log.warning("%s follower: %s: %s (skip it: partition-notify lakehouse skip %s "
                         "--version %d)", self.format, info.qualified, clip(str(exc)),
                         info.qualified, exc.revision, extra={"pn_event": "lakehouse.failed"})
+        except Unloadable as exc:  # stopped at the cursor until it loads, or is skipped
+            stats.errors += 1
+            stats.stopped += f.stopped_at is None
+            self._unloadable(f, info, exc)
         except TableReadTimeout as exc:  # the others go on; this one waits for its read
             stats.timeouts += 1
             log.warning("%s follower: %s: %s", self.format, info.qualified, exc,
@@ -191,6 +206,18 @@ class Follower:
             log.warning("%s follower: %s: %s: %s", self.format, info.qualified,
                         type(exc).__name__, clip(str(exc)),
                         extra={"pn_event": "lakehouse.failed"})
+
+    def _unloadable(self, f: Followed, info: TableInfo, exc: Unloadable) -> None:
+        """Record that the table cannot be loaded at its cursor: stopped at the commit a
+        skip resumes at, or at the cursor itself when there is nothing to skip to."""
+        at = exc.cursor if exc.resume_at is None else exc.resume_at
+        self.tables.stop_loading(f.table_id, self.owner, exc.cursor, at, clip(str(exc)))
+        way = ("nothing of it can be read to skip to" if exc.resume_at is None else
+               f"or skip to commit {at}: partition-notify lakehouse skip {info.qualified} "
+               f"--version {at}")
+        log.warning("%s follower: %s: %s (repair it and the follower goes on by itself; "
+                    "%s)", self.format, info.qualified, clip(str(exc)), way,
+                    extra={"pn_event": "lakehouse.failed"})
 
     def release(self) -> int:
         """Let this follower's leases go (``serve`` stopping), so another process takes
@@ -345,7 +372,14 @@ def _read_after(reader: Callable[[], Reader], cursor: int, uuid: str | None) -> 
     """The commits after ``cursor`` (on a reader thread): bounded in count so a catch-up
     after downtime holds few commits in memory and each read fits its deadline."""
     out = _Read()
-    r = reader()
+    try:
+        r = reader()
+    except PartitionNotifyError:  # ours (configuration): said as it is
+        raise
+    except Exception as exc:  # the catalog, metadata file or log listing: the driver's
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise Unloadable(f"the table cannot be loaded ({type(exc).__name__}: {clip(first)})",
+                         cursor, None) from exc
     if uuid is None and cursor != BEFORE_FIRST:  # a row followed before migration 0015
         out.uuid = r.uuid_at(cursor)
     try:

@@ -44,6 +44,8 @@ class LakehouseTableRow(Base):
     table_uuid: Mapped[str | None] = mapped_column(String(MAX_UUID_CHARS), nullable=True)
     #: The commit after the cursor that cannot be announced (``lakehouse skip`` passes
     #: it), and why; None while the follower goes on. Cleared by every cursor move.
+    #: The table not loadable at the cursor: the commit a skip resumes at, or the
+    #: cursor itself (nothing to skip to; cleared once the table loads).
     stopped_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     stopped_reason: Mapped[str | None] = mapped_column(String(MAX_STOP_CHARS), nullable=True)
     lease_owner: Mapped[str | None] = mapped_column(String(128), nullable=True)

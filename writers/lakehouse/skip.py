@@ -8,6 +8,11 @@ follower records the commit with the cursor (``stopped_at``) and says so at ever
 not announced) and an audit row — who, which commit, why it stopped, when — among the
 commit refusals the ``/ui`` operations page lists (``writers/commit_refusals.py``:
 bounded, purged by ``serve``). The follower goes on with the next commit at its next run.
+
+A table that cannot be loaded at its cursor is stopped on the commit the follower would
+resume at (a Delta table's newest version): skipping it moves the cursor there, one
+``COMMITS_MISSED`` for the commits in between. Stopped at the cursor itself, nothing of
+the table could be read: there is nothing to skip to, and the skip is refused.
 """
 
 from __future__ import annotations
@@ -50,6 +55,10 @@ def missed_draft(
     return EventDraft(info, build)
 
 
+def one_line(text: str | None) -> str:
+    return " ".join((text or "?").split())
+
+
 @dataclass(frozen=True)
 class Skipped:
     table: str
@@ -85,6 +94,12 @@ def skip(
         raise ConflictError(
             f"{info.qualified} is not stopped on a commit (cursor: after "
             f"commit {f.cursor}); commit {revision} is not skipped"
+        )
+    if f.stopped_at == f.cursor:
+        raise ConflictError(
+            f"{info.qualified} cannot be loaded at commit {f.cursor} and no commit of it "
+            f"can be read to skip to ({one_line(f.stopped_reason)}): repair the table; "
+            "the follower goes on by itself once it loads"
         )
     if f.stopped_at != revision:
         raise ConflictError(

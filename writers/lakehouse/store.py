@@ -118,6 +118,25 @@ class LakehouseRepository:
             .values(stopped_at=revision, stopped_reason=reason[:MAX_STOP_CHARS],
                     updated_at=now))
 
+    def stop_loading(self, table_id: int, owner: str, cursor: int, at: int, reason: str,
+                     now: float) -> None:
+        """Record that the lease holder cannot load the table at ``cursor``: stopped at
+        ``at``, the commit a skip resumes at (``cursor`` itself: nothing to skip to);
+        not once the cursor moved meanwhile (a skip)."""
+        row = LakehouseTableRow
+        self.session.execute(
+            update(row).where(row.table_id == table_id, row.lease_owner == owner,
+                              row.cursor == cursor)
+            .values(stopped_at=at, stopped_reason=reason[:MAX_STOP_CHARS], updated_at=now))
+
+    def unstop(self, table_id: int, owner: str, now: float) -> None:
+        """The lease holder read the table through: whatever stopped it is gone."""
+        row = LakehouseTableRow
+        self.session.execute(
+            update(row).where(row.table_id == table_id, row.lease_owner == owner,
+                              row.stopped_at.is_not(None))
+            .values(stopped_at=None, stopped_reason=None, updated_at=now))
+
     def skip(self, table_id: int, before: int, revision: int, now: float) -> bool:
         """Move the cursor past the commit the table is stopped on, whoever leases it:
         only while the cursor is still ``before`` and the stop still ``revision``."""
@@ -220,6 +239,17 @@ class LakehouseTables:
         with UnitOfWork(self.store.engine, write=True) as uow:
             LakehouseRepository(uow.session).stop(table_id, owner, revision, reason,
                                                   self.store.clock())
+
+    def stop_loading(self, table_id: int, owner: str, cursor: int, at: int,
+                     reason: str) -> None:
+        """The follower cannot load the table at ``cursor``: say so with the row."""
+        with UnitOfWork(self.store.engine, write=True) as uow:
+            LakehouseRepository(uow.session).stop_loading(table_id, owner, cursor, at,
+                                                          reason, self.store.clock())
+
+    def unstop(self, table_id: int, owner: str) -> None:
+        with UnitOfWork(self.store.engine, write=True) as uow:
+            LakehouseRepository(uow.session).unstop(table_id, owner, self.store.clock())
 
     def move_in(self, uow: UnitOfWork, table_id: int, owner: str, before: int | None,
                 after: int, lease_seconds: float, *, gap: bool = False,
