@@ -159,3 +159,17 @@ def test_a_refused_save_as_table_leaves_no_table_and_the_next_one_works(
     _rows(pspark, "1").write.partitionBy(*KEYS).saveAsTable("refused_events")
     assert pspark.table("refused_events").count() == 2
     pspark.sql("DROP TABLE refused_events")
+
+
+def test_a_blank_setting_is_unset_not_refused(
+    pspark: Any, app: Any, serve: Any, setting: Any, tmp_path: Path
+) -> None:
+    """As everywhere else in the protocol (Settings.from): blank means the default."""
+    loc = tmp_path / "events"
+    app.publisher.register_table("lake", "events", KEYS, location=f"file:{loc}")
+    col = Collector()
+    sub = app.subscriber().subscribe(("lake", "events"), col)
+    setting("spark.partitionnotify.timeoutMs", " ")
+    _rows(pspark, "1").write.partitionBy(*KEYS).parquet(str(loc))
+    col.wait_for(2)
+    sub.close()

@@ -67,7 +67,7 @@ final class Preflight {
 
   static void checkTimeout(Configuration conf) {
     String raw = Settings.raw(conf, "timeoutMs");
-    if (raw == null) {
+    if (raw == null || raw.isBlank()) {  // the default, as in Settings.from
       return;
     }
     String why = "expected a whole number of milliseconds from 1 to " + Integer.MAX_VALUE;
