@@ -44,6 +44,8 @@ _TOO_LONG_FOUND = re.compile(_TOO_LONG + r":(\w+):(\d+):([0-9A-F]*):")
 _ESCAPED_CLASS = (
     "[" + "".join(f"\\x{c:02x}" for c in range(128) if spec.escape_value(chr(c)) != chr(c)) + "]"
 )
+#: The Java class of the commit protocol's refusals (writers/jvm: CommitRefused.java).
+_COMMIT_REFUSED = "io.partitionnotify.spark.CommitRefused"
 _PART = 300  # characters of each part of Spark's reason
 _TRACEBACK = "Traceback (most recent call last)"
 
@@ -130,6 +132,35 @@ def writable_location(location: str, table: str) -> Iterator[None]:
             f"location {location!r:.200} of {table} cannot be written ({spark_reason(exc)}); "
             "expected a directory this process may create and write files in"
         ) from exc
+
+
+@contextmanager
+def commit_protocol_errors() -> Iterator[None]:
+    """A write the Spark commit protocol refused (a setting it cannot use, a spool it
+    cannot write) as our :class:`ConfigurationError` with the protocol's one-line
+    message; PySpark's error stays the ``__cause__``. Anything else passes through."""
+    try:
+        yield
+    except Exception as exc:
+        message = _commit_refused(exc)
+        if message is None:
+            raise
+        raise ConfigurationError(message) from exc
+
+
+def _commit_refused(exc: BaseException) -> str | None:
+    """The message of the protocol's refusal behind ``exc`` (or in its causes), if any."""
+    java = _java(exc)
+    try:
+        for _ in range(32):  # a cycle-safe walk down the causes
+            if java is None:
+                return None
+            if str(java.getClass().getName()) == _COMMIT_REFUSED:
+                return str(java.getMessage())
+            java = java.getCause()
+    except Exception:  # the gateway is gone: not something we can name
+        return None
+    return None
 
 
 def is_spark_error(exc: BaseException) -> bool:

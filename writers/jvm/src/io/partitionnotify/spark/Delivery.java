@@ -178,11 +178,15 @@ final class Delivery {
     return p;
   }
 
+  static Path spoolDir(Settings settings, String outputPath) {
+    return settings.spoolDir != null
+        ? new Path(settings.spoolDir)
+        : new Path(tableRoot(new Path(outputPath)), SPOOL);
+  }
+
   /** Write + rename, so the scanner never reads half a manifest. */
   static Path spool(PendingCommits.Pending p, String body) throws IOException {
-    Path dir = p.settings.spoolDir != null
-        ? new Path(p.settings.spoolDir)
-        : new Path(tableRoot(new Path(p.manifest.outputPath)), SPOOL);
+    Path dir = spoolDir(p.settings, p.manifest.outputPath);
     FileSystem fs = dir.getFileSystem(p.conf);
     fs.mkdirs(dir);
     Path tmp = new Path(dir, "." + p.manifest.jobId + ".json.tmp");

@@ -23,9 +23,8 @@ public class NotifyListener implements QueryExecutionListener {
     String url = conf.get(key, System.getenv("PN_SERVE_URL"));
     String problem = Settings.urlProblem(url == null || url.isBlank() ? null : url.trim());
     if (problem != null) {
-      LOG.error("partition-notify: {} '{}' refused: {}. Announcements of this session will not "
-          + "reach serve over HTTP; they go to the spool (_partition_notify/) until it is fixed",
-          key, url.trim(), problem);
+      LOG.error("partition-notify: {} '{}' refused: {}. Every write of this session is "
+          + "refused (CommitRefused) until it is fixed", key, url.trim(), problem);
     }
   }
 

@@ -46,6 +46,8 @@ public class NotifyingCommitProtocol extends HadoopMapReduceCommitProtocol {
   private transient Set<String> deletedBeforeWrite;
   /** Task side: the partition directories this task attempt wrote to. */
   private transient Set<String> taskDirs;
+  /** Driver only: the settings were checked before Spark's first delete. */
+  private transient boolean checkedBeforeDelete;
 
   public NotifyingCommitProtocol(String jobId, String path, boolean dynamicPartitionOverwrite) {
     super(jobId, path, dynamicPartitionOverwrite);
@@ -71,6 +73,15 @@ public class NotifyingCommitProtocol extends HadoopMapReduceCommitProtocol {
       this.parent = parent;
       this.dirs = dirs;
     }
+  }
+
+  /** Driver, before the job writes: a setting we cannot use refuses the write here. */
+  @Override
+  public void setupJob(JobContext jobContext) {
+    if (active) {
+      Preflight.check(jobId, path, jobContext.getConfiguration());
+    }
+    super.setupJob(jobContext);
   }
 
   @Override
@@ -119,6 +130,12 @@ public class NotifyingCommitProtocol extends HadoopMapReduceCommitProtocol {
     // prefix of the partitions replaced (the whole output path when there is none) and
     // each matching custom location. What was there and is not written again is dropped.
     synchronized (this) {
+      if (active && !checkedBeforeDelete) {
+        // A static overwrite deletes before setupJob: refuse before anything is gone. The
+        // job's write options are not known yet; setupJob checks them.
+        checkedBeforeDelete = true;
+        Preflight.check(jobId, path, Preflight.sessionConf(fs.getConf()));
+      }
       if (deletedBeforeWrite == null) {
         deletedBeforeWrite = new TreeSet<>();
       }

@@ -82,11 +82,14 @@ final class Settings {
   }
 
   private static String get(Configuration conf, String key, String fallback) {
-    String v = conf.get(PREFIX + key);
-    if (v == null) {
-      v = conf.get((PREFIX + key).toLowerCase());
-    }
+    String v = raw(conf, key);
     return v == null || v.isBlank() ? fallback : v.trim();
+  }
+
+  /** The setting {@code PREFIX + key} as given (a write option's key is lower-cased). */
+  static String raw(Configuration conf, String key) {
+    String v = conf.get(PREFIX + key);
+    return v != null ? v : conf.get((PREFIX + key).toLowerCase());
   }
 
   private static String option(Configuration conf, String key) {
