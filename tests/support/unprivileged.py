@@ -2,11 +2,12 @@
 
 The suite runs as root, and root reads and writes any file whatever its mode,
 so a test that only ``chmod``s a file proves nothing. Here the product's
-process runs as ``nobody`` (``setpriv``, root only); a caller that is not root
-is itself refused by a file's mode and runs the process as it is. Either way a
-probe first checks that the kernel does refuse (a mode-000 file must not
-open); if no way exists the test is skipped on a laptop and fails in CI
-(``CI=true``), as a missing service does (tests/support/ci.py).
+process runs as ``nobody`` (``setpriv``, else ``runuser``; root only); a caller
+that is not root is itself refused by a file's mode and runs the process as it
+is. Either way a probe first checks that the kernel does refuse (a mode-000 file
+must not open) and that the interpreter starts as that user (its venv must be
+readable to it); if no way exists the test is skipped on a laptop and fails in
+CI (``CI=true``), as a missing service does (tests/support/ci.py).
 
 The files a test prepares live in :func:`shared_dir`: a directory that user
 can reach (pytest's ``tmp_path`` is below a mode-700 directory of root's).
@@ -35,9 +36,11 @@ def _prefix() -> list[str]:
     if os.geteuid() != 0:
         return []
     setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        return []
-    return [setpriv, f"--reuid={NOBODY_UID}", f"--regid={NOBODY_GID}", "--clear-groups", "--"]
+    if setpriv is not None:
+        return [setpriv, f"--reuid={NOBODY_UID}", f"--regid={NOBODY_GID}", "--clear-groups",
+                "--"]
+    runuser = shutil.which("runuser")  # util-linux without setpriv: keeps the environment
+    return [] if runuser is None else [runuser, "-u", "nobody", "--"]
 
 
 @functools.cache
