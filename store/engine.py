@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 import weakref
@@ -48,6 +49,34 @@ def sqlite_file(url: str) -> Path | None:
     if str(parsed.database).startswith("file:"):
         return None  # a URI filename: SQLite's own rules
     return Path(str(parsed.database)).resolve()
+
+
+def sqlite_access_problem(path: Path) -> str:
+    """Why this process cannot use the SQLite file ``path``, as the OS's permissions
+    tell ("" if they do not): SQLite itself says only "unable to open database file"
+    or "attempt to write a readonly database", naming neither the file nor which
+    of the file, its directory or its -wal/-shm files was refused."""
+    who = f"this process (uid {os.geteuid()})"
+    folder = path.parent
+    if not folder.is_dir():
+        return f"directory {folder} does not exist"
+    if not _may(folder, os.X_OK):
+        return f"directory {folder} is not searchable by {who}"
+    files = [path, *(path.with_name(path.name + s) for s in ("-wal", "-shm"))]
+    for file in (f for f in files if f.exists()):
+        for mode, what in ((os.R_OK, "readable"), (os.W_OK, "writable")):
+            if not _may(file, mode):
+                return (f"file {file} is not {what} by {who}: the store needs to read "
+                        "and write it")
+    if not all(f.exists() for f in files) and not _may(folder, os.W_OK):
+        return (f"directory {folder} is not writable by {who}: SQLite creates {path.name} "
+                "and its -wal and -shm files there")
+    return ""
+
+
+def _may(path: Path, mode: int) -> bool:
+    # The effective ids, as the kernel checks them at open (setuid or setpriv'ed services).
+    return os.access(path, mode, effective_ids=os.access in os.supports_effective_ids)
 
 
 def sqlite_in_memory(url: str) -> bool:

@@ -223,9 +223,9 @@ class EventLog(LogReads):
                 if conn.dialect.name == "postgresql":  # wakes other processes at commit
                     conn.exec_driver_sql(NOTIFY_SQL)
         except SQLAlchemyError as exc:
-            raise map_db_error(exc) from exc
+            raise map_db_error(exc, self._db.engine) from exc
         except sqlite3.Error as exc:  # DriverAppend's statements bypass SQLAlchemy
-            raise map_driver_error(exc) from exc
+            raise map_driver_error(exc, self._db.engine) from exc
         return logged
 
     def _append_on_writer(self, writer: SQLiteWriter, append: DriverAppend,
@@ -236,7 +236,7 @@ class EventLog(LogReads):
             return writer.run(lambda raw: [append.run(raw, d, clock, published)
                                            for d, published in items])
         except sqlite3.Error as exc:
-            raise map_driver_error(exc) from exc
+            raise map_driver_error(exc, self._db.engine) from exc
 
     def _append_in_conn(self, conn: Connection, draft: EventDraft,
                         published: bool) -> list[AnyMessage]:
@@ -306,7 +306,7 @@ class EventLog(LogReads):
             try:
                 self._marks.mark_published(event_ids, self._db.clock())
             except sqlite3.Error as exc:
-                raise map_driver_error(exc) from exc
+                raise map_driver_error(exc, self._db.engine) from exc
         elif event_ids:
             with self._db.uow(write=True) as uow:
                 uow.events.mark_published(event_ids, self._db.clock())

@@ -14,7 +14,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from partition_notify.store.catalog import Catalog
-from partition_notify.store.engine import DEFAULT_SQLITE_SYNCHRONOUS, make_engine, sqlite_file
+from partition_notify.store.engine import (
+    DEFAULT_SQLITE_SYNCHRONOUS,
+    make_engine,
+    sqlite_access_problem,
+    sqlite_file,
+)
 from partition_notify.store.event_log import EventLog
 from partition_notify.store.hot_read import HotReader
 from partition_notify.store.housekeeping import Housekeeping
@@ -100,12 +105,13 @@ class Store:
 
 def where(url: str) -> str:
     """The store as a user can find it: redacted URL and, for SQLite, its file, with
-    the reason SQLite gives only as "unable to open" when its directory is missing."""
+    the reason SQLite gives only as "unable to open" (a missing directory, a file or
+    directory this process may not read or write)."""
     path = sqlite_file(url)
     if path is None:
         return redact_url(url)
-    missing = "" if path.parent.is_dir() else f"; directory {path.parent} does not exist"
-    return f"{redact_url(url)}, file {path}{missing}"
+    problem = sqlite_access_problem(path)
+    return f"{redact_url(url)}, file {path}" + (f"; {problem}" if problem else "")
 
 
 __all__ = [

@@ -7,7 +7,12 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
 
-from partition_notify.store.engine import SINGLE_READ, WRITE
+from partition_notify.store.engine import (
+    SINGLE_READ,
+    WRITE,
+    sqlite_access_problem,
+    sqlite_file,
+)
 from partition_notify.store.records import Clock
 from partition_notify.store.repositories import (
     EventRepository,
@@ -24,12 +29,18 @@ from partition_notify.contract import AnyMessage
 from partition_notify.core.errors import ConflictError, StoreError
 
 
-def map_db_error(exc: SQLAlchemyError) -> StoreError | ConflictError:
-    """Turn a driver error into ours; the message keeps the cause, not the SQL."""
+def map_db_error(exc: SQLAlchemyError, engine: Engine | None = None) -> StoreError | ConflictError:
+    """Turn a driver error into ours; the message keeps the cause, not the SQL. With
+    the ``engine`` of a SQLite file, a refusal of the OS names the file and why
+    (SQLite's "attempt to write a readonly database" names neither)."""
     if isinstance(exc, IntegrityError):
         return ConflictError(f"conflicting write: {exc.orig}")
     orig = exc.orig if isinstance(exc, DBAPIError) else exc
-    return StoreError(f"store operation failed: {type(orig).__name__}: {str(orig).strip()[:300]}")
+    cause = f"{type(orig).__name__}: {str(orig).strip()[:300]}"
+    path = None if engine is None else sqlite_file(str(engine.url))
+    problem = "" if path is None else sqlite_access_problem(path)
+    return StoreError(f"store operation failed: {cause}"
+                      + (f" (store file {path}; {problem})" if problem else ""))
 
 
 #: Runs inside :meth:`partition_notify.store.event_log.EventLog.append`'s transaction with the
@@ -40,10 +51,11 @@ InTxn = Callable[["UnitOfWork", list[AnyMessage]], None]
 DriverRow = tuple[str | int | float | None, ...]
 
 
-def map_driver_error(exc: sqlite3.Error) -> StoreError | ConflictError:
+def map_driver_error(exc: sqlite3.Error,
+                     engine: Engine | None = None) -> StoreError | ConflictError:
     """:func:`map_db_error` for an error of SQLite's driver used directly."""
     wrapped = DBAPIError.instance(None, None, exc, sqlite3.Error)
-    return map_db_error(wrapped)
+    return map_db_error(wrapped, engine)
 
 
 def affected_rows(result: object) -> int:
@@ -100,16 +112,16 @@ class UnitOfWork:
                     self.session.commit()
                 except SQLAlchemyError as err:
                     self.session.rollback()
-                    raise map_db_error(err) from err
+                    raise map_db_error(err, self._engine) from err
             else:
                 self.session.rollback()
         finally:
             self.session.close()
         if isinstance(exc, SQLAlchemyError):
-            raise map_db_error(exc) from exc
+            raise map_db_error(exc, self._engine) from exc
         # Bulk inserts hand rows to SQLite's driver directly (append_rows.insert_many).
         if isinstance(exc, sqlite3.Error):
-            raise map_driver_error(exc) from exc
+            raise map_driver_error(exc, self._engine) from exc
 
 
 class Access:

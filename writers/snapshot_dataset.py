@@ -39,7 +39,7 @@ from partition_notify.revisions.datasets import (
 from partition_notify.revisions.manager import RevisionManager
 from partition_notify.revisions.model import WriteTransaction
 from partition_notify.writers.hadoop import HadoopFs
-from partition_notify.writers.spark_errors import spark_failures
+from partition_notify.writers.spark_errors import spark_failures, writable_location
 
 from partition_notify.core.errors import (
     ConfigurationError,
@@ -223,11 +223,24 @@ class VersionRun:
         if self.state != WRITING:
             raise ConflictError(f"run {self.version} of {self.dataset.name} is {self.state}")
         self._spark = df.sparkSession
+        self._check_writable(self._spark)
         what = f"version {self.version} of SNAPSHOT dataset {self.dataset.name} at {self.path}"
         with self.dataset.revisions.kept_alive(self.tx) as keeper, spark_failures(what):
             df.write.mode("errorifexists").parquet(self.path)
         if keeper.error is not None:
             raise keeper.error
+
+    def _check_writable(self, spark: SparkSession) -> None:
+        """A location this process may not write is named before Spark runs the job: a
+        task's "Mkdirs failed" under Spark's stage-failure text, the location's
+        expectation unsaid. A probe file next to the versions (``version=N`` itself
+        must not exist: Spark writes it with ``errorifexists``)."""
+        location = self.dataset.location
+        probe = f"{location.rstrip('/')}/_pn_probe-{self.version}"
+        with writable_location(location, f"SNAPSHOT dataset {self.dataset.name}"):
+            fs = HadoopFs(spark, location)
+            fs.create(probe, b"", exclusive=False)
+            fs.delete(probe, recursive=False)
 
     def commit(self) -> VersionInfo:
         """Make this version current (or complete a late run); announce it when current."""

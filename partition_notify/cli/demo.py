@@ -7,6 +7,7 @@ the notifications come from its commit.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -42,6 +43,8 @@ def prepare_workdir(workdir: str) -> Path:
     root = Path(workdir).expanduser().resolve()
     if root.exists() and not root.is_dir():
         raise ConfigurationError(f"demo workdir {str(root)!r} exists and is not a directory")
+    if root.is_dir():
+        _require_access(root, os.R_OK | os.X_OK, "readable")
     if root.is_dir() and any(root.iterdir()) and not (root / MARKER).is_file():
         raise ConfigurationError(
             f"demo workdir {str(root)!r} is not empty and was not created by the demo; "
@@ -53,15 +56,29 @@ def prepare_workdir(workdir: str) -> Path:
         raise ConfigurationError(
             f"demo workdir {str(root)!r} cannot be made ({exc.strerror}): pass --workdir "
             "with a directory this process may create") from None
-    for name in OWN_ENTRIES:
-        entry = root / name
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)
-        elif entry.exists() or entry.is_symlink():
-            entry.unlink()
-    (root / MARKER).write_text("created by partition-notify demo; a re-run replaces "
-                               f"only {', '.join(OWN_ENTRIES)}\n")
+    # Checked before anything is removed: a re-run must not stop half-way through.
+    _require_access(root, os.W_OK | os.X_OK, "writable")
+    try:
+        for name in OWN_ENTRIES:
+            entry = root / name
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            elif entry.exists() or entry.is_symlink():
+                entry.unlink()
+        (root / MARKER).write_text("created by partition-notify demo; a re-run replaces "
+                                   f"only {', '.join(OWN_ENTRIES)}\n")
+    except OSError as exc:
+        raise ConfigurationError(
+            f"demo workdir {str(root)!r}: cannot replace {exc.filename} ({exc.strerror}): "
+            "pass --workdir with a new or empty directory") from None
     return root
+
+
+def _require_access(root: Path, mode: int, what: str) -> None:
+    if not os.access(root, mode, effective_ids=os.access in os.supports_effective_ids):
+        raise ConfigurationError(
+            f"demo workdir {str(root)!r} is not {what} by this process (uid {os.geteuid()}); "
+            "nothing was deleted: pass --workdir with a directory it may read and write")
 
 
 def run_demo(workdir: str = "demo-run", spark: bool = True) -> int:

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from partition_notify.app import App
-from partition_notify.core.errors import PartitionNotifyError
+from partition_notify.core.errors import ConfigurationError, PartitionNotifyError
 from partition_notify.core.redact import redact_url
 from partition_notify.metrics import Metrics
 from partition_notify.serve.jobs import JOBS, Job, JobFn, Runtime
-from partition_notify.store.engine import sqlite_file
+from partition_notify.store.engine import sqlite_access_problem, sqlite_file
 
 if TYPE_CHECKING:
     from partition_notify.http.server import HttpServer
@@ -166,8 +166,18 @@ def _wait_for(stop: threading.Event) -> None:
         pass
 
 
+def require_writable_store(url: str) -> None:
+    """serve writes the store (relay, leases, purges, every HTTP write): on a SQLite
+    file it may only read it would report ready and fail every write with a 503."""
+    path = sqlite_file(url)
+    problem = "" if path is None else sqlite_access_problem(path)
+    if problem:
+        raise ConfigurationError(f"store {redact_url(url)}: {problem}; serve writes the store")
+
+
 def run(app: App, *, stop: threading.Event | None = None) -> None:
     """Run until SIGTERM/SIGINT (or ``stop`` is set), then drain and return."""
+    require_writable_store(app.settings.store_url)
     stop = stop or threading.Event()
     configure_logging(app.settings.log_level, app.settings.log_format)
 

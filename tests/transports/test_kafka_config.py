@@ -32,7 +32,7 @@ def test_options():
     assert ep.fetch_max_wait_ms == 20
 
 
-def test_sasl_plain_when_a_username_is_given_and_the_password_stays_out_of_repr():
+def test_sasl_plain_when_a_username_is_given_and_the_password_stays_out_of_repr(tmp_path):
     ep = parse_url("kafka://h:9092", username="svc", password="s3cret-value")
     config = ep.client_config()
     assert config["security_protocol"] == "SASL_PLAINTEXT"
@@ -40,12 +40,14 @@ def test_sasl_plain_when_a_username_is_given_and_the_password_stays_out_of_repr(
     assert (config["sasl_plain_username"], config["sasl_plain_password"]) == \
         ("svc", "s3cret-value")
     assert "s3cret-value" not in repr(ep)
+    ca = tmp_path / "ca.pem"  # parse_url checks that the CA bundle can be read
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
     url_creds = parse_url("kafka://u%40x:p%3Aw@h?security_protocol=sasl_ssl"
-                          "&sasl_mechanism=scram-sha-512&ssl_cafile=/ca.pem")
+                          f"&sasl_mechanism=scram-sha-512&ssl_cafile={ca}")
     assert (url_creds.username, url_creds.password) == ("u@x", "p:w")
     assert url_creds.client_config()["security_protocol"] == "SASL_SSL"
     assert url_creds.client_config()["sasl_mechanism"] == "SCRAM-SHA-512"
-    assert url_creds.client_config()["ssl_cafile"] == "/ca.pem"
+    assert url_creds.client_config()["ssl_cafile"] == str(ca)
 
 
 @pytest.mark.parametrize(("url", "message"), [

@@ -33,6 +33,7 @@ or the URL's userinfo; they are kept out of ``repr`` and never logged.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -93,6 +94,20 @@ class KafkaOptions(BaseModel):
         if not 2 <= len(version) <= 3:
             raise ValueError("'auto' or a version like 2.8 or 3.9.0")
         return version
+
+    @field_validator("ssl_cafile")
+    @classmethod
+    def _cafile(cls, value: str | None) -> str | None:
+        # kafka-python opens it only when a connection starts, and then reports
+        # "Unable to bootstrap": after a command saved its events (exit 5).
+        if value is not None:
+            try:
+                with open(value, "rb"):
+                    pass
+            except OSError as exc:
+                raise ValueError(f"a CA bundle file this process (uid {os.geteuid()}) can "
+                                 f"read; it is not readable: {exc.strerror}") from None
+        return value
 
     @field_validator("replication_factor")
     @classmethod
