@@ -282,7 +282,9 @@ def _schema_args(sp: argparse.ArgumentParser) -> None:
 
 
 def _demo_args(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("--workdir", default="demo-run", help="where the demo keeps its files")
+    sp.add_argument("--workdir", default="demo-run",
+                    help="where the demo keeps its files: a new or empty directory "
+                         "(default %(default)s)")
     sp.add_argument(
         "--spark",
         action=argparse.BooleanOptionalAction,
