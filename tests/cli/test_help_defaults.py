@@ -155,3 +155,15 @@ def test_every_text_default_is_named_in_its_help():
             if a.default not in shown:
                 silent.append(f"{path} {a.option_strings[0]} (default {a.default!r})")
     assert silent == []
+
+
+def test_a_seconds_refusal_states_the_bound_readably():
+    # It said "expected a number of seconds from 0 to 3.1536e+08".
+    from partition_notify.cli.common import seconds
+    from partition_notify.core.limits import MAX_SECONDS
+
+    with pytest.raises(argparse.ArgumentTypeError) as info:
+        seconds("-5")
+    assert str(info.value) == (f"'-5': expected a number of seconds from 0 to {MAX_SECONDS:,} "
+                               f"({MAX_SECONDS // (365 * 86400)} years)")
+    assert "e+" not in str(info.value)
