@@ -83,10 +83,13 @@ class App:
         return Rules(self.store, self.publisher)
 
     def unregister_table(self, db: str, table: str) -> tuple[TableInfo, int, int]:
-        """:meth:`Publisher.unregister_table`, refused for a table serve follows.
+        """:meth:`Publisher.unregister_table`, refused for a table serve follows
+        or another table's completeness rule reads.
 
         A followed Iceberg/Delta table keeps its follower's cursor, which would
-        announce again into a table that no longer exists.
+        announce again into a table that no longer exists. A rule whose input is
+        gone fails at every evaluation and never fires; the table's own rules go
+        with it.
         """
         from partition_notify.writers.lakehouse.store import LakehouseTables
 
@@ -96,6 +99,12 @@ class App:
             raise ConflictError(
                 f"table {info.qualified} is followed as a {followed.format} table "
                 "(register --format); unregistering a followed table is not supported")
+        readers = [f"{r.table}:{r.name}" for r in self.rules.rules()
+                   if r.table != info.qualified and info.qualified in _inputs(r.params)]
+        if readers:
+            raise ConflictError(
+                f"table {info.qualified} is an input of rule(s) {', '.join(readers)}; "
+                "remove them first (partition-notify rule remove TABLE NAME)")
         return self.publisher.unregister_table(db, table)
 
     def alter_table(

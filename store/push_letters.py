@@ -179,5 +179,7 @@ class PushLetters:
         if event_ids is not None:
             missing = sorted(set(event_ids) - {r.event_id for r in rows})
             if missing:
-                raise NotFoundError(f"event(s) {missing[:10]} are not push dead letters")
+                shown = ", ".join(str(i) for i in missing[:10])
+                more = f" (and {len(missing) - 10} more)" if len(missing) > 10 else ""
+                raise NotFoundError(f"event(s) {shown}{more} are not push dead letters")
         return rows

@@ -133,11 +133,21 @@ def never_matches(location: str, default_fs: str | None) -> str | None:
         return "it has leading or trailing white space"
     if not loc.startswith("/") and ":" not in loc:
         return "it is a relative path; Spark reports absolute, qualified paths"
-    if loc.startswith("/") and not default_fs:
-        return (f"it has no scheme and PN_DEFAULT_FS is unset, so it is taken as file:{loc}; "
-                "if Spark's fs.defaultFS is not the local filesystem, set PN_DEFAULT_FS")
     if "?" in loc or "#" in loc:
         return "it has a query or fragment; Spark's paths have none"
+    return None
+
+
+def may_not_match(location: str, default_fs: str | None) -> str | None:
+    """Why Spark's reports match ``location`` only on a condition, or None.
+
+    A scheme-less path is on the local filesystem here; a local Spark reports
+    exactly that, a cluster's Spark (fs.defaultFS hdfs://...) does not.
+    """
+    if location.startswith("/") and not default_fs:
+        return (f"it has no scheme and PN_DEFAULT_FS is unset, so it is taken as file:{location}: "
+                "it matches only if Spark's fs.defaultFS is the local filesystem, "
+                "else set PN_DEFAULT_FS")
     return None
 
 

@@ -54,11 +54,14 @@ def cmd_register(args: argparse.Namespace) -> int:
             location=args.location,
         )
         if args.location and args.format is None:
-            from partition_notify.writers.commit_locations import never_matches
+            from partition_notify.writers.commit_locations import may_not_match, never_matches
 
             if why := never_matches(args.location, app.settings.default_fs):
                 print(f"partition-notify register: warning: location {args.location!r} will "
                       f"never match what Spark reports: {why}", file=sys.stderr)
+            elif why := may_not_match(args.location, app.settings.default_fs):
+                print(f"partition-notify register: warning: location {args.location!r} may "
+                      f"not match what Spark reports: {why}", file=sys.stderr)
         followed = ""
         if args.format is not None:
             from partition_notify.writers.lakehouse.store import LakehouseTables
@@ -279,7 +282,9 @@ def _schema_args(sp: argparse.ArgumentParser) -> None:
 
 
 def _demo_args(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("--workdir", default="demo-run", help="where the demo keeps its files")
+    sp.add_argument("--workdir", default="demo-run",
+                    help="where the demo keeps its files: a new or empty directory "
+                         "(default %(default)s)")
     sp.add_argument(
         "--spark",
         action=argparse.BooleanOptionalAction,

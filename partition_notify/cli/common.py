@@ -46,7 +46,8 @@ def seconds(value: str) -> float:
         raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
     if not math.isfinite(seconds) or not 0 <= seconds <= MAX_SECONDS:
         raise argparse.ArgumentTypeError(
-            f"{value!r}: expected a number of seconds from 0 to {MAX_SECONDS:g}"
+            f"{value!r}: expected a number of seconds from 0 to {MAX_SECONDS:,} "
+            f"({MAX_SECONDS // (365 * 86400)} years)"
         )
     return seconds
 

@@ -25,7 +25,9 @@ REGIONS = ("us", "eu", "apac")
 
 
 def _say(t0: float, who: str, text: str) -> None:
-    print(f"[{time.monotonic() - t0:7.3f}s] {who:<9} {text}", flush=True)
+    # One write per line: two threads print, and print() sends the newline apart.
+    sys.stdout.write(f"[{time.monotonic() - t0:7.3f}s] {who:<9} {text}\n")
+    sys.stdout.flush()
 
 
 #: Written into a workdir the demo made, so a re-run knows it may clean it.

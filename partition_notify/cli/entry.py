@@ -6,13 +6,15 @@ usage; 3 ``wait`` timed out; 4 ``wait --fail-on-late``: the spec was declared
 late; 5 a write was saved but the broker did not confirm it: the relay
 (``serve``) delivers it, do not retry (or retry with the same
 --idempotency-key); 6 a write was saved but the broker refused it for good:
-the relay dead-letters it unless the refusal is fixed; 130 interrupted.
+the relay dead-letters it unless the refusal is fixed; 130 interrupted;
+141 the reader of stdout went away (``| head``), output cut short, nothing else.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -40,6 +42,8 @@ from partition_notify.core.errors import (
 EXIT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 1, 2, 3
 #: A write the store saved but the broker did not confirm (5) or refused for good (6).
 EXIT_PENDING, EXIT_REFUSED = 5, 6
+#: stdout's reader went away (``| head``): as a Unix tool killed by SIGPIPE (128 + 13).
+EXIT_BROKEN_PIPE = 141
 #: Drivers that log their own connection failures; a one-shot command reports
 #: them in its one error line instead (``serve`` keeps them: it configures logging).
 DRIVER_LOGGERS = ("stomp.py", "kafka")
@@ -85,6 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             logging.getLogger(name).setLevel(logging.CRITICAL + 1)
     try:
         code: int = args.fn(args)
+        sys.stdout.flush()  # a closed pipe surfaces here, not at interpreter exit
         return code
     except WaitTimeout as exc:
         print(f"partition-notify {args.command}: timeout: {exc}", file=sys.stderr)
@@ -93,6 +98,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _failed(args.command, exc)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # Nothing more can be printed; point stdout at /dev/null so the flush
+        # at interpreter exit does not raise (and print) the same error again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     finally:
         for name, level in saved.items():
             logging.getLogger(name).setLevel(level)

@@ -162,7 +162,8 @@ def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser]) ->
     )
     sp.set_defaults(fn=cmd_spark_conf)
     sp.add_argument("--for", dest="target", choices=TARGETS, default="spark-submit",
-                    help="flags for this command, or spark-defaults.conf lines (properties)")
+                    help="flags for this command, or spark-defaults.conf lines (properties); "
+                         "default %(default)s")
     sp.add_argument("--serve-url", type=_url, help="http(s)://host:port of partition-notify serve")
     sp.add_argument("--spark-version", type=_spark_version,
                     help=f"the Spark the flags are for: refused unless {SUPPORTED_SPARK} "

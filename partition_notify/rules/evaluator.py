@@ -123,6 +123,9 @@ class Evaluator:
         self.store = RuleStore(store)
         self.quiet = QuietTimer(store, publisher, self.store)
         self._busy = threading.Lock()
+        # Rule id -> the failure logged last: a rule failing the same way is
+        # logged once, not at every run (every PN_RULES_INTERVAL_SECONDS).
+        self._failing: dict[int, str] = {}
 
     def run_once(self) -> RunReport:
         """Follow every rule up to the log's end (bounded per run). Thread-safe."""
@@ -143,9 +146,21 @@ class Evaluator:
                     if caught_up and isinstance(kind, Quiet):  # every input counted first
                         self._fire_quiet(rule, kind, target, report)
                 except PartitionNotifyError as exc:
-                    log.warning("rule %s of %s: evaluation failed: %s", rule.name,
-                                target.qualified, exc, extra={"pn_event": "rule.failed"})
+                    self._failed(rule, target, exc)
+                else:
+                    if self._failing.pop(rule.id, None) is not None:
+                        log.info("rule %s of %s evaluates again", rule.name, target.qualified)
+            live = {r.id for r in rules}  # bounded by the rules that exist
+            self._failing = {k: v for k, v in self._failing.items() if k in live}
         return report
+
+    def _failed(self, rule: RuleInfo, target: TableInfo, exc: PartitionNotifyError) -> None:
+        if self._failing.get(rule.id) == str(exc):
+            return
+        self._failing[rule.id] = str(exc)
+        log.warning("rule %s of %s: evaluation failed: %s (logged again only when the "
+                    "cause changes)", rule.name, target.qualified, exc,
+                    extra={"pn_event": "rule.failed"})
 
     @staticmethod
     def _check_gap(rule: RuleInfo, target: TableInfo, purged_below: int,

@@ -106,3 +106,24 @@ def test_python_api_alter_and_unregister(store_url: str) -> None:
         assert (table.qualified, partitions, set_done) == ("py.t", 0, 1)
         with pytest.raises(UnknownTableError):
             app.unregister_table("py", "t")
+
+
+def test_unregister_refuses_a_table_another_tables_rule_reads(
+    capsys: pytest.CaptureFixture[str], store_url: str
+) -> None:
+    # Unregistering an input left the rule failing at every rules run of serve
+    # (a WARNING every PN_RULES_INTERVAL_SECONDS, for ever) and never firing.
+    cli = ("--store-url", store_url)
+    for table in ("rin.a", "rin.b", "rout.t"):
+        assert _run(capsys, *cli, "register", table, "--keys", "ds")[0] == 0
+    assert _run(capsys, *cli, "rule", "add", "rout.t", "--name", "both", "--kind", "cross-table",
+                "--input", "rin.a", "--input", "rin.b", "--by", "ds")[0] == 0
+    code, _, err = _run(capsys, *cli, "unregister", "rin.a")
+    assert code == 1 and len(err) == 1, err
+    assert "rout.t:both" in err[0] and "rule remove" in err[0], err
+    code, out, _ = _run(capsys, *cli, "tables")
+    assert "rin.a" in out
+    # A table's own rules go with it.
+    assert _run(capsys, *cli, "unregister", "rout.t")[0] == 0
+    assert _run(capsys, *cli, "rule", "list")[1] == ""
+    assert _run(capsys, *cli, "unregister", "rin.a")[0] == 0

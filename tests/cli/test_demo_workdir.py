@@ -48,3 +48,24 @@ def test_an_empty_existing_directory_is_used(capsys, tmp_path):
     workdir.mkdir()
     assert demo(capsys, workdir)[0] == 0
     assert (workdir / "store.db").exists()
+
+
+def test_a_demo_line_is_one_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pipeline and the live scheduler print from two threads: print() writes the
+    text and its newline separately, so their lines ran together
+    ("marked datestamp=20110228 done[  0.220s] live ...")."""
+    import io
+    import sys
+
+    from partition_notify.cli import demo
+
+    writes: list[str] = []
+
+    class Recorder(io.StringIO):
+        def write(self, s: str) -> int:
+            writes.append(s)
+            return len(s)
+
+    monkeypatch.setattr(sys, "stdout", Recorder())
+    demo._say(0.0, "pipeline", "marked datestamp=20110228 done")
+    assert len(writes) == 1 and writes[0].endswith("done\n")

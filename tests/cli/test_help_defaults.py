@@ -143,3 +143,27 @@ def test_readme_states_the_partition_key_limit_the_code_has():
 
     text = " ".join((ROOT / "README.md").read_text().split())
     assert f"at most {MAX_PARTITION_KEYS} partition keys per table" in text
+
+
+def test_every_text_default_is_named_in_its_help():
+    """`--help` says what an option does when left out (README: "default `demo-run`")."""
+    silent = []
+    for path, a in _actions(build_parser()):
+        if a.option_strings and isinstance(a.default, str) and a.default != argparse.SUPPRESS:
+            text = a.help or ""
+            shown = text % {"default": a.default} if "%(" in text else text
+            if a.default not in shown:
+                silent.append(f"{path} {a.option_strings[0]} (default {a.default!r})")
+    assert silent == []
+
+
+def test_a_seconds_refusal_states_the_bound_readably():
+    # It said "expected a number of seconds from 0 to 3.1536e+08".
+    from partition_notify.cli.common import seconds
+    from partition_notify.core.limits import MAX_SECONDS
+
+    with pytest.raises(argparse.ArgumentTypeError) as info:
+        seconds("-5")
+    assert str(info.value) == (f"'-5': expected a number of seconds from 0 to {MAX_SECONDS:,} "
+                               f"({MAX_SECONDS // (365 * 86400)} years)")
+    assert "e+" not in str(info.value)

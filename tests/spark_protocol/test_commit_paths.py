@@ -189,7 +189,7 @@ def test_unmatched_paths_remembered_are_bounded(
     assert first.levelno == logging.WARNING and f"{tmp_path}/events" in first.getMessage()
 
 
-def test_register_warns_when_spark_will_never_match(
+def test_register_warns_when_spark_may_not_match(
     store_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from partition_notify.cli import main
@@ -198,7 +198,11 @@ def test_register_warns_when_spark_will_never_match(
     argv = ["--store-url", store_url, "--transport-url", "embedded://", "register"]
     assert main([*argv, "wh.a", "--keys", "ds", "--location", "/warehouse/a"]) == 0
     err = capsys.readouterr().err
-    assert "will never match" in err and "PN_DEFAULT_FS" in err and err.count("\n") == 1
+    # A local Spark (fs.defaultFS file:) does match a scheme-less path: not "never".
+    assert "may not match" in err and "never" not in err and err.count("\n") == 1
+    assert "only if Spark's fs.defaultFS is the local filesystem" in err and "PN_DEFAULT_FS" in err
+    assert main([*argv, "wh.q", "--keys", "ds", "--location", "file:/warehouse/q?x=1"]) == 0
+    assert "will never match" in capsys.readouterr().err
     assert main([*argv, "wh.b", "--keys", "ds", "--location", "hdfs://nn/warehouse/b"]) == 0
     assert capsys.readouterr().err == ""
 

@@ -74,3 +74,9 @@ def test_cli_lists_both_sources_and_acts_on_one(store_url: str,
     assert json.loads(out.stdout)["action"] == "redriven"
     out = _cli(store_url, "discard", "--source", "airflow-push", "5")
     assert out.returncode == 0 and json.loads(out.stdout)["discarded"] is True
+
+
+def test_unknown_ids_are_named_as_the_relay_names_them(app: tuple[App, Store, Clock]) -> None:
+    # The CLI printed "event(s) [41] are not push dead letters", a Python list.
+    with pytest.raises(NotFoundError, match=r"^event\(s\) 41, 57 are not push dead letters$"):
+        PushLetters(app[1]).redrive([57, 41])
