@@ -119,7 +119,8 @@ def test_a_delta_table_stopped_on_its_state_can_be_skipped_to_where_it_resumes(
     code, out, err = cli(capsys, store_url, "lakehouse", "skip", TABLE, "--version", str(v3))
 
     assert (code, err) == (0, ""), err
-    assert f"commit {v3}" in out
+    # Before: "skipped delta commit 3", though the COMMITS_MISSED covers 2 and 3.
+    assert out.startswith(f"skipped delta commits 2..{v3} of {TABLE} (after commit 1)"), out
     v4 = write(location, "20260105")
     stats = follower.run_once()
     assert (stats.commits, stats.stopped, stats.gaps) == (1, 0, 0), stats
@@ -129,6 +130,7 @@ def test_a_delta_table_stopped_on_its_state_can_be_skipped_to_where_it_resumes(
     ]
     (audit,) = CommitRefusals(app.store).latest(10)
     assert audit.status == "skipped" and "version 1 cannot be loaded" in audit.reason
+    assert audit.reason.startswith(f"delta commits 2..{v3} skipped by cli:"), audit.reason
 
 
 def iceberg_follower(app: App, tmp_path: Path) -> tuple[Follower, object]:
