@@ -37,7 +37,7 @@ def cmd_skip(args: argparse.Namespace) -> int:
         info = app.publisher.table(*db_table(args))
         done = skip(app.publisher, info, args.version, principal=principal())
         print(
-            f"skipped {done.format} commit {done.revision} of {done.table} (after commit "
+            f"skipped {done.commits} of {done.table} (after commit "
             f"{done.after}): COMMITS_MISSED event {done.message.event_id}; the follower "
             "goes on with the next commit"
         )

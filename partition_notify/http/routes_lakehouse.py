@@ -20,7 +20,7 @@ from partition_notify.http.idempotency import IdempotencyKey, fingerprint, idemp
 from partition_notify.http.problems import from_error
 from partition_notify.http.routes_write import _Body
 from partition_notify.store.provider import InTxn
-from partition_notify.writers.lakehouse.skip import skip
+from partition_notify.writers.lakehouse.skip import first_skipped, skip
 
 router = APIRouter(prefix="/v1", tags=["operations"])
 Admin = Annotated[Principal, Depends(require_role("admin"))]
@@ -71,6 +71,10 @@ def skip_commit(
             "table": info.qualified,
             "format": msg.table_format,
             "skipped": msg.revision,
+            # The oldest commit skipped: a skip to where the table resumes covers every
+            # version after the cursor up to "skipped".
+            "skippedFrom": None if msg.revision is None
+            else first_skipped(msg.table_format, msg.after_revision, msg.revision),
             "afterRevision": msg.after_revision,
             "commitsMissed": message_json(msg),
         }

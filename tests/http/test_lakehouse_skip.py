@@ -151,3 +151,38 @@ def test_a_table_that_cannot_be_loaded_offers_the_repair_not_a_skip(
             "body.version",
             "cannot be loaded at commit 4",
         )
+
+
+def test_a_skip_to_where_a_table_resumes_says_every_commit_it_skipped(
+    server: Server, tmp_path: Path
+) -> None:
+    """Stopped unable to load the table at version 4, on version 7 where it resumes: the
+    skip's COMMITS_MISSED covers 5..7, and the answer and the page's flash say so."""
+    import hashlib
+    import hmac
+
+    import httpx
+
+    table = server.table()
+    db, name = table.split(".")
+    info = server.app.publisher.table(db, name)
+    tables = LakehouseTables(server.app.store)
+    tables.register(info, "delta", location=str(tmp_path / name), start=4)
+    assert tables.claim(info.id, OWNER, 600)
+    tables.stop_loading(info.id, OWNER, 4, 7, "version 4 cannot be loaded (corrupt)")
+    with server.client() as c:
+        r = c.post(f"/v1/tables/{table}/lakehouse/skip", json={"version": 7})
+    assert r.status_code in (201, 202), r.text
+    body = r.json()
+    # Before: only "skipped": 7, as though version 7 alone had been skipped.
+    assert (body["skippedFrom"], body["skipped"], body["afterRevision"]) == (5, 7, 4)
+    assert body["commitsMissed"]["reason"].startswith("delta commits 5..7 skipped by t-admin")
+
+    tables.stop_loading(info.id, OWNER, 7, 9, "version 7 cannot be loaded (corrupt)")
+    admin = server.tokens["admin"]
+    csrf = hmac.new(admin.encode(), b"partition-notify /ui csrf", hashlib.sha256).hexdigest()
+    form = {"csrf": csrf, "table": table, "version": "9"}
+    with httpx.Client(base_url=server.base, cookies={"pn_ui_token": admin}, timeout=30) as c:
+        r = c.post("/ui/ops/lakehouse-skip", data=form, follow_redirects=True)
+    assert r.status_code == 200, r.text
+    assert f"Done: skipped delta commits 8..9 of {table}." in r.text, r.text

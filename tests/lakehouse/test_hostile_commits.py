@@ -95,6 +95,31 @@ def test_a_gap_of_a_trillion_versions_is_reported_at_once(
     assert logged(app, TABLE)[-1] == Logged("missed", "0", far)
 
 
+def test_a_log_ending_a_trillion_versions_before_the_cursor_is_reported_at_once(
+        app: App, tmp_path: Path) -> None:
+    """The log now ends before the cursor (read as a table created again): its id is
+    read from at most MAX_ID_FILES files, not by delta-rs loading the newest version
+    (which walks every number up to it from the checkpoint)."""
+    location = tmp_path / "orders"
+    follower = delta_follower(app, location)
+    follower.run_once()
+    write(location, ("20260101", "us", 1))
+    follower.run_once()
+    far = 10**12
+    log_entry(location, far + 5, {"commitInfo": {"operation": "WRITE"}})
+    assert follower.run_once().gaps == 1  # cursor: far + 5
+    (location / "_delta_log" / f"{far + 5:020d}.json").unlink()
+    log_entry(location, far, {"commitInfo": {"operation": "WRITE"}})
+
+    started = time.monotonic()
+    stats = follower.run_once()
+
+    # Before: the read timed out (delta-rs loading version 10**12), at every run.
+    assert time.monotonic() - started < READ_TIMEOUT
+    assert (stats.timeouts, stats.gaps) == (0, 1), stats
+    assert logged(app, TABLE)[-1] == Logged("missed", str(far + 5), far)
+
+
 @pytest.mark.parametrize("values", [
     {"datestamp": "20260102", "region": ["us"]},
     {"datestamp": 20260102, "region": "us"},

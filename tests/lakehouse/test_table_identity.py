@@ -9,9 +9,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 from alembic import command
 from alembic.config import Config
 from deltalake import DeltaTable, write_deltalake
+from deltalake.table import TableFeatures
 from partition_notify.store.migrate import _SCRIPTS, migrate
 from partition_notify.writers.lakehouse.follower import Follower
 from partition_notify.writers.lakehouse.iceberg import Catalogs, catalog_properties
@@ -76,11 +78,14 @@ def test_a_delta_table_created_again_past_the_cursor_is_a_gap_then_followed_from
     assert logged(app, TABLE)[-1] == Logged("add", "datestamp=20260206/region=us", 5)
 
 
+@pytest.mark.parametrize("v2", [False, True], ids=["classic", "v2-checkpoint"])
 def test_a_delta_table_created_again_inside_a_cleaned_gap_is_one_gap(
-    app: App, tmp_path: Path
+    app: App, tmp_path: Path, v2: bool
 ) -> None:
     """The old table's versions past the cursor and the new table's first ones are gone
-    (checkpointed, their JSON cleaned): one COMMITS_MISSED, then the new table's commits."""
+    (checkpointed, their JSON cleaned): one COMMITS_MISSED, then the new table's commits.
+    v2: the new table has the v2Checkpoint feature and policy (delta-rs writes its V2
+    checkpoint under the classic name; the id is read from its metaData column)."""
     location = tmp_path / "orders"
     follower = follow_delta(app, location)
     follower.run_once()
@@ -88,12 +93,19 @@ def test_a_delta_table_created_again_inside_a_cleaned_gap_is_one_gap(
         write(location, day)
     assert follower.run_once().commits == 3  # cursor: version 2 of the old table
     recreate(location, NEW_DAYS)  # versions 0..4 of the new table
-    DeltaTable(str(location)).create_checkpoint()  # at 4
-    for version in range(4):  # log cleanup: the JSON below the checkpoint
+    if v2:  # versions 5, 6 (a metaData action: cleaned below the checkpoint), 7
+        DeltaTable(str(location)).alter.add_feature(
+            [TableFeatures.V2Checkpoint], allow_protocol_versions_increase=True)
+        DeltaTable(str(location)).alter.set_table_properties({"delta.checkpointPolicy": "v2"})
+        write(location, "20260205")  # 7: the checkpoint's, no metaData in its JSON
+    table = DeltaTable(str(location))
+    table.create_checkpoint()
+    at = table.version()
+    for version in range(at):  # log cleanup: the JSON below the checkpoint
         (location / "_delta_log" / f"{version:020d}.json").unlink()
     v5 = write(location, "20260206")
 
-    assert follower.run_once().gaps == 1  # 3..3 cleaned: resumes at 5
+    assert follower.run_once().gaps == 1  # 3..at-1 cleaned: resumes at v5
     v6 = write(location, "20260207")
     stats = follower.run_once()
 
@@ -106,6 +118,32 @@ def test_a_delta_table_created_again_inside_a_cleaned_gap_is_one_gap(
     ]
     info = app.publisher.table("sales", "orders")
     f = LakehouseTables(app.store).get(info.id)
+    assert f is not None and f.table_uuid == DeltaTable(str(location)).metadata().id
+
+
+def test_a_delta_log_ending_before_the_cursor_records_the_new_table(
+    app: App, tmp_path: Path
+) -> None:
+    """Deleted and created again with fewer versions than the cursor: one gap, which
+    records the new table's id (read from its log, bounded), then its commits."""
+    location = tmp_path / "orders"
+    follower = follow_delta(app, location)
+    follower.run_once()
+    for day in ("20260101", "20260102", "20260103", "20260104"):
+        write(location, day)
+    assert follower.run_once().commits == 4  # cursor: version 3
+    recreate(location, NEW_DAYS[:2])  # versions 0..1
+
+    assert follower.run_once().gaps == 1
+    v2 = write(location, "20260206")
+    stats = follower.run_once()
+
+    assert (stats.gaps, stats.commits) == (0, 1), stats
+    assert logged(app, TABLE)[4:] == [
+        Logged("missed", "3", 1),
+        Logged("add", "datestamp=20260206/region=us", v2),
+    ]
+    f = LakehouseTables(app.store).get(app.publisher.table("sales", "orders").id)
     assert f is not None and f.table_uuid == DeltaTable(str(location)).metadata().id
 
 

@@ -16,6 +16,7 @@ from partition_notify.writers.lakehouse.follower import Follower
 from partition_notify.writers.lakehouse.iceberg import Catalogs, catalog_properties
 from partition_notify.writers.lakehouse.store import Followed, LakehouseTables
 from pyiceberg.catalog import load_catalog
+from pyiceberg.table import Table
 
 from partition_notify.app import App
 from tests.lakehouse.helpers import Logged, catalog_env, delta_rows, iceberg_table, logged, rows
@@ -118,7 +119,8 @@ def test_a_delta_table_stopped_on_its_state_can_be_skipped_to_where_it_resumes(
     code, out, err = cli(capsys, store_url, "lakehouse", "skip", TABLE, "--version", str(v3))
 
     assert (code, err) == (0, ""), err
-    assert f"commit {v3}" in out
+    # Before: "skipped delta commit 3", though the COMMITS_MISSED covers 2 and 3.
+    assert out.startswith(f"skipped delta commits 2..{v3} of {TABLE} (after commit 1)"), out
     v4 = write(location, "20260105")
     stats = follower.run_once()
     assert (stats.commits, stats.stopped, stats.gaps) == (1, 0, 0), stats
@@ -128,6 +130,7 @@ def test_a_delta_table_stopped_on_its_state_can_be_skipped_to_where_it_resumes(
     ]
     (audit,) = CommitRefusals(app.store).latest(10)
     assert audit.status == "skipped" and "version 1 cannot be loaded" in audit.reason
+    assert audit.reason.startswith(f"delta commits 2..{v3} skipped by cli:"), audit.reason
 
 
 def iceberg_follower(app: App, tmp_path: Path) -> tuple[Follower, object]:
@@ -176,3 +179,74 @@ def test_an_iceberg_table_whose_metadata_file_is_gone_is_stopped_until_it_is_bac
     assert (stats.commits, stats.stopped) == (1, 0), stats
     assert followed(app).stopped_at is None
     assert logged(app, TABLE)[-1].spec == "datestamp_day=2026-01-02/region=us"
+
+
+def snapshots_after_one(app: App, tmp_path: Path) -> tuple[Follower, Table, int, int, int]:
+    """An Iceberg table followed after its first snapshot, two more written: the
+    follower's cursor, the second snapshot and the third."""
+    follower, table = iceberg_follower(app, tmp_path)
+    assert isinstance(table, Table)
+    table.append(rows(table, ("2026-01-01", "us", 1)))
+    assert follower.run_once().commits == 1
+    first = followed(app).cursor
+    assert first is not None
+    table.append(rows(table, ("2026-01-02", "us", 2)))
+    second = table.current_snapshot()
+    table.append(rows(table, ("2026-01-03", "us", 3)))
+    third = table.current_snapshot()
+    assert second is not None and third is not None
+    return follower, table, first, second.snapshot_id, third.snapshot_id
+
+
+def test_an_iceberg_snapshot_whose_manifest_is_gone_stops_the_table_until_it_is_back(
+    app: App, tmp_path: Path
+) -> None:
+    follower, table, first, second, _ = snapshots_after_one(app, tmp_path)
+    snap = table.snapshot_by_id(second)
+    assert snap is not None
+    (mine,) = [m for m in snap.manifests(table.io) if m.added_snapshot_id == second]
+    manifest = Path(mine.manifest_path.removeprefix("file://"))
+    kept = manifest.read_bytes()
+    manifest.unlink()
+
+    for _ in range(2):
+        stats = follower.run_once()
+        # Before: an error logged at every run, no stop recorded, nothing counted.
+        assert (stats.commits, stats.stopped, stats.gaps) == (0, 1, 0), stats
+    stop = followed(app)
+    assert (stop.cursor, stop.stopped_at) == (first, second)
+    assert stop.stopped_reason is not None and f"snapshot {second}" in stop.stopped_reason
+    assert "manifest" in stop.stopped_reason
+
+    manifest.write_bytes(kept)
+    stats = follower.run_once()
+
+    assert (stats.commits, stats.stopped, stats.gaps) == (2, 0, 0), stats
+    assert followed(app).stopped_at is None
+    assert [e.spec for e in logged(app, TABLE)[-2:]] == [
+        "datestamp_day=2026-01-02/region=us", "datestamp_day=2026-01-03/region=us"]
+
+
+def test_an_iceberg_snapshot_whose_manifest_list_is_corrupt_can_be_skipped(
+    app: App, store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    follower, table, first, second, third = snapshots_after_one(app, tmp_path)
+    snap = table.snapshot_by_id(second)
+    assert snap is not None
+    Path(snap.manifest_list.removeprefix("file://")).write_bytes(b"not avro")
+
+    stats = follower.run_once()
+
+    assert (stats.commits, stats.stopped, stats.gaps) == (0, 1, 0), stats
+    assert (followed(app).cursor, followed(app).stopped_at) == (first, second)
+    code, out, err = cli(capsys, store_url, "lakehouse", "skip", TABLE, "--version", str(second))
+    assert (code, err) == (0, ""), err
+    assert f"iceberg commit {second} " in out, out
+    stats = follower.run_once()
+    assert (stats.commits, stats.stopped, stats.gaps) == (1, 0, 0), stats
+    assert logged(app, TABLE)[-2:] == [
+        Logged("missed", str(first), second),
+        Logged("add", "datestamp_day=2026-01-03/region=us", third),
+    ]
+    (audit,) = CommitRefusals(app.store).latest(10)
+    assert audit.status == "skipped" and "manifest list" in audit.reason

@@ -165,7 +165,7 @@ class DeltaReader:
                 # again). Its versions up to the newest were never announced: say so.
                 raise Gap(f"{self.location}: the log ends at version {self._versions[-1]}, "
                           f"before version {cursor} handled last: the table was deleted "
-                          "and created again", self._versions[-1], self.table_uuid())
+                          "and created again", self._versions[-1], self.newest_id())
             return
         head = todo[-1]
         missing = _missing(todo, cursor)

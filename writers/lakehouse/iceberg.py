@@ -124,7 +124,9 @@ class IcebergReader:
         Raises :class:`Gap` (before yielding anything) when a snapshot between
         the cursor and the current one was expired, the cursor is no longer an
         ancestor (a rollback), or the table is not the one of ``table-uuid`` ``uuid``
-        (dropped and created again: followed from its first snapshot).
+        (dropped and created again: followed from its first snapshot);
+        :class:`Unannounceable` at a snapshot whose partitions cannot be told (keys that
+        do not fit, its manifest list or a manifest missing or corrupt).
         """
         table = self._table
         if table is None:
@@ -140,6 +142,15 @@ class IcebergReader:
                 commit = self._commit(table, snap)
             except InvalidSpecError as exc:
                 raise Unannounceable(snap.snapshot_id, exc) from exc
+            except (ConnectionError, TimeoutError):  # the store's, for now: the next run
+                raise
+            except Exception as exc:  # the driver's: a manifest list or manifest gone, corrupt
+                # Stopped on this snapshot as on a Delta version that is not JSON: its
+                # partitions cannot be known. Repaired, the next read goes through.
+                raise Unannounceable(snap.snapshot_id, InvalidSpecError(
+                    f"{self.identifier} snapshot {snap.snapshot_id}: its manifest list or a "
+                    f"manifest cannot be read ({type(exc).__name__}: {_first(exc)}); "
+                    "stopped before it")) from exc
             yield replace(commit, table_uuid=found)
 
     def _commit(self, table: Table, snap: Snapshot) -> Commit:
@@ -183,6 +194,11 @@ class IcebergReader:
                         removed.append(spec)
         return Commit(me, op, unique(added, self.keys), unique(removed, self.keys), existed,
                       delete_only=bool(removed) and not added, properties=props)
+
+
+def _first(exc: BaseException) -> str:
+    """The first line of the driver's message, at most 500 characters."""
+    return (str(exc).strip().splitlines() or [""])[0][:500]
 
 
 def _load_table(catalog: Catalog, identifier: str) -> Table | None:

@@ -66,9 +66,33 @@ class Skipped:
     revision: int
     #: The commit handled before it (None: none yet).
     after: int | None
+    #: The oldest commit skipped: Delta versions from the one after the cursor up to
+    #: ``revision`` (a stop where the table resumes skips all of them); ``revision``
+    #: for an Iceberg snapshot (stopped on the cursor's child: one snapshot).
+    first: int
     #: Why the follower had stopped on it.
     reason: str
     message: CommitsMissedMessage
+
+    @property
+    def commits(self) -> str:
+        """What was skipped: ``delta commit 7``, ``delta commits 5..7``."""
+        return skipped_commits(self.format, self.first, self.revision)
+
+
+def first_skipped(fmt: str, after: int | None, revision: int) -> int:
+    """The oldest commit a skip to ``revision`` after commit ``after`` covers: Delta
+    versions are numbered one by one; Iceberg snapshot ids are in no order, and its
+    stops are on the cursor's child (one snapshot)."""
+    if fmt != "delta":
+        return revision
+    return 0 if after is None or after == BEFORE_FIRST else after + 1
+
+
+def skipped_commits(fmt: str, first: int, revision: int) -> str:
+    if first == revision:
+        return f"{fmt} commit {revision}"
+    return f"{fmt} commits {first}..{revision}"
 
 
 def skip(
@@ -107,7 +131,8 @@ def skip(
             f"{revision}: only that commit can be skipped"
         )
     before, why = f.cursor, f.stopped_reason or "?"
-    reason = f"{f.format} commit {revision} skipped by {principal}: {why}"
+    first = first_skipped(f.format, before, revision)
+    reason = f"{skipped_commits(f.format, first, revision)} skipped by {principal}: {why}"
 
     def record(uow: UnitOfWork, messages: list[AnyMessage]) -> None:
         if not LakehouseRepository(uow.session).skip(
@@ -128,5 +153,6 @@ def skip(
     )
     assert isinstance(msg, CommitsMissedMessage)
     return Skipped(
-        info.qualified, f.format, revision, None if before == BEFORE_FIRST else before, why, msg
+        info.qualified, f.format, revision, None if before == BEFORE_FIRST else before,
+        first, why, msg
     )

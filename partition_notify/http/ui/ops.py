@@ -121,12 +121,11 @@ async def lakehouse_skip(request: Request, ctx: Ctx) -> Response:
         with about("form.table"):
             info = ctx.app.publisher.table(db, name)
         with about("form.version"):
-            skip(ctx.app.publisher, info, version, principal=who.name)
-        return info.qualified
+            done = skip(ctx.app.publisher, info, version, principal=who.name)
+        return f"skipped {done.commits} of {info.qualified}"  # every commit it covers
 
-    qualified = await run_in_threadpool(act)
-    return RedirectResponse(f"/ui/ops?done=skipped+{quote(qualified)}+{version}",
-                            status_code=303)
+    said = await run_in_threadpool(act)
+    return RedirectResponse(f"/ui/ops?done={quote(said)}", status_code=303)
 
 
 def _int_field(form: dict[str, str], field: str, what: str) -> int:
