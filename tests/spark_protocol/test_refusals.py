@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from partition_notify.writers.spark_errors import commit_protocol_errors
 
 from partition_notify.core.errors import ConfigurationError
 from tests.spark_protocol.helpers import Collector, events_of, finish_deliveries, spool_files
-from writers.spark_errors import commit_protocol_errors
 
 KEYS = ["ds", "region"]
 REFUSED = "partition-notify refused the write: "
