@@ -61,9 +61,12 @@ def sqlite_access(url: str) -> str:
     """How a SQLite store URL opens its file: "immutable" (``immutable=1``: read
     without locks or -wal/-shm), "ro" (``mode=ro``) or "rw" (also for any other URL)."""
     try:
-        query = make_url(url).query
+        parsed = make_url(url)
     except ArgumentError:
         return "rw"
+    if parsed.get_backend_name() != "sqlite":
+        return "rw"
+    query = parsed.query
     if str(query.get("immutable", "0")) in ("1", "true", "yes", "on"):
         return "immutable"
     return "ro" if query.get("mode") == "ro" else "rw"
