@@ -7,6 +7,7 @@ import sqlite3
 import time
 import weakref
 from pathlib import Path
+from urllib.parse import unquote
 
 from partition_notify.store.url_query import (
     check_postgres_query,
@@ -19,7 +20,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
 
-from partition_notify.core.errors import ConfigurationError
+from partition_notify.core.errors import ConfigurationError, StoreError
 from partition_notify.core.redact import redact_url
 
 #: Execution option that makes a SQLite transaction take the write lock at BEGIN.
@@ -46,22 +47,45 @@ def sqlite_file(url: str) -> Path | None:
         return None
     if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
         return None
-    if str(parsed.database).startswith("file:"):
-        return None  # a URI filename: SQLite's own rules
-    return Path(str(parsed.database)).resolve()
+    database = str(parsed.database)
+    if database.startswith("file:"):  # a URI filename (uri=true: check_sqlite_query)
+        database = unquote(database[5:].partition("?")[0])
+        if database.startswith("//"):  # file://localhost/path or file:///path
+            database = "/" + database[2:].partition("/")[2]
+        if database in ("", ":memory:") or parsed.query.get("mode") == "memory":
+            return None
+    return Path(database).resolve()
 
 
-def sqlite_access_problem(path: Path) -> str:
-    """Why this process cannot use the SQLite file ``path``, as the OS's permissions
-    tell ("" if they do not): SQLite itself says only "unable to open database file"
-    or "attempt to write a readonly database", naming neither the file nor which
-    of the file, its directory or its -wal/-shm files was refused."""
+def sqlite_access(url: str) -> str:
+    """How a SQLite store URL opens its file: "immutable" (``immutable=1``: read
+    without locks or -wal/-shm), "ro" (``mode=ro``) or "rw" (also for any other URL)."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return "rw"
+    if parsed.get_backend_name() != "sqlite":
+        return "rw"
+    query = parsed.query
+    if str(query.get("immutable", "0")) in ("1", "true", "yes", "on"):
+        return "immutable"
+    return "ro" if query.get("mode") == "ro" else "rw"
+
+
+def sqlite_access_problem(path: Path, access: str = "rw") -> str:
+    """Why this process cannot use the SQLite file ``path`` opened with ``access``
+    (:func:`sqlite_access`), as the OS's permissions tell ("" if they do not):
+    SQLite itself says only "unable to open database file" or "attempt to write a
+    readonly database", naming neither the file nor which of the file, its
+    directory or its -wal/-shm files was refused."""
     who = f"this process (uid {os.geteuid()})"
     folder = path.parent
     if not folder.is_dir():
         return f"directory {folder} does not exist"
     if not _may(folder, os.X_OK):
         return f"directory {folder} is not searchable by {who}"
+    if access != "rw":
+        return _read_only_problem(path, access, who)
     files = [path, *(path.with_name(path.name + s) for s in ("-wal", "-shm"))]
     for file in (f for f in files if f.exists()):
         for mode, what in ((os.R_OK, "readable"), (os.W_OK, "writable")):
@@ -72,6 +96,45 @@ def sqlite_access_problem(path: Path) -> str:
         return (f"directory {folder} is not writable by {who}: SQLite creates {path.name} "
                 "and its -wal and -shm files there")
     return ""
+
+
+def _read_only_problem(path: Path, access: str, who: str) -> str:
+    if not path.exists():
+        return f"file {path} does not exist (a read-only URL does not create it)"
+    files = [path] if access == "immutable" else [
+        path, *(path.with_name(path.name + s) for s in ("-wal", "-shm"))]
+    for file in (f for f in files if f.exists()):
+        if not _may(file, os.R_OK):
+            return f"file {file} is not readable by {who}: a read-only store needs to read it"
+    shm = path.with_name(path.name + "-shm")
+    if access == "ro" and _wal_mode(path) and not shm.exists() and not _may(path.parent,
+                                                                          os.W_OK):
+        # SQLite's WAL reader needs the -shm index; the writer keeps it while it runs.
+        return (f"file {path} is in WAL mode and {shm} does not exist, which a reader must "
+                f"create, but directory {path.parent} is not writable by {who}: run the "
+                "store's writer (serve keeps the -wal and -shm files while it runs), let "
+                "this process write the directory, or, only for a store nothing writes "
+                "(a copy), use immutable=1 instead of mode=ro")
+    return ""
+
+
+def _wal_mode(path: Path) -> bool:
+    # Bytes 18-19 of the header, the file format versions: 2 = WAL (sqlite.org/fileformat2).
+    try:
+        with path.open("rb") as f:
+            header = f.read(20)
+    except OSError:
+        return False
+    return len(header) == 20 and header[18] == 2
+
+
+def read_only_error(engine: Engine) -> StoreError:
+    """A write asked of a store its URL opens read-only: one line naming it."""
+    url = str(engine.url)
+    how = "immutable=1" if sqlite_access(url) == "immutable" else "mode=ro"
+    return StoreError(f"store file {sqlite_file(url)} is opened read-only ({how} in its URL) "
+                      "and this command writes the store: use a URL without "
+                      f"{how} (needs write access to the file and its directory)")
 
 
 def _may(path: Path, mode: int) -> bool:
@@ -198,6 +261,7 @@ def try_begin_immediate(raw: sqlite3.Connection, deadline: float) -> bool:
 
 def _sqlite_hooks(engine: Engine, *, busy_seconds: float, synchronous: str) -> None:
     memory = engine.url.database in (None, "", ":memory:")
+    read_only = sqlite_access(str(engine.url)) != "rw"
     busy_ms = int(busy_seconds * 1000)
 
     @event.listens_for(engine, "connect")
@@ -205,7 +269,7 @@ def _sqlite_hooks(engine: Engine, *, busy_seconds: float, synchronous: str) -> N
         # We issue BEGIN ourselves so that writers can ask for IMMEDIATE.
         dbapi_conn.isolation_level = None
         cur = dbapi_conn.cursor()
-        if not memory:
+        if not memory and not read_only:  # changing it writes the file
             cur.execute("PRAGMA journal_mode=WAL")
         cur.execute(f"PRAGMA synchronous={synchronous}")  # one of SQLITE_SYNCHRONOUS_LEVELS
         cur.execute("PRAGMA foreign_keys=ON")
@@ -223,6 +287,8 @@ def _sqlite_hooks(engine: Engine, *, busy_seconds: float, synchronous: str) -> N
         if not options.get(WRITE, False):
             conn.exec_driver_sql("BEGIN")
             return
+        if read_only:
+            raise read_only_error(engine)
         raw = conn.connection.driver_connection
         assert isinstance(raw, sqlite3.Connection)  # a connection that is beginning is open
         raw.execute("PRAGMA busy_timeout=0")

@@ -6,7 +6,11 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, inspect
+
+from partition_notify.core.errors import StoreError
+from partition_notify.core.redact import redact_url
 
 _SCRIPTS = Path(__file__).with_name("migrations")
 
@@ -22,3 +26,27 @@ def migrate(engine: Engine, revision: str = "head") -> None:
             conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7244917)")
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, revision)
+
+
+def require_read_only_store(url: str, engine: Engine) -> None:
+    """A store opened read-only is never migrated: refuse, in one line, a schema
+    other than the one this code needs (an older one lacks its tables and columns)."""
+    script = ScriptDirectory(str(_SCRIPTS))
+    head = script.get_current_head()
+    with engine.connect() as conn:
+        found = None
+        if inspect(conn).has_table("alembic_version"):
+            found = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+    if found == head:
+        return
+    where = f"store {redact_url(url)} is opened read-only"
+    if found is None:
+        raise StoreError(f"{where} and has no partition-notify schema: create it with a "
+                         "writable URL (serve or `partition-notify register`)")
+    known = {rev.revision for rev in script.walk_revisions()}
+    if found in known:
+        raise StoreError(f"{where} and its schema is at revision {found}, older than the "
+                         f"{head} this version needs; a read-only store is not upgraded: "
+                         "start serve (or any write command) on it once with a writable URL")
+    raise StoreError(f"{where} and its schema revision {found} is newer than this version "
+                     f"knows (up to {head}): use the partition-notify that wrote it")

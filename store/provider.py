@@ -17,13 +17,14 @@ from partition_notify.store.catalog import Catalog
 from partition_notify.store.engine import (
     DEFAULT_SQLITE_SYNCHRONOUS,
     make_engine,
+    sqlite_access,
     sqlite_access_problem,
     sqlite_file,
 )
 from partition_notify.store.event_log import EventLog
 from partition_notify.store.hot_read import HotReader
 from partition_notify.store.housekeeping import Housekeeping
-from partition_notify.store.migrate import migrate
+from partition_notify.store.migrate import migrate, require_read_only_store
 from partition_notify.store.records import (
     Clock,
     EventDraft,
@@ -37,6 +38,7 @@ from partition_notify.store.uow import Access, InTxn, map_db_error
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
+from partition_notify.core.errors import StoreError
 from partition_notify.core.redact import redact_url
 
 
@@ -70,12 +72,24 @@ class Store:
             connect_timeout_seconds=connect_timeout_seconds,
             sqlite_synchronous=sqlite_synchronous,
         )
-        if upgrade:
-            try:
+        read_only = sqlite_access(url) != "rw"
+        path = sqlite_file(url)
+        if read_only and path is not None and (problem := sqlite_access_problem(
+                path, sqlite_access(url))):  # before SQLite's "readonly database"
+            engine.dispose()
+            raise StoreError(f"store {redact_url(url)}: {problem}")
+        try:
+            if read_only:  # never written: not upgraded but refused if older than the code
+                require_read_only_store(url, engine)
+            elif upgrade:
                 migrate(engine)
-            except SQLAlchemyError as exc:
-                err = map_db_error(exc)  # the driver does not say which file it could not open
-                raise type(err)(f"{err} (store {where(url)})") from exc
+        except SQLAlchemyError as exc:
+            engine.dispose()
+            err = map_db_error(exc)  # the driver does not say which file it could not open
+            raise type(err)(f"{err} (store {where(url)})") from exc
+        except BaseException:
+            engine.dispose()
+            raise
         return cls(engine, clock=clock)
 
     def close(self) -> None:
@@ -110,7 +124,7 @@ def where(url: str) -> str:
     path = sqlite_file(url)
     if path is None:
         return redact_url(url)
-    problem = sqlite_access_problem(path)
+    problem = sqlite_access_problem(path, sqlite_access(url))
     return f"{redact_url(url)}, file {path}" + (f"; {problem}" if problem else "")
 
 

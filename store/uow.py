@@ -10,6 +10,8 @@ from typing import Any
 from partition_notify.store.engine import (
     SINGLE_READ,
     WRITE,
+    read_only_error,
+    sqlite_access,
     sqlite_access_problem,
     sqlite_file,
 )
@@ -37,8 +39,12 @@ def map_db_error(exc: SQLAlchemyError, engine: Engine | None = None) -> StoreErr
         return ConflictError(f"conflicting write: {exc.orig}")
     orig = exc.orig if isinstance(exc, DBAPIError) else exc
     cause = f"{type(orig).__name__}: {str(orig).strip()[:300]}"
-    path = None if engine is None else sqlite_file(str(engine.url))
-    problem = "" if path is None else sqlite_access_problem(path)
+    if engine is None or (path := sqlite_file(str(engine.url))) is None:
+        return StoreError(f"store operation failed: {cause}")
+    access = sqlite_access(str(engine.url))
+    if access != "rw" and "readonly" in str(orig):  # a write the URL's mode=ro refused
+        return read_only_error(engine)
+    problem = sqlite_access_problem(path, access)
     return StoreError(f"store operation failed: {cause}"
                       + (f" (store file {path}; {problem})" if problem else ""))
 

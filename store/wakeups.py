@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from partition_notify.store.engine import sqlite_file
 from sqlalchemy.engine import Engine
 
 from partition_notify.core.backoff import Backoff
@@ -281,10 +282,8 @@ def wake_file(engine: Engine) -> WakeFile | None:
 
 
 def _sqlite_database(engine: Engine) -> Path | None:
-    url = engine.url
-    if engine.dialect.name != "sqlite" or url.database in (None, "", ":memory:"):
-        return None
-    return Path(str(url.database))
+    # sqlite_file: a URI filename (file:PATH?mode=ro) is PATH, not a relative "file:PATH".
+    return sqlite_file(str(engine.url)) if engine.dialect.name == "sqlite" else None
 
 
 def _readable(fd: int, timeout: float) -> bool:

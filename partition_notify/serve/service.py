@@ -20,7 +20,7 @@ from partition_notify.core.errors import ConfigurationError, PartitionNotifyErro
 from partition_notify.core.redact import redact_url
 from partition_notify.metrics import Metrics
 from partition_notify.serve.jobs import JOBS, Job, JobFn, Runtime
-from partition_notify.store.engine import sqlite_access_problem, sqlite_file
+from partition_notify.store.engine import sqlite_access, sqlite_access_problem, sqlite_file
 
 if TYPE_CHECKING:
     from partition_notify.http.server import HttpServer
@@ -171,6 +171,8 @@ def require_writable_store(url: str) -> None:
     file it may only read it would report ready and fail every write with a 503."""
     path = sqlite_file(url)
     problem = "" if path is None else sqlite_access_problem(path)
+    if path is not None and sqlite_access(url) != "rw":
+        problem = "its URL opens it read-only (mode=ro or immutable=1)"
     if problem:
         raise ConfigurationError(f"store {redact_url(url)}: {problem}; serve writes the store")
 

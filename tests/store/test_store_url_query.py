@@ -86,7 +86,7 @@ def test_sqlite_read_only_uri_is_honoured(tmp_path: Path,
     code, out, _ = _cli(read_only, capsys, "tables")
     assert code == 0 and "db.t" in out
     code, _, err = _cli(read_only, capsys, "register", "db.u", "--keys", "a")
-    assert code == 1 and "readonly" in err, err
+    assert code == 1 and f"store file {tmp_path}/s.db is opened read-only (mode=ro" in err, err
 
 
 def test_postgres_an_unknown_parameter_is_refused_before_connecting(pg_url: str) -> None:
