@@ -23,6 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 INLINE = re.compile(r"`(partition-notify [^`]+)`")
 PLACEHOLDER = re.compile(r"[\[|…<$]|\.\.\.|\b[A-Z][A-Z.]*\b(?!=)")
 MISSING_ONLY = "the following arguments are required"
+#: Quoted output that starts with the program's name, not a command: the commit
+#: protocol's refusals (docs/writers.md, "Refused settings").
+OUTPUT = ("partition-notify refused the write:",)
 
 
 def _documents() -> list[Path]:
@@ -47,6 +50,8 @@ def commands(text: str) -> list[tuple[str, bool]]:
         i += 1
     out = []
     for cmd, inline in found:
+        if cmd.startswith(OUTPUT):
+            continue
         cmd = re.sub(r"\s#.*$", "", cmd).split(";")[0].strip().rstrip(")")
         args = cmd.split(" ", 1)[1] if " " in cmd else ""
         if args and not PLACEHOLDER.search(args):
@@ -91,3 +96,4 @@ def test_a_wrong_flag_is_found() -> None:
     assert commands("`partition-notify rev commit|abort db.t N`") == []
     [(cmd, inline)] = commands("`partition-notify tail`")
     assert refusal(cmd, inline) is None
+    assert commands("`partition-notify refused the write: spark.x 'y' refused`") == []
