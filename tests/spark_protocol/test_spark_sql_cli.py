@@ -71,3 +71,33 @@ def test_spark_sql_e_announces(jar: Path, app: Any, writer_token: str, http_serv
     assert not spool_files(loc)      # delivered over HTTP with the env token
     assert not (tmp_path / "unscanned-spool").exists()
     sub.close()
+
+
+def test_a_bad_pn_serve_url_is_named_as_the_environment_variable(
+    jar: Path, tmp_path: Path
+) -> None:
+    """The URL came from the driver's environment, not a Spark setting: the refusal says so
+    (a user grepping their Spark conf for the bad value would find nothing)."""
+    import pyspark
+
+    from tests.spark_protocol.helpers import spark_flags
+
+    spark_sql = Path(pyspark.__file__).parent / "bin" / "spark-sql"
+    require(spark_sql.exists(), f"{spark_sql} is not shipped with this pyspark")
+    confs = [a for k, v in spark_flags().items() for a in ("--conf", f"{k}={v}")]
+    loc = tmp_path / "clicks"
+    run = subprocess.run(
+        [str(spark_sql), "--master", "local[1]", "--jars", str(jar), *confs,
+         "--conf", "spark.ui.enabled=false",
+         "--conf", f"spark.sql.warehouse.dir={tmp_path / 'wh'}",
+         "--conf", f"spark.driver.extraJavaOptions=-Dderby.system.home={tmp_path}",
+         "-e", f"INSERT OVERWRITE DIRECTORY '{loc}' USING parquet SELECT 1 AS v"],
+        cwd=tmp_path, env={**os.environ, "PN_SERVE_URL": "serve:8080",
+                           "SPARK_HOME": str(spark_sql.parent.parent)},
+        capture_output=True, text=True, timeout=600,
+    )
+    assert run.returncode != 0, run.stderr[-3000:]
+    assert ("partition-notify refused the write: environment variable PN_SERVE_URL "
+            "'serve:8080' refused: expected http(s)://host:port") in run.stderr, run.stderr[-3000:]
+    assert "spark.partitionnotify.serveUrl 'serve:8080'" not in run.stderr
+    assert not list(loc.glob("*.parquet"))

@@ -20,8 +20,12 @@ public class NotifyListener implements QueryExecutionListener {
   /** What Spark calls at session start: a malformed serve URL is refused loudly, here. */
   public NotifyListener(SparkConf conf) {
     String key = Settings.PREFIX + "serveUrl";
-    String url = conf.get(key, System.getenv("PN_SERVE_URL"));
-    String problem = Settings.urlProblem(url == null || url.isBlank() ? null : url.trim());
+    String url = conf.get(key, null);
+    if (url == null || url.isBlank()) {
+      key = Settings.ENV_SERVE_URL_SOURCE;
+      url = Settings.envServeUrl();
+    }
+    String problem = Settings.urlProblem(url == null ? null : url.trim());
     if (problem != null) {
       LOG.error("partition-notify: {} '{}' refused: {}. Every write of this session is "
           + "refused (CommitRefused) until it is fixed", key, url.trim(), problem);

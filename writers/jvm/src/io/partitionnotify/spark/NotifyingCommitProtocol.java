@@ -1,5 +1,6 @@
 package io.partitionnotify.spark;
 
+import java.io.IOException;
 import java.io.Serializable;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
@@ -141,7 +142,20 @@ public class NotifyingCommitProtocol extends HadoopMapReduceCommitProtocol {
       }
       deletedBeforeWrite.add(fs.makeQualified(p).toString());
     }
-    return super.deleteWithJob(fs, p, recursive);
+    Path spool = active && recursive
+        ? SpoolKeeper.inside(fs.makeQualified(p),
+            SpoolKeeper.spools(fs, path, Preflight.sessionConf(fs.getConf())))
+        : null;
+    if (spool == null) {
+      return super.deleteWithJob(fs, p, recursive);
+    }
+    // An overwrite of the whole table: the spool holds earlier jobs' manifests serve has
+    // not picked up yet; deleting it would lose their announcements.
+    try {
+      return SpoolKeeper.deleteAllBut(fs, fs.makeQualified(p), spool);
+    } catch (IOException e) {
+      throw NotifyingCommitProtocol.<RuntimeException>sneaky(e);  // as fs.delete's own
+    }
   }
 
   /** Spark 4.x (Scala 2.13): the parent's commitJob, overridden. */

@@ -14,6 +14,9 @@ final class Settings {
   static final String PREFIX = "spark.partitionnotify.";
   static final String OPTION_PREFIX = "partitionnotify.";
   static final int DEFAULT_TIMEOUT_MS = 10_000;
+  /** The serve URL when no spark.partitionnotify.serveUrl is set, and how a refusal names it. */
+  static final String ENV_SERVE_URL = "PN_SERVE_URL";
+  static final String ENV_SERVE_URL_SOURCE = "environment variable " + ENV_SERVE_URL;
 
   /** Null when unset or malformed (then {@link #serveUrlProblem} says why). */
   final String serveUrl;
@@ -23,11 +26,14 @@ final class Settings {
   final String spoolDir;
   final int timeoutMs;
 
-  private Settings(String serveUrl, String token, String markSetDone, String spoolDir, int timeoutMs) {
+  private Settings(String serveUrl, String urlSource, String token, String markSetDone,
+      String spoolDir, int timeoutMs) {
     String problem = urlProblem(serveUrl);
     this.serveUrl = problem == null ? serveUrl : null;
+    // Named where it came from: a user looking for a bad value in their Spark conf when it
+    // is in the driver's environment would find nothing.
     this.serveUrlProblem = problem == null ? null
-        : PREFIX + "serveUrl '" + serveUrl + "' refused: " + problem;
+        : urlSource + " '" + serveUrl + "' refused: " + problem;
     this.token = token;
     this.markSetDone = markSetDone;
     this.spoolDir = spoolDir;
@@ -35,7 +41,12 @@ final class Settings {
   }
 
   static Settings from(Configuration conf) {
-    String url = get(conf, "serveUrl", System.getenv("PN_SERVE_URL"));
+    String url = get(conf, "serveUrl", null);
+    String urlSource = PREFIX + "serveUrl";
+    if (url == null) {
+      url = envServeUrl();
+      urlSource = ENV_SERVE_URL_SOURCE;
+    }
     String token = get(conf, "token", System.getenv("PN_WRITER_TOKEN"));
     String done = option(conf, "markSetDone");
     if (done == null) {
@@ -51,7 +62,13 @@ final class Settings {
         timeout = DEFAULT_TIMEOUT_MS;
       }
     }
-    return new Settings(url, token, done, spool, timeout);
+    return new Settings(url, urlSource, token, done, spool, timeout);
+  }
+
+  /** {@code PN_SERVE_URL}, null when unset or blank (as a blank setting). */
+  static String envServeUrl() {
+    String v = System.getenv(ENV_SERVE_URL);
+    return v == null || v.isBlank() ? null : v.trim();
   }
 
   /**
