@@ -29,22 +29,40 @@ class Retention:
         self.clock = access.clock
         # The covering look-up's SQL by number of candidate specs, sent as is:
         # compiling the expanding IN on every call was most of its CPU.
-        self._covering_sql: dict[int, str] = {}
+        self._covering_sql: dict[tuple[int, bool], str] = {}
         self._placeholder = "?" if access.engine.dialect.paramstyle == "qmark" else "%s"
         self._hot = hot
 
     def set_done_covering(self, table: TableInfo, specs: Sequence[str]) -> list[str]:
         """Unexpired set-done bodies of ``table`` whose canonical spec is in ``specs``.
 
-        The hot read of every wait: a kept raw driver connection
+        Oldest first: the deadline checker judges the FIRST completion. A
+        waiter wants :meth:`newest_covering` instead.
+        """
+        return self._covering(table, specs, newest=False)
+
+    def newest_covering(self, table: TableInfo, specs: Sequence[str]) -> str | None:
+        """The body of the most recent unexpired covering set-done, or None.
+
+        What every waiter answers: a set done again (a backfill, a re-run at a
+        newer revision) carries the revision downstream jobs must read at; the
+        first one would send them to stale data.
+        """
+        found = self._covering(table, specs, newest=True)
+        return found[0] if found else None
+
+    def _covering(self, table: TableInfo, specs: Sequence[str], *, newest: bool) -> list[str]:
+        """The hot read of every wait: a kept raw driver connection
         (store/hot_read.py), not a pool checkout or an ORM session, which were
         most of its time (bench/core_lookup.py --profile).
         """
         if not specs:
             return []
-        sql = self._covering_sql.get(len(specs))
+        key = (len(specs), newest)
+        sql = self._covering_sql.get(key)
         if sql is None:
-            sql = self._covering_sql[len(specs)] = covering_sql(len(specs), self._placeholder)
+            sql = self._covering_sql[key] = covering_sql(len(specs), self._placeholder,
+                                                          newest=newest)
         params = (table.id, *specs, self.clock())
         found = self._hot.column(sql, params)
         if found is not None:

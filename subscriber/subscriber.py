@@ -133,9 +133,9 @@ class Subscriber:
         """Block until a set-done covering ``partial_spec`` exists; return it.
 
         A coarser set-done satisfies a finer wait: ``datestamp=X`` done covers
-        ``datestamp=X/region=us``. Retained set-dones are always read, however
-        short ``timeout`` (0 included): the timeout bounds only the wait for a
-        live one; subscribing is bounded by the subscriber's own timeout.
+        ``datestamp=X/region=us``. The newest retained one answers (a re-done set
+        carries the newer revision), read however short ``timeout`` (0 too): it
+        bounds only the wait for a live one; subscribing, the subscriber's own.
         A table not registered yet is waited for too (a scheduler may start
         before its producer's first run). Raises :class:`WaitTimeout` at the deadline.
         """
@@ -145,14 +145,14 @@ class Subscriber:
         wanted = spec.coerce(partial_spec)
         spec.check_against(wanted, info.partition_keys, full=False, table=info.qualified)
         # Already done: no need to subscribe at all (and a zero timeout still answers).
-        load = self._covering_loader(info, wanted)
+        load = self._covering_loader(info, wanted, True)
         retained = [m for m in load() if isinstance(m, SetDoneMessage)]
         if retained:
             return retained[0]
         if timeout <= 0:
             raise self._timed_out(wanted, info, timeout)
         # Subscribing is bounded by the subscriber's own timeout, not the wait's.
-        sub = self._watch(info, wanted, None, None)
+        sub = self._watch(info, wanted, None, None, True)
         try:
             msg = sub.get(timeout=max(deadline - time.monotonic(), 0.0))
             if isinstance(msg, SetDoneMessage):
@@ -181,6 +181,7 @@ class Subscriber:
         callback: Callback | None = None,
         *,
         timeout: float | None = None,
+        newest: bool = False,
     ) -> Subscription:
         """Subscribe to the set-dones covering ``partial_spec``, history first.
 
@@ -188,12 +189,14 @@ class Subscriber:
         returns once the subscription is confirmed (at most ``timeout`` or the
         connect timeout); covering messages then go to ``callback`` on the
         dispatcher thread (or to the subscription's queue). Close it when done.
+        History: every retained one in event order; with ``newest`` the latest.
         """
         limits.callable_or_none(callback, field="callback")
         if timeout is not None:
             timeout = limits.seconds(timeout, field="timeout")
         info = self._tables([(db, table)])[0]
-        return self._watch(info, spec.coerce(partial_spec), callback, timeout)
+        return self._watch(info, spec.coerce(partial_spec), callback, timeout,
+                           limits.flag(newest, field="newest"))
 
     def _watch(
         self,
@@ -201,19 +204,22 @@ class Subscriber:
         wanted: spec.Spec,
         callback: Callback | None,
         timeout: float | None,
+        newest: bool,
     ) -> Subscription:
         spec.check_against(wanted, info.partition_keys, full=False, table=info.qualified)
 
         def covering(msg: AnyMessage) -> bool:
             return isinstance(msg, SetDoneMessage) and spec.covers(msg.partition_spec, wanted)
 
-        load = self._covering_loader(info, wanted)
+        load = self._covering_loader(info, wanted, newest)
         return self._start([info], callback, load, accept=covering, timeout=timeout)
 
-    def _covering_loader(
-        self, info: TableInfo, wanted: spec.Spec
-    ) -> Callable[[], list[AnyMessage]]:
+    def _covering_loader(self, info: TableInfo, wanted: spec.Spec,
+                         newest: bool) -> Callable[[], list[AnyMessage]]:
         candidates = spec.covering_specs(wanted)
+        if newest:  # a re-done set's newer revision; the newest that decodes, not a bad row
+            return lambda: self._decode_all(
+                self.store.retention.set_done_covering(info, candidates))[-1:]
         return lambda: self._decode_all(self.store.retention.set_done_covering(info, candidates))
 
     def set_done_history(self, db: str, table: str, since: float = 0.0) -> list[SetDoneMessage]:

@@ -82,7 +82,7 @@ class PartitionSetDoneSensor(BaseSensorOperator):  # type: ignore[misc]
         raise AirflowException(f"partition-notify trigger failed: {event.get('error')}")
 
     def poke(self, context: Context) -> bool | PokeReturnValue:
-        """Poke mode: one indexed look-up of the covering set-dones in the retention table."""
+        """Poke mode: one indexed look-up of the newest covering set-done in the retention table."""
         store = shared.entry(get_settings(self.conn_id)).app.store
         db, name = shared.split_table(self.table)
         try:
@@ -92,10 +92,11 @@ class PartitionSetDoneSensor(BaseSensorOperator):  # type: ignore[misc]
             return False
         wanted = spec.coerce(self.spec)
         spec.check_against(wanted, info.partition_keys, full=False, table=info.qualified)
-        bodies = store.retention.set_done_covering(info, spec.covering_specs(wanted))
-        if not bodies:
+        # The newest: a set done again (re-run, backfill) carries the newer revision.
+        body = store.retention.newest_covering(info, spec.covering_specs(wanted))
+        if body is None:
             return False
-        msg = decode(bodies[0])
+        msg = decode(body)
         assert isinstance(msg, SetDoneMessage)
         from airflow.sdk import PokeReturnValue
 

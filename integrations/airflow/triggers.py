@@ -146,7 +146,8 @@ class PartitionSetDoneTrigger(BaseTrigger):  # type: ignore[misc]
             subscriber = shared.subscriber(settings)
             info = subscriber.store.catalog.get_table(db, name)
             sub = subscriber.watch_set_done(
-                db, name, wanted, on_message, timeout=settings.connect_timeout_seconds
+                db, name, wanted, on_message, timeout=settings.connect_timeout_seconds,
+                newest=True,  # history: the newest retained one, not the first done
             )
             return info, sub, spec.canonical(wanted)
 

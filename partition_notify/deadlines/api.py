@@ -144,9 +144,10 @@ class Deadlines:
             spec.check_against(wanted, info.partition_keys, full=False, table=info.qualified)
             canon = spec.canonical(wanted)
             live = sub.subscribe((info.db, info.name), history=False)
-            bodies = self.log_store.retention.set_done_covering(info, spec.covering_specs(wanted))
-            if bodies:
-                done = decode(bodies[0].encode())
+            # The newest: a set done again carries the newer revision.
+            body = self.log_store.retention.newest_covering(info, spec.covering_specs(wanted))
+            if body is not None:
+                done = decode(body.encode())
                 assert isinstance(done, SetDoneMessage)
                 return done
             for c in self.open_late(info.db, info.name):

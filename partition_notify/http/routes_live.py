@@ -70,11 +70,12 @@ async def wait(
     close = ctx.hub.listen(info.qualified, on_event)  # 1. listen, 2. then read the store
     ctx.waits.inc()
     try:
-        bodies = await run_in_threadpool(
-            ctx.app.store.retention.set_done_covering, info, spec.covering_specs(wanted)
+        # The newest retained one: a set done again carries the newer revision.
+        retained = await run_in_threadpool(
+            ctx.app.store.retention.newest_covering, info, spec.covering_specs(wanted)
         )
-        if bodies:
-            return _json(bodies[0])
+        if retained is not None:
+            return _json(retained)
         if not await _until_found_or_gone(found, request, timeout):
             # Timed out, or the client left: either way the slot and waiter go now.
             return Response(status_code=204)

@@ -76,7 +76,8 @@ def set_done_history(
     "/tables/{table}/set-done/covering",
     summary="Is this spec done?",
     description="A set-done for any sub-spec covers it: `datestamp=X` done covers "
-    "`datestamp=X/region=us`. Answers the oldest covering set-done.",
+    "`datestamp=X/region=us`. Answers the newest covering set-done (a set done "
+    "again, say re-run at a newer revision, answers with that one).",
 )
 def covering(
     table: str,
@@ -86,8 +87,8 @@ def covering(
 ) -> dict[str, object]:
     info = table_info(ctx, table)
     wanted = wanted_spec(info, spec_, full=False, field="query.spec")
-    bodies = ctx.app.store.retention.set_done_covering(info, spec.covering_specs(wanted))
+    body = ctx.app.store.retention.newest_covering(info, spec.covering_specs(wanted))
     out: dict[str, object] = {"table": info.qualified, "spec": spec.canonical(wanted)}
-    if not bodies:
+    if body is None:
         return {**out, "done": False}
-    return {**out, "done": True, "setDone": json.loads(bodies[0])}
+    return {**out, "done": True, "setDone": json.loads(body)}

@@ -106,6 +106,19 @@ def test_late_exactly_once_then_recovered_once(app: App) -> None:
     assert app.deadlines.open_late("sales", "orders") == []
 
 
+def test_done_twice_the_checker_still_judges_the_first_completion(app: App) -> None:
+    """Waiters get the newest covering set-done; the checker keeps the first one."""
+    daily(app)
+    checker = app.deadlines.checker(clock=Clock(utc(2030, 1, 2, 6, 0, 1)), lookback_seconds=3600)
+    assert [m.spec for m in checker.check().late] == ["datestamp=20300101"]
+    first = app.publisher.send_mark_set_done("sales", "orders", "datestamp=20300101",
+                                             revision=1)
+    app.publisher.send_mark_set_done("sales", "orders", "datestamp=20300101/region=us",
+                                     revision=2)
+    rec = checker.check().recovered
+    assert len(rec) == 1 and rec[0].set_done_event_id == first.event_id
+
+
 def test_coarser_set_done_counts_and_finer_does_not(app: App) -> None:
     app.publisher.register_table("sales", "orders", ["datestamp", "region"])
     app.deadlines.add("sales", "orders", name="us", cron="0 0 * * *", deadline="+6h",

@@ -78,6 +78,23 @@ def test_covering_coarser_covers_finer(server: Server) -> None:
                        "unknown key(s) ['hour']")
 
 
+def test_covering_and_wait_answer_the_newest_completion(server: Server) -> None:
+    """Done at revision 1, re-run at 2 (narrower spec): a late reader gets 2, not 1."""
+    table = server.table()
+    db, name = table.split(".")
+    pub = server.app.publisher
+    first = pub.send_mark_set_done(db, name, "datestamp=5", revision=1)
+    again = pub.send_mark_set_done(db, name, "datestamp=5/region=us", revision=2)
+    with server.client("read") as c:
+        r = c.get(f"/v1/tables/{table}/set-done/covering",
+                  params={"spec": "datestamp=5/region=us"}).json()
+        assert (r["setDone"]["eventId"], r["setDone"]["revision"]) == (again.event_id, 2)
+        w = c.get(f"/v1/tables/{table}/wait", params={"spec": "datestamp=5/region=us"})
+        assert (w.json()["eventId"], w.json()["revision"]) == (again.event_id, 2)
+        eu = c.get(f"/v1/tables/{table}/wait", params={"spec": "datestamp=5/region=eu"})
+        assert eu.json()["eventId"] == first.event_id  # only the broader one covers eu
+
+
 def waits_in_progress(server: Server) -> float:
     text = httpx.get(server.base + "/metrics", timeout=10).text
     m = re.search(r"^pn_http_waits (\S+)$", text, re.M)

@@ -58,3 +58,26 @@ def test_the_set_done_look_up_s_plan_does_not_outlive_the_table_s_growth(pg_stor
     found, read = _rows_read(pg_store, lambda: pg_store.retention.set_done_covering(TABLE, wanted))
     assert found == ["b19990"]
     assert read <= 10, f"read {read} rows of pn_set_done for one set-done"
+
+
+def test_the_newest_covering_look_up_stays_an_index_read(pg_store: Store) -> None:
+    """The waiters' read (newest first, one row) on a grown table reads its rows, not all."""
+    with pg_store.engine.begin() as conn:
+        conn.execute(text(
+            "INSERT INTO pn_tables (id, db, name, partition_keys, topic, "
+            "retention_seconds, created_at) VALUES (1, 'd', 't', '[\"a\"]', 'hcat.d.t', 1, 0)"))
+    wanted = ["a=019990", "a=*"]
+    for _ in range(12):  # prepared on the first, generic from about the sixth
+        assert pg_store.retention.newest_covering(TABLE, wanted) is None
+    now = time.time()
+    with pg_store.engine.begin() as conn:
+        conn.execute(text(
+            "INSERT INTO pn_set_done (table_id, spec, event_id, body, published_at, "
+            "expires_at) SELECT 1, 'a=' || lpad((g % 10000)::text, 6, '0'), g, 'b' || g, "
+            ":now - g, :now + 86400 - g FROM generate_series(1, :n) AS g"),
+            {"now": now, "n": GROWN})
+    # 'a=009990' done twice (event ids 9990 and 19990): the later one answers.
+    found, read = _rows_read(pg_store, lambda: pg_store.retention.newest_covering(
+        TABLE, ["a=009990", "a=*"]))
+    assert found == "b19990"
+    assert read <= 10, f"read {read} rows of pn_set_done for one set-done"
