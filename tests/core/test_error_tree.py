@@ -26,8 +26,9 @@ INTERNAL = {
     "partition_notify/deadlines/store.py": {"AlreadyDecided"},
     "transports/stomp/_pending.py": {"ReceiptFailed", "ReceiptTimeout"},
     # Raised by the readers (and the follower's announce), caught by the follower: a gap,
-    # and a commit it cannot announce (recorded as the table's stop: lakehouse skip).
-    "writers/lakehouse/commits.py": {"Gap", "Unannounceable"},
+    # a commit it cannot announce and a state it cannot load (both recorded as the
+    # table's stop: lakehouse skip, or a repair).
+    "writers/lakehouse/commits.py": {"Gap", "Unannounceable", "Unloadable"},
     "partition_notify/rules/retract.py": {"Stale"},  # rolls back a batch another serve won
     "partition_notify/rules/quiet.py": {"_NotQuiet"},  # rolls back a firing another serve made
     # Unwinds the app once the body-deadline 408 is sent; caught by the same middleware.
