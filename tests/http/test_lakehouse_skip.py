@@ -126,18 +126,24 @@ def test_the_ops_page_skips_the_stopped_commit_with_its_form(
     assert followed is not None and (followed.cursor, followed.stopped_at) == (1, None)
 
 
-def test_a_table_that_cannot_be_loaded_offers_the_repair_not_a_skip(
-    server: Server, tmp_path: Path
-) -> None:
-    """Stopped at its cursor (writers/lakehouse: nothing of the table can be read, so no
-    commit to skip to): the page says to repair it and offers no Skip; a skip is a 409."""
+def _stopped_loading(server: Server, tmp_path: Path, resume_at: int, reason: str) -> str:
+    """A followed Delta table at cursor 4, stopped unable to load it; resumes at ``resume_at``."""
     table = server.table()
     db, name = table.split(".")
     info = server.app.publisher.table(db, name)
     tables = LakehouseTables(server.app.store)
     tables.register(info, "delta", location=str(tmp_path / name), start=4)
     assert tables.claim(info.id, OWNER, 600)
-    tables.stop_loading(info.id, OWNER, 4, 4, "the table cannot be loaded (OSError: gone)")
+    tables.stop_loading(info.id, OWNER, 4, resume_at, reason)
+    return table
+
+
+def test_a_table_that_cannot_be_loaded_offers_the_repair_not_a_skip(
+    server: Server, tmp_path: Path
+) -> None:
+    """Stopped at its cursor (writers/lakehouse: nothing of the table can be read, so no
+    commit to skip to): the page says to repair it and offers no Skip; a skip is a 409."""
+    table = _stopped_loading(server, tmp_path, 4, "the table cannot be loaded (OSError: gone)")
     with server.client(None, cookies={"pn_ui_token": server.tokens["admin"]}) as c:
         page = c.get("/ui/ops")
     assert page.status_code == 200, page.text
@@ -163,13 +169,7 @@ def test_a_skip_to_where_a_table_resumes_says_every_commit_it_skipped(
 
     import httpx
 
-    table = server.table()
-    db, name = table.split(".")
-    info = server.app.publisher.table(db, name)
-    tables = LakehouseTables(server.app.store)
-    tables.register(info, "delta", location=str(tmp_path / name), start=4)
-    assert tables.claim(info.id, OWNER, 600)
-    tables.stop_loading(info.id, OWNER, 4, 7, "version 4 cannot be loaded (corrupt)")
+    table = _stopped_loading(server, tmp_path, 7, "version 4 cannot be loaded (corrupt)")
     with server.client() as c:
         r = c.post(f"/v1/tables/{table}/lakehouse/skip", json={"version": 7})
     assert r.status_code in (201, 202), r.text
@@ -178,7 +178,9 @@ def test_a_skip_to_where_a_table_resumes_says_every_commit_it_skipped(
     assert (body["skippedFrom"], body["skipped"], body["afterRevision"]) == (5, 7, 4)
     assert body["commitsMissed"]["reason"].startswith("delta commits 5..7 skipped by t-admin")
 
-    tables.stop_loading(info.id, OWNER, 7, 9, "version 7 cannot be loaded (corrupt)")
+    info = server.app.publisher.table(*table.split("."))
+    LakehouseTables(server.app.store).stop_loading(
+        info.id, OWNER, 7, 9, "version 7 cannot be loaded (corrupt)")
     admin = server.tokens["admin"]
     csrf = hmac.new(admin.encode(), b"partition-notify /ui csrf", hashlib.sha256).hexdigest()
     form = {"csrf": csrf, "table": table, "version": "9"}

@@ -41,14 +41,19 @@ def _rows_read(store: Store, read: Callable[[], object],
     return found, int(after[0]) - int(before[0])
 
 
-def test_the_set_done_look_up_s_plan_does_not_outlive_the_table_s_growth(pg_store: Store) -> None:
-    with pg_store.engine.begin() as conn:
+def _warm(store: Store, read: Callable[[], object], empty: object) -> None:
+    """The one table, then ``read()`` on it while empty until the plan is generic."""
+    with store.engine.begin() as conn:
         conn.execute(text(
             "INSERT INTO pn_tables (id, db, name, partition_keys, topic, "
             "retention_seconds, created_at) VALUES (1, 'd', 't', '[\"a\"]', 'hcat.d.t', 1, 0)"))
-    wanted = ["a=019990", "a=*"]
     for _ in range(12):  # prepared on the first, generic from about the sixth
-        assert pg_store.retention.set_done_covering(TABLE, wanted) == []
+        assert read() == empty
+
+
+def test_the_set_done_look_up_s_plan_does_not_outlive_the_table_s_growth(pg_store: Store) -> None:
+    wanted = ["a=019990", "a=*"]
+    _warm(pg_store, lambda: pg_store.retention.set_done_covering(TABLE, wanted), [])
     now = time.time()
     with pg_store.engine.begin() as conn:
         conn.execute(text(
@@ -62,13 +67,8 @@ def test_the_set_done_look_up_s_plan_does_not_outlive_the_table_s_growth(pg_stor
 
 def test_the_newest_covering_look_up_stays_an_index_read(pg_store: Store) -> None:
     """The waiters' read (newest first, one row) on a grown table reads its rows, not all."""
-    with pg_store.engine.begin() as conn:
-        conn.execute(text(
-            "INSERT INTO pn_tables (id, db, name, partition_keys, topic, "
-            "retention_seconds, created_at) VALUES (1, 'd', 't', '[\"a\"]', 'hcat.d.t', 1, 0)"))
     wanted = ["a=019990", "a=*"]
-    for _ in range(12):  # prepared on the first, generic from about the sixth
-        assert pg_store.retention.newest_covering(TABLE, wanted) is None
+    _warm(pg_store, lambda: pg_store.retention.newest_covering(TABLE, wanted), None)
     now = time.time()
     with pg_store.engine.begin() as conn:
         conn.execute(text(
