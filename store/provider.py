@@ -72,10 +72,11 @@ class Store:
             connect_timeout_seconds=connect_timeout_seconds,
             sqlite_synchronous=sqlite_synchronous,
         )
-        read_only = sqlite_access(url) != "rw"
+        access = sqlite_access(url)
+        read_only = access != "rw"
         path = sqlite_file(url)
         if read_only and path is not None and (problem := sqlite_access_problem(
-                path, sqlite_access(url))):  # before SQLite's "readonly database"
+                path, access)):  # before SQLite's "readonly database"
             engine.dispose()
             raise StoreError(f"store {redact_url(url)}: {problem}")
         try:
