@@ -7,10 +7,11 @@ last health check passed, 503 otherwise.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from socketserver import ThreadingMixIn
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, make_wsgi_app
@@ -23,6 +24,12 @@ if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIEnvironment
 
 
+#: How long the endpoint waits for each read of a request (and write of its answer):
+#: a scrape's request arrives in milliseconds; a connection that sends nothing (a
+#: half-open socket, a probe that never closes) held its thread for ever.
+METRICS_READ_TIMEOUT_SECONDS = 10.0
+#: Connections served at once; one more is closed unanswered (each holds a thread).
+MAX_METRICS_CONNECTIONS = 64
 #: The ``status`` label values of ``pn_spark_commits_total``.
 SPARK_COMMIT_STATUSES = ("announced", "spooled", "duplicate", "ignored", "rejected")
 
@@ -118,7 +125,9 @@ class Metrics:
         """Export a subscriber's counters (gaps detected, malformed, ...)."""
         self.registry.register(_SubscriberCollector(stats, name))
 
-    def serve(self, port: int, addr: str = "127.0.0.1") -> int:
+    def serve(self, port: int, addr: str = "127.0.0.1", *,
+              read_timeout: float = METRICS_READ_TIMEOUT_SECONDS,
+              max_connections: int = MAX_METRICS_CONNECTIONS) -> int:
         """Serve /metrics and /healthz on a daemon thread; returns the bound port."""
         metrics_app = make_wsgi_app(self.registry)
 
@@ -134,7 +143,9 @@ class Metrics:
             return body
 
         try:
-            server = make_server(addr, port, app, _ThreadingServer, handler_class=_QuietHandler)
+            handler = type("_TimedHandler", (_QuietHandler,), {"timeout": read_timeout})
+            server = make_server(addr, port, app, _ThreadingServer, handler_class=handler)
+            server.slots = threading.BoundedSemaphore(max_connections)
         except OSError as exc:  # busy port, unknown address: one line, not a traceback
             raise ConfigurationError(
                 f"PN_METRICS_PORT={port} on PN_METRICS_BIND={addr!r}: cannot listen "
@@ -152,7 +163,33 @@ class Metrics:
 
 
 class _ThreadingServer(ThreadingMixIn, WSGIServer):
+    """A thread per connection, at most ``slots`` at once (:data:`MAX_METRICS_CONNECTIONS`)."""
+
     daemon_threads = True
+    # The handler's read timeout ends an idle connection; this bounds how many
+    # wait at once (threads and their stacks), whatever opens them.
+    slots = threading.BoundedSemaphore(MAX_METRICS_CONNECTIONS)  # serve() sets its own
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.slots.acquire(blocking=False):
+            self.shutdown_request(request)  # full: closed unanswered, the client retries
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.slots.release()
+            raise
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that timed out or left is no error of ours: no traceback on stderr."""
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handle_error(request, client_address)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
 
 
 class _QuietHandler(WSGIRequestHandler):

@@ -228,6 +228,10 @@ def _missing_driver(url: str, exc: ModuleNotFoundError) -> Exception:
     )
 
 
+#: The most a SQLite store's ``-wal`` file keeps once the log starts over: SQLite
+#: reuses the file but kept it at its largest (one large transaction left it at
+#: hundreds of MB while serve ran, tests/store/test_wal_size_limit.py).
+SQLITE_WAL_LIMIT_BYTES = 64 << 20
 #: How often a writer waiting for SQLite's write lock tries again. SQLite's own
 #: busy handler backs off to 25-100 ms sleeps, so a writer queued behind the
 #: batched retention purge slept through the gaps between batches and waited
@@ -271,6 +275,7 @@ def _sqlite_hooks(engine: Engine, *, busy_seconds: float, synchronous: str) -> N
         cur = dbapi_conn.cursor()
         if not memory and not read_only:  # changing it writes the file
             cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute(f"PRAGMA journal_size_limit={SQLITE_WAL_LIMIT_BYTES}")
         cur.execute(f"PRAGMA synchronous={synchronous}")  # one of SQLITE_SYNCHRONOUS_LEVELS
         cur.execute("PRAGMA foreign_keys=ON")
         # Debian builds SQLite with SECURE_DELETE on: zeroing every deleted

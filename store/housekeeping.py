@@ -53,16 +53,23 @@ _TABLE_NAME = re.compile(r"pn_[a-z_]{1,60}")
 _NO_FLOOR = 2**62
 
 
+#: Called between two batches of a purge (SQLite: the pause that lets writers
+#: in). False ends the purge there: ``serve`` is stopping and the rest is the
+#: next run's; anything else goes on.
+BetweenBatches = Callable[[], bool | None]
+
+
 def in_batches(
     write_uow: Callable[[], UnitOfWork],
     delete_batch: Callable[[UnitOfWork, int], int],
     *,
     batch_size: int,
     max_batches: int | None = None,
-    between_batches: Callable[[], None] | None = None,
+    between_batches: BetweenBatches | None = None,
 ) -> int:
     """Run ``delete_batch(uow, batch_size)`` in its own write unit of work
-    (``write_uow()``) until a batch deletes fewer than ``batch_size`` rows."""
+    (``write_uow()``) until a batch deletes fewer than ``batch_size`` rows, or
+    ``between_batches`` returns False."""
     total = batches = 0
     while max_batches is None or batches < max_batches:
         with write_uow() as uow:
@@ -71,8 +78,8 @@ def in_batches(
         batches += 1
         if n < batch_size:
             break
-        if between_batches is not None:
-            between_batches()
+        if between_batches is not None and between_batches() is False:
+            break
     return total
 
 
@@ -109,7 +116,7 @@ class Housekeeping:
         return self._db.uow(write=True)
 
     def purge_events(self, before: float, *, batch_size: int,
-                     between_batches: Callable[[], None] | None = None,
+                     between_batches: BetweenBatches | None = None,
                      held_from: int | None = None, hold_until: float = 0.0) -> int:
         """Delete purgeable events created before ``before``; see the module docstring.
 

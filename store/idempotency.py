@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
-from partition_notify.store.housekeeping import delete_where, in_batches
+from partition_notify.store.housekeeping import BetweenBatches, delete_where, in_batches
 from partition_notify.store.idempotency_schema import MAX_IDEMPOTENCY_KEY_CHARS, IdempotencyRow
 from partition_notify.store.provider import Store
 from partition_notify.store.purge_order import oldest_first
@@ -137,7 +136,7 @@ class IdempotencyKeys:
                 row.response = json.dumps(body, separators=(",", ":"))
 
     def purge(self, *, batch_size: int = 1000,
-              between_batches: Callable[[], None] | None = None) -> int:
+              between_batches: BetweenBatches | None = None) -> int:
         """Delete expired keys, oldest first, one transaction per batch; how many.
 
         ``serve`` passes ``PN_PURGE_BATCH_SIZE`` (and SQLite's smaller cap)."""

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from partition_notify.store.hot_read import HotReader
-from partition_notify.store.housekeeping import in_batches
+from partition_notify.store.housekeeping import BetweenBatches, in_batches
 from partition_notify.store.records import TableInfo
 from partition_notify.store.repositories import covering_sql
 from partition_notify.store.schema import SetDoneRow
@@ -101,7 +101,7 @@ class Retention:
         *,
         batch_size: int = 5000,
         max_batches: int | None = None,
-        between_batches: Callable[[], None] | None = None,
+        between_batches: BetweenBatches | None = None,
     ) -> int:
         """Delete expired set-done rows, one short transaction per batch.
 

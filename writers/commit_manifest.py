@@ -33,13 +33,12 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from partition_notify.publisher import Publisher
 from partition_notify.store import Store, TableInfo, UnitOfWork
-from partition_notify.store.housekeeping import in_batches
+from partition_notify.store.housekeeping import BetweenBatches, in_batches
 from partition_notify.store.provider import InTxn
 from partition_notify.writers.commit_drops import dropped_partitions
 from partition_notify.writers.commit_identity import content_fingerprint, seen_before
@@ -259,7 +258,7 @@ def already_processed(publisher: Publisher, manifest: CommitManifest) -> bool:
 
 
 def purge_spark_commits(store: Store, before: float, *, batch_size: int,
-                        between_batches: Callable[[], None] | None = None) -> int:
+                        between_batches: BetweenBatches | None = None) -> int:
     """Forget Spark job ids processed before ``before`` (``PN_SPARK_COMMIT_RETENTION_SECONDS``),
     oldest first in batches: a manifest replayed later than that announces again."""
     return in_batches(

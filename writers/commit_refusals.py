@@ -13,12 +13,11 @@ of an Iceberg/Delta commit its follower cannot announce is recorded here too (st
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
 from partition_notify.store import Store, UnitOfWork
-from partition_notify.store.housekeeping import delete_where, in_batches
+from partition_notify.store.housekeeping import BetweenBatches, delete_where, in_batches
 from partition_notify.store.purge_order import oldest_first
 from partition_notify.store.schema import Base, BigId
 from partition_notify.writers.commit_schema import MAX_JOB_ID_CHARS
@@ -94,7 +93,7 @@ class CommitRefusals:
         return [Refusal(*r) for r in rows]
 
     def purge(self, before: float, *, batch_size: int,
-              between_batches: Callable[[], None] | None = None) -> int:
+              between_batches: BetweenBatches | None = None) -> int:
         """Forget refusals older than ``before``, oldest first in batches."""
         c = _T.c
         return in_batches(

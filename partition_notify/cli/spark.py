@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 from dataclasses import asdict
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from partition_notify.cli.common import plain
-from partition_notify.core.errors import ConfigurationError
+from partition_notify.core.errors import ConfigurationError, InvalidManifestError
 
 if TYPE_CHECKING:
     from partition_notify.cli.common import SubParsers
@@ -106,8 +107,7 @@ def cmd_commits_apply(args: argparse.Namespace) -> int:
     from partition_notify.cli.common import open_app as _app
     from partition_notify.writers.commit_manifest import apply_manifest, parse_manifest
 
-    raw = sys.stdin.buffer.read() if args.file == "-" else _read(args.file)
-    manifest = parse_manifest(raw)
+    manifest = parse_manifest(_read(args.file))
     with _app(args) as app:
         outcome = apply_manifest(app.publisher, manifest, default_fs=app.settings.default_fs)
     print(json.dumps(asdict(outcome)))
@@ -147,10 +147,27 @@ def _extra(dirs: str) -> list[str]:
 
 
 def _read(path: str) -> bytes:
+    """At most one byte more than a manifest may have: a device, a data file or an
+    endless pipe given by mistake is refused, not read into memory to its end.
+    Pipes stay allowed (``-``, ``<(...)``); the spool scan is stricter."""
+    from partition_notify.writers.commit_manifest import MAX_MANIFEST_BYTES
+
     try:
-        return Path(path).read_bytes()
+        if path == "-":
+            raw = sys.stdin.buffer.read(MAX_MANIFEST_BYTES + 1)
+        else:
+            # A FIFO nobody writes would block a plain open for ever; opened
+            # non-blocking, a read of it ends at once (no writer: end of file).
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            os.set_blocking(fd, True)
+            with open(fd, "rb") as f:
+                raw = f.read(MAX_MANIFEST_BYTES + 1)
     except OSError as exc:
         raise ConfigurationError(f"cannot read manifest {path!r}: {exc.strerror}") from None
+    if len(raw) > MAX_MANIFEST_BYTES:
+        raise InvalidManifestError(
+            f"manifest is more than {MAX_MANIFEST_BYTES} bytes, the most a manifest may have")
+    return raw
 
 
 def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser]) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -16,7 +16,7 @@ from partition_notify.deadlines.repositories import (
     ExpectationRepository,
 )
 from partition_notify.deadlines.schema import ExpectationCheckRow, ExpectationRow
-from partition_notify.store.housekeeping import in_batches
+from partition_notify.store.housekeeping import BetweenBatches, in_batches
 from partition_notify.store.schema import EventRow
 from partition_notify.store.uow import UnitOfWork
 
@@ -74,7 +74,7 @@ class DeadlineStore:
         return UnitOfWork(self.store.engine, write=write)
 
     def purge_checks(self, checked_before: float, deadline_before: float, *, batch_size: int,
-                     between_batches: Callable[[], None] | None = None) -> int:
+                     between_batches: BetweenBatches | None = None) -> int:
         """Delete verdicts checked before ``checked_before`` (``PN_EXPECTATION_CHECK_RETENTION_
         SECONDS``) whose deadline is before ``deadline_before`` (the look-back), oldest first:
         an instance the checker still looks at keeps its verdict, so it is not decided twice."""

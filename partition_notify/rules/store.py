@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from partition_notify.core.errors import ConflictError, NotFoundError
 from partition_notify.rules.repositories import RuleRepository, RuleStateRepository
 from partition_notify.rules.schema import RuleRow
-from partition_notify.store.housekeeping import in_batches
+from partition_notify.store.housekeeping import BetweenBatches, in_batches
 from partition_notify.store.uow import UnitOfWork
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ class RuleStore:
                     for r in RuleStateRepository(uow.session).firings(rule_id, limit)]
 
     def purge(self, now: float, *, batch_size: int,
-              between_batches: Callable[[], None] | None = None) -> int:
+              between_batches: BetweenBatches | None = None) -> int:
         """Inputs and firings past their retention, oldest first in batches."""
         batches: tuple[Callable[[UnitOfWork, int], int], ...] = (
             lambda uow, n: RuleStateRepository(uow.session).purge_inputs(

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import astuple, dataclass, fields
 from typing import TYPE_CHECKING
 
@@ -22,6 +21,7 @@ from partition_notify.deadlines.schema import ExpectationCheckRow
 from partition_notify.deadlines.store import DeadlineStore
 from partition_notify.rules.schema import RuleFiringRow, RuleInputRow
 from partition_notify.rules.store import RuleStore
+from partition_notify.store.housekeeping import BetweenBatches
 from partition_notify.store.idempotency import IdempotencyKeys
 from partition_notify.store.idempotency_schema import IdempotencyRow
 from partition_notify.writers.commit_manifest import purge_spark_commits
@@ -40,7 +40,7 @@ COUNTED_TABLES = (
     RuleInputRow.__tablename__, RuleFiringRow.__tablename__,
     SparkCommitRefusalRow.__tablename__,
 )
-Pause = Callable[[], None] | None
+Pause = BetweenBatches | None
 
 
 @dataclass(slots=True)

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from partition_notify.app import App
     from partition_notify.metrics import Metrics
     from partition_notify.publisher.relay import Relay
+    from partition_notify.store.housekeeping import BetweenBatches
 
 log = logging.getLogger(__name__)
 #: SQLite purge: batches short enough that a writer queued behind one waits
@@ -129,13 +130,16 @@ def relay(rt: Runtime) -> tuple[JobFn, float]:
     return job, rt.app.settings.relay_interval_seconds
 
 
-def batching(rt: Runtime) -> tuple[int, Callable[[], None] | None]:
-    """(batch size, pause between batches) of every purge: SQLite has one write
-    lock, so publishers get in between batches; PostgreSQL writers never wait."""
-    size = rt.app.settings.purge_batch_size
+def batching(rt: Runtime) -> tuple[int, BetweenBatches]:
+    """(batch size, what runs between batches) of every purge: SQLite has one write
+    lock, so publishers get in between batches; PostgreSQL writers never wait.
+    Either way a stopping ``serve`` ends the purge there: a backlog of millions of
+    rows otherwise held SIGTERM for minutes (tests/serve/test_stop_during_purge.py)."""
+    size, stopping = rt.app.settings.purge_batch_size, rt.stopping
     if rt.app.store.dialect != "sqlite":
-        return size, None
-    return min(size, SQLITE_PURGE_BATCH), lambda: time.sleep(SQLITE_PURGE_PAUSE_SECONDS)
+        return size, lambda: not stopping.is_set()
+    return (min(size, SQLITE_PURGE_BATCH),
+            lambda: not stopping.wait(SQLITE_PURGE_PAUSE_SECONDS))
 
 
 def purge(rt: Runtime) -> tuple[JobFn, float]:
