@@ -208,12 +208,13 @@ class Publisher:
     def _set_done(self, info: TableInfo, version: int | None, partial_spec: SpecLike,
                   revision: int | None, in_txn: InTxn | None,
                   idempotency_key: str | None) -> SetDoneMessage:
-        done = self.validate_set_done(info, partial_spec)
-        canon = spec.canonical_normal(done)  # once, and validate.set_done normalised it
+        done, canon = validate.set_done_canon(info, partial_spec)
         draft, size = self._set_done_sized(info, done, revision, canon)
         draft.catalog_version = version
-        self._refuse_over(draft, size, f"set-done {canon!r}", None)
-        request = ["set-done", info.qualified, canon, revision]
+        if size > self.config.max_message_bytes:  # its text made only when it is refused
+            self._refuse_over(draft, size, f"set-done {canon!r}", None)
+        request = (None if idempotency_key is None
+                   else ["set-done", info.qualified, canon, revision])
         logged = self._append_once([draft], idempotency_key, request, False, in_txn)
         msg = logged[0]
         assert isinstance(msg, SetDoneMessage)

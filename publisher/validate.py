@@ -55,10 +55,15 @@ def partitions_canon(info: TableInfo,
     return out, list(seen)
 
 def set_done(info: TableInfo, partial_spec: SpecLike) -> spec.Spec:
+    return set_done_canon(info, partial_spec)[0]
+
+
+def set_done_canon(info: TableInfo, partial_spec: SpecLike) -> tuple[spec.Spec, str]:
+    """:func:`set_done` and the spec's canonical string (computed once, here: a publish
+    needs it too)."""
     s = spec.coerce(partial_spec)
     spec.check_against(s, info.partition_keys, full=False, table=info.qualified)
-    _bounded(spec.canonical_normal(s))
-    return s
+    return s, _bounded(spec.canonical_normal(s))
 
 
 def refuse_size(draft: EventDraft, size: int, limit: int, what: str,

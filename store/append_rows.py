@@ -310,10 +310,13 @@ class DriverAppend:
         topic_counter = f"topic:{draft.table.topic}"
         cur.execute(self._advance, (topic_counter,))
         cur.execute(self._read, (topic_counter,))
-        values = {str(name): int(value) for name, value in cur.fetchall()}
+        values: dict[str, int] = dict(cur.fetchall())  # name TEXT, next_value INTEGER
         if draft.catalog_version is not None:
             catalog = values.get(CATALOG_COUNTER)
             check_catalog(draft, None if catalog is None else (catalog,))
+        event, seq = values.get("event"), values.get(topic_counter)
+        if event is not None and seq is not None:  # every publish but a counter's first
+            return event - 1, seq - 1
         taken: dict[str, int] = {}
         for name in ("event", topic_counter):
             if name in values:

@@ -14,6 +14,7 @@ from partition_notify.publisher.message_ids import (
     message_id,
     message_ids,
     v7_hex,
+    v7_one,
 )
 
 MS = st.integers(0, 2**48 - 1)
@@ -36,6 +37,20 @@ def test_each_id_is_the_rfc_layout_of_its_time_and_bytes(unix_ms: int, random: b
     expected = sorted(_by_the_rfc(unix_ms, random[i:i + RANDOM_BYTES])
                       for i in range(0, len(random), RANDOM_BYTES))
     assert v7_hex(unix_ms, random) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(unix_ms=MS, piece=st.binary(min_size=RANDOM_BYTES, max_size=RANDOM_BYTES))
+def test_one_id_is_the_batch_path_of_one(unix_ms: int, piece: bytes) -> None:
+    # message_id()'s own path (one id per publish) must give the batch path's id.
+    assert v7_one(unix_ms, piece) == v7_hex(unix_ms, piece)[0] == _by_the_rfc(unix_ms, piece)
+
+
+def test_one_id_refuses_what_the_batch_path_refuses() -> None:
+    with pytest.raises(ValueError, match="outside"):
+        v7_one(2**48, bytes(RANDOM_BYTES))
+    with pytest.raises(ValueError, match="whole number"):
+        v7_one(0, bytes(RANDOM_BYTES - 1))
 
 
 def test_a_batch_is_unique_sorted_version_7_of_now() -> None:

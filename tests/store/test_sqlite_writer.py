@@ -130,3 +130,29 @@ def test_a_second_transaction_waits_for_the_connection_then_gives_up_at_the_dead
     assert writer.run(lambda conn: conn.execute("SELECT 1").fetchone()[0]) == 1  # released
     writer.close()
     store.close()
+
+
+def test_a_forked_child_writes_on_a_connection_of_its_own(tmp_path: Path) -> None:
+    # SQLite's rule: a child must not write on its parent's connection (the writer keeps
+    # one open across transactions).
+    import os
+
+    store = _store(tmp_path / "s.db")
+    _publish(store)  # the parent's writer connection is open
+    writer = store.log._writer
+    assert writer is not None
+    parent_conn = writer._connection()
+    pid = os.fork()
+    if pid == 0:  # the child: exit code 0 only if it opened and used its own connection
+        try:
+            ok = writer._connection() is not parent_conn
+            _publish(store)
+            os._exit(0 if ok and _events(store) == 2 else 3)
+        except BaseException:
+            os._exit(4)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert writer._connection() is parent_conn
+    _publish(store)
+    assert _events(store) == 3
+    store.close()
