@@ -329,17 +329,17 @@ _SET_DONE_T = cast(Table, SetDoneRow.__table__)
 
 
 def covering_sql(count: int, placeholder: str, *, newest: bool = False) -> str:
-    """COVERING as driver SQL for ``count`` specs; parameters: table_id, *specs, now.
-
+    """COVERING as driver SQL for ``count`` specs; parameters: table_id, *specs, now;
+    rows: body, row id, event id (checked by the readers: store/retained_check.py).
     Sent with exec_driver_sql, it skips compiling the expanding IN on every
     look-up (the profile's largest share after the driver itself). ``newest``:
     only the latest row, a waiter's answer (tests/store/test_hot_read_plans.py).
     """
     t = _SET_DONE_T
-    specs = ", ".join([placeholder] * count)
     return (
-        f"SELECT {t.c.body.name} FROM {t.name} WHERE {t.c.table_id.name} = {placeholder} "
-        f"AND {t.c.spec.name} IN ({specs}) AND {t.c.expires_at.name} > {placeholder} "
+        f"SELECT {t.c.body.name}, {t.c.id.name}, {t.c.event_id.name} FROM {t.name} WHERE "
+        f"{t.c.table_id.name} = {placeholder} AND {t.c.spec.name} IN "
+        f"({', '.join([placeholder] * count)}) AND {t.c.expires_at.name} > {placeholder} "
         f"ORDER BY {t.c.event_id.name}{' DESC LIMIT 1' if newest else ''}"
     )
 
