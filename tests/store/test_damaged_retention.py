@@ -129,3 +129,20 @@ def test_python_and_cli_waiters_answer_the_valid_row(
         out, err = capsys.readouterr()
         assert code == 0, err
         assert json.loads(out)["eventId"] == good.event_id, out
+
+
+def test_the_deadline_checker_judges_from_the_valid_rows(app: App) -> None:
+    """The checker read every covering row and json.loads'ed each: a cut-short one
+    stopped the whole check run with a JSONDecodeError."""
+    from datetime import UTC, datetime
+
+    app.publisher.register_table("sales", "orders", ["datestamp", "region"])
+    app.deadlines.add("sales", "orders", name="daily", spec_template="datestamp={{ ds_nodash }}",
+                      cron="0 0 * * *", deadline="06:00")
+    good = app.publisher.send_mark_set_done("sales", "orders", "datestamp=20300101")
+    info = app.store.catalog.get_table("sales", "orders")
+    body = app.store.retention.set_done_covering(info, [good.spec])[0]
+    insert_damaged(app.store.engine, good, info.id, _cut(body))
+    at = datetime(2030, 1, 2, 6, 0, 1, tzinfo=UTC).timestamp()
+    report = app.deadlines.checker(clock=lambda: at, lookback_seconds=3600).check()
+    assert (report.on_time, report.late) == (1, [])
