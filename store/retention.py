@@ -86,15 +86,13 @@ class Retention:
         except SQLAlchemyError as exc:
             raise map_db_error(exc) from exc
 
-    def set_done_history(self, tables: Sequence[TableInfo], since: float, *,
-                         checked: bool = False) -> list[str]:
+    def set_done_history(self, tables: Sequence[TableInfo], since: float) -> list[str]:
         """Unexpired set-done bodies of ``tables`` published at or after ``since``.
 
         Ids go in chunks as plain driver SQL on one connection, merged in event
         order: one ORM statement with 100,000 bound ids spent most of a large
-        subscribe compiling the IN list (bench/many_tables.py). ``checked``:
-        damaged rows are skipped here (store/retained_check.py); the subscriber
-        decodes each body anyway, skipping and counting the damaged ones.
+        subscribe compiling the IN list (bench/many_tables.py). Damaged rows are
+        skipped (store/retained_check.py).
         """
         by_id = {t.id: t for t in tables}
         ids = sorted(by_id)
@@ -112,7 +110,7 @@ class Retention:
             raise map_db_error(exc) from exc
         rows.sort()
         return [body for event_id, body, row_id, table_id, spec in rows
-                if not checked or self.check.ok(by_id[table_id], (spec,), (body, row_id, event_id))]
+                if self.check.ok(by_id[table_id], (spec,), (body, row_id, event_id))]
 
     def purge_expired(
         self,

@@ -65,7 +65,7 @@ def set_done_history(
     since_event_id: Annotated[int | None, Query(ge=0)] = None,
 ) -> dict[str, object]:
     info = table_info(ctx, table)
-    bodies = ctx.app.store.retention.set_done_history([info], since or 0.0, checked=True)
+    bodies = ctx.app.store.retention.set_done_history([info], since or 0.0)
     out = [json.loads(b) for b in bodies]
     if since_event_id is not None:
         out = [m for m in out if int(m.get("eventId", 0)) > since_event_id]

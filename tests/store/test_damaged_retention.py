@@ -106,7 +106,7 @@ def test_store_reads_skip_the_damaged_row_and_log_it_once(
             assert SetDoneMessage.model_validate_json(newest) == good
             bodies = app.store.retention.set_done_covering(info, wanted)
             assert [SetDoneMessage.model_validate_json(b) for b in bodies] == [good]
-            history = app.store.retention.set_done_history([info], 0, checked=True)
+            history = app.store.retention.set_done_history([info], 0)
             assert [SetDoneMessage.model_validate_json(b) for b in history] == [good]
     lines = _bad_row_lines(caplog, row_id)
     assert len(lines) == 1, lines
@@ -146,3 +146,26 @@ def test_the_deadline_checker_judges_from_the_valid_rows(app: App) -> None:
     at = datetime(2030, 1, 2, 6, 0, 1, tzinfo=UTC).timestamp()
     report = app.deadlines.checker(clock=lambda: at, lookback_seconds=3600).check()
     assert (report.on_time, report.late) == (1, [])
+
+
+def test_history_replay_and_cli_history_hand_on_only_the_valid_row(
+    app: App, damaged: tuple[SetDoneMessage, int], store_url: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A subscriber's history (what a late scheduler replays) and ``history``: a row
+    whose body says another spec was done would announce a completion that never was."""
+    good, _ = damaged
+    with app.subscriber() as sub:
+        got = sub.subscribe("sales.orders", history=True)
+        end = app.publisher.send_mark_set_done("sales", "orders", "datestamp=9")
+        replayed: list[int] = []
+        while not replayed or replayed[-1] != end.event_id:
+            msg = got.get(timeout=10)
+            assert msg is not None, replayed
+            replayed.append(msg.event_id)
+        assert replayed == [good.event_id, end.event_id]
+        assert [m.event_id for m in sub.set_done_history("sales", "orders")] == replayed
+    capsys.readouterr()
+    assert main(["--store-url", store_url, "history", "sales.orders"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [json.loads(line)["eventId"] for line in out] == replayed, out
