@@ -314,7 +314,7 @@ class EventRepository:
 #: Built once: constructing the statement and its cache key on every call cost
 #: more than the indexed look-up itself (~1 ms of CPU per wait_for_set_done).
 COVERING = (
-    select(SetDoneRow.body)
+    select(SetDoneRow.body, SetDoneRow.id, SetDoneRow.event_id)
     .where(
         SetDoneRow.table_id == bindparam("table_id"),
         SetDoneRow.spec.in_(bindparam("specs", expanding=True)),
@@ -352,10 +352,10 @@ class SetDoneRepository:
         if rows:
             insert_many(self.session.connection(), INSERT_SET_DONE, rows)
 
-    def covering(self, table_id: int, specs: Sequence[str], now: float) -> list[str]:
-        """Bodies of unexpired set-done rows whose spec is one of ``specs``."""
-        params = {"table_id": table_id, "specs": list(specs), "now": now}
-        return list(self.session.scalars(COVERING, params))
+    def covering(self, table: int, specs: Sequence[str], now: float) -> list[tuple[str, int, int]]:
+        """(body, row id, event id) of unexpired rows of table id ``table``, spec in ``specs``."""
+        params = {"table_id": table, "specs": list(specs), "now": now}
+        return [(r[0], r[1], r[2]) for r in self.session.execute(COVERING, params)]
 
     def history(self, table_ids: Sequence[int], since: float, now: float) -> list[str]:
         stmt = (

@@ -169,3 +169,22 @@ def test_history_replay_and_cli_history_hand_on_only_the_valid_row(
     assert main(["--store-url", store_url, "history", "sales.orders"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert [json.loads(line)["eventId"] for line in out] == replayed, out
+
+
+def test_a_damaged_row_alone_does_not_hide_a_late_partition(app: App) -> None:
+    """The checker's last look inside its write transaction counted any covering row:
+    a damaged one alone kept the partition from ever being declared late."""
+    from datetime import UTC, datetime
+
+    app.publisher.register_table("sales", "orders", ["datestamp", "region"])
+    app.deadlines.add("sales", "orders", name="daily", spec_template="datestamp={{ ds_nodash }}",
+                      cron="0 0 * * *", deadline="06:00")
+    other = app.publisher.send_mark_set_done("sales", "orders", "datestamp=20291231")
+    info = app.store.catalog.get_table("sales", "orders")
+    body = app.store.retention.set_done_covering(info, [other.spec])[0]
+    with app.store.engine.begin() as conn:  # its body cut short, its row for 20300101
+        conn.execute(text("UPDATE pn_set_done SET spec = 'datestamp=20300101', body = :b"),
+                     {"b": _cut(body)})
+    at = datetime(2030, 1, 2, 6, 0, 1, tzinfo=UTC).timestamp()
+    report = app.deadlines.checker(clock=lambda: at, lookback_seconds=3600).check()
+    assert [c.spec for c in report.late] == ["datestamp=20300101"], report
