@@ -314,7 +314,7 @@ class EventRepository:
 #: Built once: constructing the statement and its cache key on every call cost
 #: more than the indexed look-up itself (~1 ms of CPU per wait_for_set_done).
 COVERING = (
-    select(SetDoneRow.body)
+    select(SetDoneRow.body, SetDoneRow.id, SetDoneRow.event_id)
     .where(
         SetDoneRow.table_id == bindparam("table_id"),
         SetDoneRow.spec.in_(bindparam("specs", expanding=True)),
@@ -329,17 +329,17 @@ _SET_DONE_T = cast(Table, SetDoneRow.__table__)
 
 
 def covering_sql(count: int, placeholder: str, *, newest: bool = False) -> str:
-    """COVERING as driver SQL for ``count`` specs; parameters: table_id, *specs, now.
-
+    """COVERING as driver SQL for ``count`` specs; parameters: table_id, *specs, now;
+    rows: body, row id, event id (checked by the readers: store/retained_check.py).
     Sent with exec_driver_sql, it skips compiling the expanding IN on every
     look-up (the profile's largest share after the driver itself). ``newest``:
     only the latest row, a waiter's answer (tests/store/test_hot_read_plans.py).
     """
     t = _SET_DONE_T
-    specs = ", ".join([placeholder] * count)
     return (
-        f"SELECT {t.c.body.name} FROM {t.name} WHERE {t.c.table_id.name} = {placeholder} "
-        f"AND {t.c.spec.name} IN ({specs}) AND {t.c.expires_at.name} > {placeholder} "
+        f"SELECT {t.c.body.name}, {t.c.id.name}, {t.c.event_id.name} FROM {t.name} WHERE "
+        f"{t.c.table_id.name} = {placeholder} AND {t.c.spec.name} IN "
+        f"({', '.join([placeholder] * count)}) AND {t.c.expires_at.name} > {placeholder} "
         f"ORDER BY {t.c.event_id.name}{' DESC LIMIT 1' if newest else ''}"
     )
 
@@ -352,10 +352,10 @@ class SetDoneRepository:
         if rows:
             insert_many(self.session.connection(), INSERT_SET_DONE, rows)
 
-    def covering(self, table_id: int, specs: Sequence[str], now: float) -> list[str]:
-        """Bodies of unexpired set-done rows whose spec is one of ``specs``."""
-        params = {"table_id": table_id, "specs": list(specs), "now": now}
-        return list(self.session.scalars(COVERING, params))
+    def covering(self, table: int, specs: Sequence[str], now: float) -> list[tuple[str, int, int]]:
+        """(body, row id, event id) of unexpired rows of table id ``table``, spec in ``specs``."""
+        params = {"table_id": table, "specs": list(specs), "now": now}
+        return [(r[0], r[1], r[2]) for r in self.session.execute(COVERING, params)]
 
     def history(self, table_ids: Sequence[int], since: float, now: float) -> list[str]:
         stmt = (

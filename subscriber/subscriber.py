@@ -217,9 +217,9 @@ class Subscriber:
     def _covering_loader(self, info: TableInfo, wanted: spec.Spec,
                          newest: bool) -> Callable[[], list[AnyMessage]]:
         candidates = spec.covering_specs(wanted)
-        if newest:  # a re-done set's newer revision; the newest that decodes, not a bad row
+        if newest:  # a re-done set's newer revision; the newest valid row (retained_check.py)
             return lambda: self._decode_all(
-                self.store.retention.set_done_covering(info, candidates))[-1:]
+                [b for b in [self.store.retention.newest_covering(info, candidates)] if b])
         return lambda: self._decode_all(self.store.retention.set_done_covering(info, candidates))
 
     def set_done_history(self, db: str, table: str, since: float = 0.0) -> list[SetDoneMessage]:

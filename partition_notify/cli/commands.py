@@ -18,6 +18,7 @@ from partition_notify.cli.common import (
     integer,
     keys_arg,
     open_app,
+    say_if_unregistered,
     seconds,
     store_in_use,
     table_arg,
@@ -27,7 +28,6 @@ from partition_notify.core.errors import ValidationError
 from partition_notify.subscriber.refs import table_keys
 
 if TYPE_CHECKING:
-    from partition_notify.app import App
     from partition_notify.cli.common import SubParsers
 
 
@@ -110,16 +110,6 @@ def cmd_wait(args: argparse.Namespace) -> int:
         print(dump(msg))
         print(f"waited {time.monotonic() - started:.3f} s", file=sys.stderr)
     return 0
-
-
-def say_if_unregistered(app: App, refs: list[tuple[str, str]], timeout: float | None,
-                        command: str) -> None:
-    """One stderr line when a command is about to wait for tables to be registered."""
-    known = {(t.db, t.name) for t in app.store.catalog.tables()}
-    if missing := [f"{db}.{name}" for db, name in refs if (db, name) not in known]:
-        limit = "" if timeout is None else f" up to {timeout:g} s"
-        print(f"partition-notify {command}: {', '.join(missing)} not registered yet; "
-              f"waiting{limit} for it", file=sys.stderr, flush=True)
 
 
 def cmd_history(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
+import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -112,6 +113,16 @@ def require_store(url: str | None) -> None:
             f"store {store_in_use(url)} does not exist; read commands do not create one: "
             "point --store-url or PN_STORE_URL at the store serve uses, or create it with "
             "`partition-notify register` (or serve)")
+
+
+def say_if_unregistered(app: App, refs: list[tuple[str, str]], timeout: float | None,
+                        command: str) -> None:
+    """One stderr line when a command is about to wait for tables to be registered."""
+    known = {(t.db, t.name) for t in app.store.catalog.tables()}
+    if missing := [f"{db}.{name}" for db, name in refs if (db, name) not in known]:
+        limit = "" if timeout is None else f" up to {timeout:g} s"
+        print(f"partition-notify {command}: {', '.join(missing)} not registered yet; "
+              f"waiting{limit} for it", file=sys.stderr, flush=True)
 
 
 def integer(minimum: int, maximum: int = MAX_INT64) -> Callable[[str], int]:

@@ -63,11 +63,20 @@ def _print_all(letters: list[DeadLetter] | list[PushLetter], **extra: object) ->
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from partition_notify.contract import names
+
+    # Checked and normalised as every other command's table (SALES.orders is sales.orders).
+    table = None if args.table is None else (names.db_name(args.table[0]),
+                                             names.table_name(args.table[1]))
     with _letters(args) as (dl, pl):
-        if args.source in (None, RELAY):
-            _print_all(dl.find(args.table))
-        if args.source in (None, PUSH):
-            _print_all(pl.find(None if args.table is None else ".".join(args.table)))
+        relay = dl.find(table) if args.source in (None, RELAY) else []
+        push = [] if args.source == RELAY else pl.find(None if table is None else ".".join(table))
+        if table is not None and not relay and not push:
+            # A typo must not read as "no dead letters". An unregistered table's
+            # push letters (the table string is kept) are still listed above.
+            dl.store.catalog.get_table(*table)
+        _print_all(relay)
+        _print_all(push)
     return 0
 
 

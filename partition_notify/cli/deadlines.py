@@ -8,8 +8,16 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from partition_notify.cli.common import db_table, dump, integer, open_app, table_arg
+from partition_notify.cli.common import (
+    db_table,
+    dump,
+    integer,
+    open_app,
+    say_if_unregistered,
+    table_arg,
+)
 from partition_notify.deadlines.schedule import VARIABLES
+from partition_notify.subscriber.refs import table_keys
 
 #: `expect status --limit` at most: verdicts are kept for a retention, not for ever.
 MAX_STATUS_LIMIT = 10_000
@@ -69,6 +77,7 @@ def wait_failing_on_late(args: argparse.Namespace) -> int:
 
     started = time.monotonic()
     with open_app(args, existing=True) as app:
+        say_if_unregistered(app, table_keys([args.table]), args.timeout, "wait")
         try:
             msg = app.deadlines.wait_for_set_done(*db_table(args), args.spec, timeout=args.timeout)
         except PartitionLateError as exc:

@@ -162,7 +162,8 @@ class DeadlineChecker:
             return
 
         def in_txn(uow: UnitOfWork, messages: list[AnyMessage]) -> None:
-            if self.store.covered_in(uow, info.id, candidates, self.log_store.clock()):
+            rows = self.store.covered_in(uow, info.id, candidates, self.log_store.clock())
+            if self.log_store.retention.check.valid(info, candidates, rows):  # not a damaged one
                 raise _Covered
             self.store.record(uow, exp.id, inst.key, canon, due, LATE, messages[0].event_id)
 

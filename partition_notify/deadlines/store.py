@@ -178,8 +178,10 @@ class DeadlineStore:
             return [CheckInfo.of(r) for r in rows]
 
     @staticmethod
-    def covered_in(uow: UnitOfWork, table_id: int, specs: Sequence[str], now: float) -> list[str]:
-        """Covering set-done bodies, read inside a writer's transaction (under its lock)."""
+    def covered_in(uow: UnitOfWork, table_id: int, specs: Sequence[str],
+                   now: float) -> list[tuple[str, int, int]]:
+        """Covering set-done rows (body, row id, event id), read inside a writer's
+        transaction (under its lock); the caller checks them (store/retained_check.py)."""
         return uow.set_done.covering(table_id, specs, now)
 
     def set_done_logged(self, table_id: int, specs: Sequence[str], after: int = 0) -> list[str]:

@@ -52,3 +52,37 @@ def test_poke_and_trigger_answer_the_newest(
         # Only the broader set covers region=eu: its one completion.
         eu = asyncio.run(fire("datestamp=20110228/region=eu"))
         assert eu["message"]["eventId"] == a.event_id
+
+
+def test_poke_and_trigger_skip_a_damaged_newest_row(
+    airflow_home: object, pn_connection: Callable[..., str], store_url: str
+) -> None:
+    """A newest retention row that no longer decodes (tests/store/test_damaged_retention.py)
+    is skipped: poke and the trigger hand over the valid older one, not an error."""
+    from partition_notify.integrations.airflow.sensors import PartitionSetDoneSensor
+    from partition_notify.integrations.airflow.triggers import PartitionSetDoneTrigger
+
+    from tests.store.test_damaged_retention import DAMAGE, insert_damaged
+
+    conn_id = pn_connection("pn_damaged", extra={"store_url": store_url,
+                                                  "transport_url": "embedded://"})
+    with build_app(store_url=store_url, transport_url="embedded://") as app:
+        app.publisher.register_table("sales", "orders", ["datestamp", "region"])
+        good = app.publisher.send_mark_set_done("sales", "orders", "datestamp=20110228")
+        info = app.store.catalog.get_table("sales", "orders")
+        body = app.store.retention.set_done_covering(info, [good.spec])[0]
+        insert_damaged(app.store.engine, good, info.id, DAMAGE["cut-short"](body))
+        sensor = PartitionSetDoneSensor(task_id="wait", table="sales.orders",
+                                        spec="datestamp=20110228/region=us", conn_id=conn_id,
+                                        deferrable=False)
+        poked = sensor.poke({})
+        assert poked.is_done and poked.xcom_value["eventId"] == good.event_id
+
+        async def fire() -> dict[str, Any]:
+            trigger = PartitionSetDoneTrigger(table="sales.orders", spec="datestamp=20110228",
+                                              deadline=time.time() + 60, conn_id=conn_id)
+            event = await asyncio.wait_for(anext(trigger.run()), 60)
+            return dict(event.payload)
+
+        fired = asyncio.run(fire())
+        assert fired["status"] == "done" and fired["message"]["eventId"] == good.event_id, fired
