@@ -34,11 +34,18 @@ final class TableIdentity {
     final String name;
     final String location;
     final TableIdentifier id;
+    /** A command that replaces the whole table (a CTAS with mode Overwrite). */
+    final boolean replaces;
 
     Candidate(TableIdentifier id, String name, String location) {
+      this(id, name, location, false);
+    }
+
+    Candidate(TableIdentifier id, String name, String location, boolean replaces) {
       this.id = id;
       this.name = name;
       this.location = location;
+      this.replaces = replaces;
     }
   }
 
@@ -78,6 +85,7 @@ final class TableIdentity {
     }
     if (table != null) {
       m.table = table.name;
+      m.replacesTable = table.replaces;
       customValues(m, table.id, root);
     }
   }
@@ -106,7 +114,7 @@ final class TableIdentity {
       // InsertIntoHiveTable.table, ...): any command naming a CatalogTable.
       CatalogTable t = catalogTableOf(plan);
       if (t != null) {
-        out.add(new Candidate(t.identifier(), name(t), location(t)));
+        out.add(new Candidate(t.identifier(), name(t), location(t), overwrites(plan)));
       }
     }
     Iterator<?> it = children(plan);
@@ -181,6 +189,20 @@ final class TableIdentity {
       return ((scala.collection.Iterable<?>) kids).iterator();
     } catch (ReflectiveOperationException e) {
       throw new IllegalStateException("no children() on " + plan.getClass().getName(), e);
+    }
+  }
+
+  /**
+   * A CTAS-like command run with {@code SaveMode.Overwrite}: {@code saveAsTable} in mode
+   * overwrite, which drops an existing table (its directory too, for a managed one) and
+   * creates it from the job's output. Read by name: the command classes differ by version.
+   */
+  private static boolean overwrites(LogicalPlan plan) {
+    try {
+      Method mode = plan.getClass().getMethod("mode");
+      return "Overwrite".equals(String.valueOf(mode.invoke(plan)));
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      return false;
     }
   }
 
