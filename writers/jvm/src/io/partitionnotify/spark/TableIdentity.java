@@ -65,6 +65,50 @@ final class TableIdentity {
     return found;
   }
 
+  /**
+   * The write options of the command running on this thread, from the plan of its SQL
+   * execution ({@code InsertIntoHadoopFsRelationCommand.options}): Spark hands a job's
+   * options to {@code setupJob} only, after a static overwrite deleted; the {@code
+   * FileSystem} {@code deleteWithJob} gets is cached, its configuration another job's. Empty
+   * when there is no execution or no such command (the options are then checked in setupJob).
+   */
+  static Map<String, String> writeOptions() {
+    Map<String, String> out = new LinkedHashMap<>();
+    try {
+      scala.Option<org.apache.spark.sql.SparkSession> active =
+          org.apache.spark.sql.SparkSession.getActiveSession();
+      String id = active.isDefined()
+          ? active.get().sparkContext().getLocalProperty("spark.sql.execution.id") : null;
+      QueryExecution qe = id == null ? null : PendingCommits.execution(Long.parseLong(id));
+      if (qe != null) {
+        optionsOf(qe.logical(), out);
+      }
+    } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
+      LOG.warn("partition-notify: could not read the write options before the delete: {}",
+          e.toString());
+    }
+    return out;
+  }
+
+  private static void optionsOf(LogicalPlan plan, Map<String, String> out)
+      throws ReflectiveOperationException {
+    if (plan instanceof CommandResult) {
+      optionsOf(((CommandResult) plan).commandLogicalPlan(), out);
+    } else if (plan instanceof InsertIntoHadoopFsRelationCommand) {
+      // A scala Map: Iterable of Tuple2 on Scala 2.12 and 2.13 alike.
+      Object opts = plan.getClass().getMethod("options").invoke(plan);
+      Iterator<?> kv = ((scala.collection.Iterable<?>) opts).iterator();
+      while (kv.hasNext()) {
+        scala.Tuple2<?, ?> e = (scala.Tuple2<?, ?>) kv.next();
+        out.put(String.valueOf(e._1()), String.valueOf(e._2()));
+      }
+    }
+    Iterator<?> it = children(plan);
+    while (it.hasNext()) {
+      optionsOf((LogicalPlan) it.next(), out);
+    }
+  }
+
   /** At the end of the command: its executed plan names the table (CTAS included). */
   static void resolve(Manifest m, List<Candidate> found, QueryExecution root) {
     List<Candidate> all = new ArrayList<>(found);
