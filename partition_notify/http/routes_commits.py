@@ -100,10 +100,17 @@ def _older_first(ctx: HttpContext, info: TableInfo, manifest: CommitManifest) ->
     before this one, are applied first (writers/commit_spool.py ``apply_older``)."""
     from partition_notify.http.store import HttpStore
 
-    stats = apply_older(
-        ctx.app.publisher, info, manifest.committed_at_ms,
-        keys=HttpStore(ctx.app.store).signing_keys, default_fs=ctx.settings.default_fs,
-        deadline_seconds=min(OLDER_FIRST_SECONDS, ctx.settings.spark_spool_scan_deadline_seconds))
+    try:
+        stats = apply_older(
+            ctx.app.publisher, info, manifest.committed_at_ms,
+            keys=HttpStore(ctx.app.store).signing_keys, default_fs=ctx.settings.default_fs,
+            deadline_seconds=min(OLDER_FIRST_SECONDS,
+                                 ctx.settings.spark_spool_scan_deadline_seconds))
+    except PartitionNotifyError as exc:
+        # The posted job is still applied; a late older one cannot undo it (commit_order.py).
+        log.warning("spark job %s: the spool of %s could not be read first: %s",
+                    manifest.job_id, info.qualified, exc)
+        return
     ctx.metrics.spark_commits.labels(status="spooled").inc(stats.announced)
     if stats.jobs or stats.cut_short:
         log.info("spark job %s: older spooled commits of %s applied first: %s",
