@@ -70,6 +70,21 @@ def dropped_partitions(
     return out
 
 
+def cleared_specs(info: TableInfo, job: Job, default_fs: str | None) -> list[dict[str, str]]:
+    """The (partial) specs the job removed wholesale, kept for commit order
+    (writers/commit_order.py): its dropped specs, or the partition prefixes its static
+    overwrite deleted (``{}``: the whole table). Custom locations outside the table's
+    tree are not prefixes: a late older job is judged by its partitions' revisions there."""
+    if job.dropped:
+        return [dict(spec.coerce(raw)) for raw in job.dropped]
+    if not job.deleted or not info.location:
+        return []
+    table_loc = normalise_location(info.location, default_fs)
+    found = (_prefix(normalise_location(d, default_fs), table_loc, info.partition_keys)
+             for d in job.deleted)
+    return [p for p in found if p is not None]
+
+
 def _none_above(job: Job, info: TableInfo, table_loc: str, dirs: Sequence[str]) -> None:
     """Spark deletes inside the output path or a partition's own location; an entry
     holding the table's location would drop every partition of it (a forged or broken

@@ -40,7 +40,7 @@ from partition_notify.publisher import Publisher
 from partition_notify.store import Store, TableInfo, UnitOfWork
 from partition_notify.store.housekeeping import BetweenBatches, in_batches
 from partition_notify.store.provider import InTxn
-from partition_notify.writers.commit_drops import dropped_partitions
+from partition_notify.writers.commit_drops import cleared_specs, dropped_partitions
 from partition_notify.writers.commit_identity import content_fingerprint, seen_before
 from partition_notify.writers.commit_locations import (
     SeenOnce,
@@ -50,6 +50,7 @@ from partition_notify.writers.commit_locations import (
     staging_table,
     within,
 )
+from partition_notify.writers.commit_order import cleared_json, later_than
 from partition_notify.writers.commit_repository import SparkCommitRepository
 from partition_notify.writers.commit_schema import MAX_JOB_ID_CHARS
 from partition_notify.writers.layout import parse_partition_path
@@ -293,6 +294,12 @@ def announce(
     specs = partition_specs(info, manifest, target.prefix, default_fs)
     locations = written_locations(manifest, specs)
     dropped = dropped_partitions(publisher.store, info, manifest, specs, default_fs)
+    set_done = manifest.mark_set_done
+    later = later_than(publisher.store, info, manifest.committed_at_ms)
+    if later is not None:  # applied after a newer job: nothing it overtook is undone
+        specs, locations, dropped, set_done = later.keep(
+            manifest.job_id, specs, locations, dropped, set_done)
+    cleared = cleared_json(cleared_specs(info, manifest, default_fs))
     clock = publisher.store.clock
     # A re-announce must not look like a duplicate: the job's commit time tells writes apart.
     revision = manifest.committed_at_ms or int(clock() * 1000)
@@ -300,14 +307,15 @@ def announce(
 
     def record(uow: UnitOfWork, messages: list[AnyMessage]) -> None:
         SparkCommitRepository(uow.session).add(
-            manifest.job_id, info.id, len(specs), clock(), fingerprint)
+            manifest.job_id, info.id, len(specs), clock(), fingerprint,
+            manifest.committed_at_ms, cleared)
         if in_txn is not None:
             in_txn(uow, messages)
 
     try:
         logged = publisher.announce_commit(
             info.db, info.name, specs, locations=locations, replace=manifest.overwrite,
-            set_done=manifest.mark_set_done, in_txn=record, revision=revision,
+            set_done=set_done, in_txn=record, revision=revision,
             dropped=dropped,
         )
     except ValidationError as exc:

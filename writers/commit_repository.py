@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 _COMMITS = cast(Table, SparkCommitRow.__table__)
 _ADD_SQL = ("INSERT INTO pn_spark_commits (job_id, table_id, partitions, processed_at, "
-            "fingerprint) VALUES ({p}, {p}, {p}, {p}, {p})")
+            "fingerprint, committed_at_ms, cleared) VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p})")
 
 
 class SparkCommitRepository:
@@ -26,11 +26,13 @@ class SparkCommitRepository:
         ).first()
 
     def add(self, job_id: str, table_id: int, partitions: int, now: float,
-            fingerprint: str) -> None:
+            fingerprint: str, committed_at_ms: int | None = None,
+            cleared: str | None = None) -> None:
         # Executed now: a concurrent processor of the same job fails here, inside the
         # transaction that would have logged the duplicate messages. A prebuilt
         # statement: the ORM's flush was most of this insert's time.
-        run_sql(self.session, _ADD_SQL, (job_id, table_id, partitions, now, fingerprint))
+        run_sql(self.session, _ADD_SQL, (job_id, table_id, partitions, now, fingerprint,
+                                        committed_at_ms, cleared))
 
     def purge_batch(self, before: float, n: int) -> int:
         """Forget the ``n`` oldest job ids processed before ``before``."""

@@ -9,7 +9,7 @@ content fingerprint (0014) tells a replay from another job reusing the id.
 from __future__ import annotations
 
 from partition_notify.store.schema import Base
-from sqlalchemy import Float, Index, Integer, String
+from sqlalchemy import BigInteger, Float, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 #: Longest Spark job id accepted (Spark uses a 36-character UUID).
@@ -24,4 +24,9 @@ class SparkCommitRow(Base):
     processed_at: Mapped[float] = mapped_column(Float)
     #: SHA-256 of the job's content (migration 0014; None: recorded before it)
     fingerprint: Mapped[str | None] = mapped_column(String(64), nullable=True)
-    __table_args__ = (Index("ix_pn_spark_commits_processed", "processed_at"),)
+    #: the job's committedAtMs and the specs it cleared, JSON (0016; commit order,
+    #: writers/commit_order.py)
+    committed_at_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    cleared: Mapped[str | None] = mapped_column(Text, nullable=True)
+    __table_args__ = (Index("ix_pn_spark_commits_processed", "processed_at"),
+                      Index("ix_pn_spark_commits_table_time", "table_id", "committed_at_ms"))

@@ -6,7 +6,10 @@ unreachable, signed with the writer's token (:mod:`.spool_signature`). This
 job looks there under every registered table location (and in extra spool
 directories) and announces each manifest once
 (:func:`partition_notify.writers.commit_manifest.apply_manifest` is
-idempotent by job id), then deletes it. What it finds is untrusted:
+idempotent by job id), then deletes it; a directory's manifests in commit
+order (``committedAtMs``, then job id), and a table's older ones before a
+manifest posted for it (:func:`apply_older`; docs/writers.md "Commit order").
+What it finds is untrusted:
 
 * a manifest in a table's spool announces that table or nothing, and only if
   a live write token signed it (extra spool directories: the signature only);
@@ -30,6 +33,7 @@ HDFS, use the HTTP route (the normal path) or point
 from __future__ import annotations
 
 import errno
+import json
 import logging
 import os
 import stat
@@ -135,14 +139,84 @@ def scan(
                       time.monotonic() + deadline_seconds, should_stop)
     suffix = ".json" + IGNORED_SUFFIX if retry_ignored else ".json"
     for d in spool_dirs(publisher, extra_dirs, default_fs):
-        for name in ready(d.path, suffix):
-            if ctx.over():
-                stats.cut_short = True
-                log.warning("spark commit pick-up stopped at its deadline; the rest next time")
-                return stats
-            process_file(ctx, d, name, stats)
+        if not scan_dir(ctx, d, suffix, stats):
+            stats.cut_short = True
+            log.warning("spark commit pick-up stopped at its deadline; the rest next time")
+            return stats
         expire_ignored(d.path)
     return stats
+
+
+def apply_older(
+    publisher: Publisher, info: TableInfo, committed_at_ms: int | None, *,
+    keys: Callable[[], Iterable[bytes]], default_fs: str | None = None,
+    deadline_seconds: float = 10.0,
+) -> SpoolStats:
+    """Apply the manifests in ``info``'s spool committed no later than
+    ``committed_at_ms``, in commit order: a manifest posted for the table (serve is
+    back) takes effect after them, not before (an overwrite's drops first, then an
+    older append's adds, would leave its partitions announced, their data gone).
+    ``keys`` is only called (a store read) when the spool holds manifests."""
+    stats = SpoolStats()
+    d = local_dir(info.location, default_fs) if info.location else None
+    if d is None or not ready(d / SPOOL):   # the usual case: one listing
+        return stats
+    ctx = ScanContext(publisher, list(keys()), default_fs,
+                      time.monotonic() + deadline_seconds, lambda: False)
+    stats.cut_short = not scan_dir(ctx, SpoolDir(d / SPOOL, info), ".json", stats,
+                                   until_ms=committed_at_ms)
+    return stats
+
+
+def scan_dir(ctx: ScanContext, d: SpoolDir, suffix: str, stats: SpoolStats,
+             until_ms: int | None = None) -> bool:
+    """Apply ``d``'s manifests in commit order (those committed after ``until_ms``
+    stay); False when the deadline came first."""
+    ordered = in_commit_order(ctx, d.path, ready(d.path, suffix))
+    if ordered is None:
+        return False
+    for (committed, _, _), name in ordered:
+        if until_ms is not None and committed > until_ms:
+            break
+        if ctx.over():
+            return False
+        process_file(ctx, d, name, stats)
+    return True
+
+
+#: The order key of a file that cannot be read as a manifest: first (it is set aside).
+_UNREADABLE = (-1, "", "")
+
+
+def in_commit_order(
+    ctx: ScanContext, d: Path, names: Iterable[str]
+) -> list[tuple[tuple[int, str, str], str]] | None:
+    """``names`` by commit time, then job id (a tie: a stable, arbitrary order), each
+    with its key; None when the deadline came first. The file names are job ids (random):
+    their order would apply an overwrite before the older write it replaced. Each file is
+    read twice (here for its time only, then to apply it): at most MAX_FILES_PER_DIR
+    keys are held, never the manifests."""
+    keyed = []
+    for name in names:
+        if ctx.over():
+            return None
+        keyed.append((_commit_key(d / name, name), name))
+    keyed.sort()
+    return keyed
+
+
+def _commit_key(path: Path, name: str) -> tuple[int, str, str]:
+    """(committedAtMs, jobId, file name) as the file says: untrusted, only an order; the
+    apply verifies it (without a time: first, as the oldest)."""
+    try:
+        obj = json.loads(read_manifest_file(path))
+    except (OSError, InvalidManifestError, ValueError):
+        return _UNREADABLE
+    if not isinstance(obj, dict):
+        return _UNREADABLE
+    at, job = obj.get("committedAtMs"), obj.get("jobId")
+    at = at if isinstance(at, int) and not isinstance(at, bool) else -1
+    return at, job if isinstance(job, str) else "", name
 
 
 @dataclass
@@ -205,14 +279,25 @@ def expire_ignored(d: Path, now: float | None = None) -> int:
 
 
 def ready(d: Path, suffix: str = ".json") -> list[str]:
-    """Names of manifests ready in ``d`` (``.<job>.json.tmp`` is still being written)."""
+    """Names of manifests ready in ``d`` (``.<job>.json.tmp`` is still being written);
+    beyond MAX_FILES_PER_DIR, the earliest spooled (the rest: next scan)."""
     try:
-        names = sorted(os.listdir(d))
+        names = [n for n in os.listdir(d) if n.endswith(suffix) and not n.startswith(".")]
     except OSError as exc:
         if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
             log.warning("spool directory %s cannot be listed: %s", d, exc.strerror)
         return []
-    return [n for n in names if n.endswith(suffix) and not n.startswith(".")][:MAX_FILES_PER_DIR]
+    if len(names) > MAX_FILES_PER_DIR:
+        # The oldest files hold the oldest commits: applied first, they keep commit order.
+        names = sorted(names, key=lambda n: (_mtime(d / n), n))[:MAX_FILES_PER_DIR]
+    return sorted(names)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return os.lstat(path).st_mtime
+    except OSError:
+        return float("inf")
 
 
 def read_manifest_file(path: Path) -> bytes:

@@ -29,8 +29,10 @@ from partition_notify.http.auth import Principal, require_role
 from partition_notify.http.context import HttpContext, context
 from partition_notify.http.idempotency import IdempotencyKey, fingerprint, idempotent_write
 from partition_notify.http.problems import ApiProblem, about, from_error
+from partition_notify.store import TableInfo
 from partition_notify.store.provider import InTxn
 from partition_notify.writers.commit_manifest import (
+    CommitManifest,
     Outcome,
     already_processed,
     announce,
@@ -38,6 +40,7 @@ from partition_notify.writers.commit_manifest import (
     plan,
 )
 from partition_notify.writers.commit_refusals import CommitRefusals
+from partition_notify.writers.commit_spool import apply_older
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/v1", tags=["spark"])
@@ -88,6 +91,32 @@ def _keep(ctx: HttpContext, who: Principal, status: str, body: dict[str, object]
         log.warning("could not keep the reason of a %s Spark commit: %s", status, exc)
 
 
+#: The most a POST waits for the older manifests of its table's spool.
+OLDER_FIRST_SECONDS = 10.0
+
+
+def _older_first(ctx: HttpContext, info: TableInfo, manifest: CommitManifest) -> None:
+    """Commit order: the manifests spooled for the table while serve was down, committed
+    before this one, are applied first (writers/commit_spool.py ``apply_older``)."""
+    from partition_notify.http.store import HttpStore
+
+    try:
+        stats = apply_older(
+            ctx.app.publisher, info, manifest.committed_at_ms,
+            keys=HttpStore(ctx.app.store).signing_keys, default_fs=ctx.settings.default_fs,
+            deadline_seconds=min(OLDER_FIRST_SECONDS,
+                                 ctx.settings.spark_spool_scan_deadline_seconds))
+    except PartitionNotifyError as exc:
+        # The posted job is still applied; a late older one cannot undo it (commit_order.py).
+        log.warning("spark job %s: the spool of %s could not be read first: %s",
+                    manifest.job_id, info.qualified, exc)
+        return
+    ctx.metrics.spark_commits.labels(status="spooled").inc(stats.announced)
+    if stats.jobs or stats.cut_short:
+        log.info("spark job %s: older spooled commits of %s applied first: %s",
+                 manifest.job_id, info.qualified, stats)
+
+
 @contextmanager
 def _naming_job_id() -> Iterator[None]:
     """A reused job id names ``body.jobId`` (the manifest's other errors keep theirs)."""
@@ -112,6 +141,7 @@ def _post_commit(
             _keep(ctx, who, "ignored", body, f"no registered table matches {where}; "
                   "register it and post the manifest again")
         return _outcome(ctx, target)
+    _older_first(ctx, target.info, manifest)
     fp = fingerprint(who, "POST", request.url.path, body)
 
     conflicted: list[bool] = []

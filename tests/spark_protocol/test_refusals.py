@@ -115,6 +115,22 @@ def test_a_misspelt_write_option_refuses_the_write(
     assert not _files(loc, "1")
 
 
+def test_a_misspelt_write_option_refuses_a_static_overwrite_before_it_deletes(
+    pspark: Any, app: Any, serve: Any, tmp_path: Path
+) -> None:
+    loc = tmp_path / "events"
+    app.publisher.register_table("lake", "events", KEYS, location=f"file:{loc}")
+    _rows(pspark, "1").write.partitionBy(*KEYS).parquet(str(loc))
+    kept = _files(loc, "1")
+    write = (_rows(pspark, "2").write.mode("overwrite").partitionBy(*KEYS)
+             .option("partitionnotify.markSetDon", "ds=2"))
+    with pytest.raises(Exception) as refused:
+        write.parquet(str(loc))
+    _assert_one_line(refused.value, "unknown write option 'partitionnotify.markSetDon'; "
+                     "expected partitionnotify.markSetDone", ignore_case=True)
+    assert _files(loc, "1") == kept and not _files(loc, "2")     # nothing deleted or written
+
+
 def test_an_unwritable_spool_refuses_the_write_when_it_is_the_only_way(
     pspark: Any, setting: Any, tmp_path: Path
 ) -> None:

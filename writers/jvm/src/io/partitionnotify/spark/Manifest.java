@@ -30,6 +30,12 @@ final class Manifest {
   /** Directories Spark deleted before writing (a static-mode overwrite), absolute. */
   final Set<String> deleted;
   volatile String table;
+  /**
+   * The job replaced the whole table: a CTAS with mode Overwrite ({@code
+   * df.write.mode("overwrite").saveAsTable}), which Spark runs after dropping the table, so
+   * nothing went through {@code deleteWithJob}. Sent as an overwrite that deleted the output path.
+   */
+  volatile boolean replacesTable;
   /** Partition specs (possibly partial) an ALTER TABLE ... DROP PARTITION removed. */
   volatile List<Map<String, String>> dropped = List.of();
   /** Partition values of the job's custom locations, by path (from the session catalog). */
@@ -53,7 +59,7 @@ final class Manifest {
     doc.put("jobId", jobId);
     doc.put("table", table);
     doc.put("outputPath", outputPath);
-    doc.put("overwrite", overwrite);
+    doc.put("overwrite", overwrite || replacesTable);
     List<Map<String, Object>> parts = new ArrayList<>();
     for (String d : dirs) {
       Map<String, Object> p = new LinkedHashMap<>();
@@ -77,6 +83,9 @@ final class Manifest {
     List<String> gone = new ArrayList<>();
     for (String g : deleted) {
       gone.add(trimSlash(g));
+    }
+    if (replacesTable && !gone.contains(outputPath)) {
+      gone.add(outputPath);
     }
     doc.put("deleted", gone);
     if (!dropped.isEmpty()) {

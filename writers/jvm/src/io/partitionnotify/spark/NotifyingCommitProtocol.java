@@ -7,9 +7,11 @@ import java.lang.invoke.MethodHandles;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 
+import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.mapreduce.JobContext;
@@ -133,9 +135,13 @@ public class NotifyingCommitProtocol extends HadoopMapReduceCommitProtocol {
     synchronized (this) {
       if (active && !checkedBeforeDelete) {
         // A static overwrite deletes before setupJob: refuse before anything is gone. The
-        // job's write options are not known yet; setupJob checks them.
+        // job's write options reach setupJob only: read from the command's plan here.
         checkedBeforeDelete = true;
-        Preflight.check(jobId, path, Preflight.sessionConf(fs.getConf()));
+        Configuration conf = Preflight.sessionConf(fs.getConf());
+        for (Map.Entry<String, String> o : TableIdentity.writeOptions().entrySet()) {
+          conf.set(o.getKey(), o.getValue());
+        }
+        Preflight.check(jobId, path, conf);
       }
       if (deletedBeforeWrite == null) {
         deletedBeforeWrite = new TreeSet<>();

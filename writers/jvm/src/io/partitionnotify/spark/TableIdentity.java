@@ -34,11 +34,18 @@ final class TableIdentity {
     final String name;
     final String location;
     final TableIdentifier id;
+    /** A command that replaces the whole table (a CTAS with mode Overwrite). */
+    final boolean replaces;
 
     Candidate(TableIdentifier id, String name, String location) {
+      this(id, name, location, false);
+    }
+
+    Candidate(TableIdentifier id, String name, String location, boolean replaces) {
       this.id = id;
       this.name = name;
       this.location = location;
+      this.replaces = replaces;
     }
   }
 
@@ -56,6 +63,50 @@ final class TableIdentity {
       }
     }
     return found;
+  }
+
+  /**
+   * The write options of the command running on this thread, from the plan of its SQL
+   * execution ({@code InsertIntoHadoopFsRelationCommand.options}): Spark hands a job's
+   * options to {@code setupJob} only, after a static overwrite deleted; the {@code
+   * FileSystem} {@code deleteWithJob} gets is cached, its configuration another job's. Empty
+   * when there is no execution or no such command (the options are then checked in setupJob).
+   */
+  static Map<String, String> writeOptions() {
+    Map<String, String> out = new LinkedHashMap<>();
+    try {
+      scala.Option<org.apache.spark.sql.SparkSession> active =
+          org.apache.spark.sql.SparkSession.getActiveSession();
+      String id = active.isDefined()
+          ? active.get().sparkContext().getLocalProperty("spark.sql.execution.id") : null;
+      QueryExecution qe = id == null ? null : PendingCommits.execution(Long.parseLong(id));
+      if (qe != null) {
+        optionsOf(qe.logical(), out);
+      }
+    } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
+      LOG.warn("partition-notify: could not read the write options before the delete: {}",
+          e.toString());
+    }
+    return out;
+  }
+
+  private static void optionsOf(LogicalPlan plan, Map<String, String> out)
+      throws ReflectiveOperationException {
+    if (plan instanceof CommandResult) {
+      optionsOf(((CommandResult) plan).commandLogicalPlan(), out);
+    } else if (plan instanceof InsertIntoHadoopFsRelationCommand) {
+      // A scala Map: Iterable of Tuple2 on Scala 2.12 and 2.13 alike.
+      Object opts = plan.getClass().getMethod("options").invoke(plan);
+      Iterator<?> kv = ((scala.collection.Iterable<?>) opts).iterator();
+      while (kv.hasNext()) {
+        scala.Tuple2<?, ?> e = (scala.Tuple2<?, ?>) kv.next();
+        out.put(String.valueOf(e._1()), String.valueOf(e._2()));
+      }
+    }
+    Iterator<?> it = children(plan);
+    while (it.hasNext()) {
+      optionsOf((LogicalPlan) it.next(), out);
+    }
   }
 
   /** At the end of the command: its executed plan names the table (CTAS included). */
@@ -78,6 +129,7 @@ final class TableIdentity {
     }
     if (table != null) {
       m.table = table.name;
+      m.replacesTable = table.replaces;
       customValues(m, table.id, root);
     }
   }
@@ -106,7 +158,7 @@ final class TableIdentity {
       // InsertIntoHiveTable.table, ...): any command naming a CatalogTable.
       CatalogTable t = catalogTableOf(plan);
       if (t != null) {
-        out.add(new Candidate(t.identifier(), name(t), location(t)));
+        out.add(new Candidate(t.identifier(), name(t), location(t), overwrites(plan)));
       }
     }
     Iterator<?> it = children(plan);
@@ -181,6 +233,20 @@ final class TableIdentity {
       return ((scala.collection.Iterable<?>) kids).iterator();
     } catch (ReflectiveOperationException e) {
       throw new IllegalStateException("no children() on " + plan.getClass().getName(), e);
+    }
+  }
+
+  /**
+   * A CTAS-like command run with {@code SaveMode.Overwrite}: {@code saveAsTable} in mode
+   * overwrite, which drops an existing table (its directory too, for a managed one) and
+   * creates it from the job's output. Read by name: the command classes differ by version.
+   */
+  private static boolean overwrites(LogicalPlan plan) {
+    try {
+      Method mode = plan.getClass().getMethod("mode");
+      return "Overwrite".equals(String.valueOf(mode.invoke(plan)));
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      return false;
     }
   }
 
