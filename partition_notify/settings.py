@@ -139,6 +139,9 @@ class Settings(BaseSettings):
         30 * DAY, gt=0, le=MAX_RETENTION_SECONDS,
         description="serve: how long a processed Spark job id is remembered (a manifest "
         "replayed later than this announces again)")
+    revision_abort_retention_seconds: int = Field(30 * DAY, gt=0, le=MAX_RETENTION_SECONDS,
+        description="serve: forget an aborted write transaction and its file rows this long "
+        "after it ended (not while a partition carries its revision)")
     expectation_check_retention_seconds: int = Field(
         90 * DAY, gt=0, le=MAX_RETENTION_SECONDS,
         description="serve: keep deadline verdicts this long (never less than the deadline "

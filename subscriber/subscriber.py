@@ -27,7 +27,12 @@ from partition_notify.store import Store, TableInfo
 from partition_notify.subscriber import inbox
 from partition_notify.subscriber.refs import TableRef, table_keys
 from partition_notify.subscriber.sequencer import FILL_RETRY_SECONDS, Followed, Sequencer
-from partition_notify.subscriber.subscription import Callback, Subscription
+from partition_notify.subscriber.subscription import (
+    MAX_QUEUED,
+    Callback,
+    Subscription,
+    queue_bound,
+)
 from partition_notify.subscriber.verify import LogCheck, drain
 from partition_notify.transports import Consumer, RawMessage, Transport
 
@@ -74,9 +79,12 @@ class Subscriber:
         timeout_seconds: float = 10.0,
         on_gap: OnGap | None = None,
         foreign_messages: str = "verify",
+        max_queued: int = MAX_QUEUED,
     ) -> None:
         """``foreign_messages`` (PN_FOREIGN_MESSAGES): ``verify`` drops a broker message
-        the log does not hold, ``deliver`` hands it on by id; embedded: nothing to verify."""
+        the log does not hold, ``deliver`` hands it on by id; embedded: nothing to verify.
+        ``max_queued``: unread messages a callback-less subscription holds (Subscription)."""
+        self.max_queued = queue_bound(max_queued)
         self.store = store
         self.transport = transport
         self.timeout = timeout_seconds
@@ -158,20 +166,16 @@ class Subscriber:
             if isinstance(msg, SetDoneMessage):
                 return msg
             if sub.closed:
-                raise SubscribeError(
-                    f"the subscriber was closed while waiting for {spec.canonical(wanted)!r} "
-                    f"on {info.qualified}"
-                )
+                raise SubscribeError(f"the subscriber was closed while waiting for "
+                                     f"{spec.canonical(wanted)!r} on {info.qualified}")
             raise self._timed_out(wanted, info, timeout)
         finally:
             sub.close()
 
     @staticmethod
     def _timed_out(wanted: spec.Spec, info: TableInfo, timeout: float) -> WaitTimeout:
-        return WaitTimeout(
-            f"no set-done covering {spec.canonical(wanted)!r} for {info.qualified} "
-            f"within {timeout:g} s"
-        )
+        return WaitTimeout(f"no set-done covering {spec.canonical(wanted)!r} for "
+                           f"{info.qualified} within {timeout:g} s")
 
     def watch_set_done(
         self,
@@ -198,14 +202,8 @@ class Subscriber:
         return self._watch(info, spec.coerce(partial_spec), callback, timeout,
                            limits.flag(newest, field="newest"))
 
-    def _watch(
-        self,
-        info: TableInfo,
-        wanted: spec.Spec,
-        callback: Callback | None,
-        timeout: float | None,
-        newest: bool,
-    ) -> Subscription:
+    def _watch(self, info: TableInfo, wanted: spec.Spec, callback: Callback | None,
+               timeout: float | None, newest: bool) -> Subscription:
         spec.check_against(wanted, info.partition_keys, full=False, table=info.qualified)
 
         def covering(msg: AnyMessage) -> bool:
@@ -289,7 +287,8 @@ class Subscriber:
         timeout: float | None = None,
     ) -> Subscription:
         limit = self.timeout if timeout is None else min(self.timeout, timeout)
-        sub = Subscription(frozenset((t.db, t.name) for t in infos), callback, accept)
+        sub = Subscription(frozenset((t.db, t.name) for t in infos), callback, accept,
+                           max_queued=self.max_queued, wait_seconds=self.timeout)
         sub._on_close = self._forget
         with self._lock:
             self._subs.append(sub)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
@@ -10,6 +11,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 
 from partition_notify.contract import AnyMessage
+from partition_notify.core.errors import SubscriptionOverflowError, ValidationError
 
 log = logging.getLogger(__name__)
 
@@ -19,8 +21,21 @@ Callback = Callable[[AnyMessage], None]
 #: does not hold); also the bound on early-arrived numbers a topic's window
 #: keeps (seq_window.py). Exactness comes from the numbers, not from this.
 DEDUP_WINDOW = 200_000
+#: Unread messages a subscription without a callback holds. A full queue makes
+#: the dispatcher wait for the reader (backpressure, up to the subscriber's
+#: timeout); then the subscription closes and ``get`` raises
+#: :class:`SubscriptionOverflowError` after the queued messages: nothing is
+#: dropped silently, and the event log still holds what was not delivered.
+MAX_QUEUED = 10_000
 #: Is (topic, seq) tracked by the subscriber's window, and if so already handled?
 Seen = Callable[[str, int], bool | None]
+
+
+def queue_bound(value: object) -> int:
+    """A valid ``max_queued``: a positive integer."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValidationError(f"max_queued must be a positive integer, got {value!r}")
+    return value
 
 
 class Subscription:
@@ -30,6 +45,15 @@ class Subscription:
     dispatcher thread (never two at a time); without one, iterate or call
     :meth:`get`. Until history has been merged, live messages are held back
     so history is delivered first.
+
+    Without a callback at most ``max_queued`` messages wait unread. When the
+    queue is full the dispatcher waits up to ``wait_seconds`` for the reader
+    (a reader that keeps up loses nothing; meanwhile the subscriber's other
+    subscriptions wait too); if it is still full the subscription closes,
+    :attr:`overflowed` is set, and :meth:`get` raises
+    :class:`SubscriptionOverflowError` once the queued messages are read. It
+    names the first message not delivered: subscribe again (``history=True``)
+    to resume from the event log, which still holds it.
 
     Live messages of followed topics reach this object already de-duplicated
     by sequence number (the subscriber's per-topic windows); only history can
@@ -41,6 +65,9 @@ class Subscription:
         tables: frozenset[tuple[str, str]],
         callback: Callback | None,
         accept: Callable[[AnyMessage], bool] | None = None,
+        *,
+        max_queued: int = MAX_QUEUED,
+        wait_seconds: float = 10.0,
     ) -> None:
         self.tables = tables
         self.callback = callback
@@ -50,7 +77,11 @@ class Subscription:
         self._seen: OrderedDict[str, None] = OrderedDict()
         # History delivered ahead of the live copy: (topic -> seqs) to drop once.
         self._skip: dict[str, set[int]] = {}
-        self._queue: queue.Queue[AnyMessage | None] = queue.Queue()
+        self._queue: queue.Queue[AnyMessage | None] = queue.Queue(maxsize=max_queued)
+        self._wait = wait_seconds
+        #: Set when the reader fell ``max_queued`` behind (see the class docstring).
+        self.overflowed = threading.Event()
+        self.error: SubscriptionOverflowError | None = None
         self._pending: list[tuple[AnyMessage, bool]] | None = []
         self.closed = False
         self._ready = threading.Event()
@@ -118,30 +149,56 @@ class Subscription:
     def _emit(self, msg: AnyMessage) -> None:
         if self.closed:
             return
-        self.delivered += 1
         if self.callback is None:
-            self._queue.put(msg)
+            try:
+                self._queue.put(msg, timeout=self._wait)
+            except queue.Full:
+                self._overflow(msg)
+                return
+            self.delivered += 1
             return
+        self.delivered += 1
         try:
             self.callback(msg)
         except Exception:
             # One failing callback must not stop delivery to the others.
             log.exception("subscriber callback failed on event %s", msg.event_id)
 
+    def _overflow(self, msg: AnyMessage) -> None:
+        if self.closed:
+            return  # closed by its reader while the dispatcher waited: nothing to tell
+        names = ", ".join(sorted(f"{db}.{t}" for db, t in self.tables))
+        self.error = SubscriptionOverflowError(
+            f"subscription to {names}: {self._queue.maxsize} unread messages and no room "
+            f"for {self._wait:g} s, so it was closed; not delivered: {type(msg).__name__} "
+            f"{msg.db}.{msg.table} {getattr(msg, 'spec', '')} "
+            f"(topic {msg.topic}, topicSeq {msg.topic_seq}) "
+            "and everything after it. The event log still holds them: subscribe again "
+            "(history=True), read with get() sooner, or pass a callback")
+        log.error("%s", self.error)
+        self.overflowed.set()
+        self.close()
+
     # -- user side ------------------------------------------------------------
     def wait_ready(self, timeout: float) -> bool:
         return self._ready.wait(timeout)
 
     def get(self, timeout: float | None = None) -> AnyMessage | None:
-        """Next message, or None when ``timeout`` passes or the subscription closes."""
-        try:
-            msg = self._queue.get(timeout=timeout)
+        """Next message, or None when ``timeout`` passes or the subscription closes.
+
+        After an overflow: the messages queued before it, then
+        :class:`SubscriptionOverflowError` (every call).
+        """
+        try:  # after an overflow nothing more comes: do not wait
+            msg = self._queue.get(timeout=0 if self.error is not None else timeout)
         except queue.Empty:
+            if self.error is not None:
+                raise self.error from None
             return None
-        return msg
+        return msg if msg is not None or self.error is None else self.get(0)
 
     def __iter__(self) -> Iterator[AnyMessage]:
-        while not self.closed:
+        while not self.closed or self.error is not None:
             msg = self.get(timeout=0.5)
             if msg is not None:
                 yield msg
@@ -158,6 +215,8 @@ class Subscription:
     def close(self) -> None:
         if not self.closed:
             self.closed = True
-            self._queue.put(None)
+            # Wakes a blocked get(); a full queue has no waiting reader to wake.
+            with contextlib.suppress(queue.Full):
+                self._queue.put_nowait(None)
             if self._on_close is not None:
                 self._on_close(self)

@@ -78,7 +78,9 @@ class AirflowPushSettings(BaseSettings):
         default_factory=dict,
         description='JSON: {"db.table": asset name or id}; only these tables are pushed',
     )
-    timeout_seconds: float = Field(10.0, gt=0)
+    timeout_seconds: float = Field(
+        10.0, gt=0, description="deadline of each Airflow API request as a whole (connect, "
+        "answer, body; answers over 8 MiB are refused)")
     interval_seconds: float = Field(1.0, gt=0)
     batch_size: int = Field(500, gt=0)
     settle_timeout_seconds: float = Field(

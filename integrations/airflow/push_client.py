@@ -6,7 +6,10 @@ Only the standard library is used: ``serve`` does not need Airflow installed.
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
+import socket
 import threading
 import urllib.error
 import urllib.parse
@@ -26,6 +29,9 @@ PERMANENT_STATUSES = frozenset({400, 403, 404, 409, 413, 422})
 MAX_PROBES = 200
 #: "No upper bound" for a timestamp window (epoch seconds, year 2242).
 FAR_FUTURE = float(2**33)
+#: Largest answer read (a page of 100 asset events with their extras is far
+#: smaller): a bigger one is refused, not read into memory.
+MAX_RESPONSE_BYTES = 8 << 20
 
 
 class AirflowClient:
@@ -42,27 +48,36 @@ class AirflowClient:
 
     def _request(self, method: str, path: str, body: object = None, *, auth: bool = True) -> Any:
         data = None if body is None else json.dumps(body).encode()
+        what = f"Airflow {method} {path}"
         for attempt in (1, 2):
             headers = {"Content-Type": "application/json", "Accept": "application/json"}
             if auth:
                 headers["Authorization"] = f"Bearer {self.token()}"
             req = urllib.request.Request(self.base + path, data=data, method=method,
                                          headers=headers)
+            deadline = _Deadline(self.timeout)
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                    return json.loads(resp.read() or b"null")
+                with deadline, urllib.request.build_opener(
+                        _Watched(deadline), _WatchedTLS(deadline)).open(
+                            req, timeout=self.timeout) as resp:
+                    return json.loads(_read_capped(resp, what) or b"null")
             except urllib.error.HTTPError as exc:
+                if deadline.expired:
+                    raise deadline.error(what) from exc
                 if exc.code == 401 and auth and attempt == 1:
                     self._token = None  # expired: renew once
                     continue
-                detail = exc.read()[:300].decode("utf-8", "replace")
-                text = f"Airflow {method} {path}: HTTP {exc.code}: {detail}"
+                detail = exc.read(300).decode("utf-8", "replace")
+                text = f"{what}: HTTP {exc.code}: {detail}"
                 if exc.code in PERMANENT_STATUSES and auth:
                     raise PushRefused(text, exc.code) from exc
                 raise PushError(text, exc.code) from exc
-            except (urllib.error.URLError, TimeoutError, OSError) as exc:
-                raise PushError(f"Airflow {method} {path}: {exc}") from exc
-        raise PushError(f"Airflow {method} {path}: still unauthorized after a new token", 401)
+            except (urllib.error.URLError, http.client.HTTPException, ValueError,
+                    OSError) as exc:
+                if deadline.expired:
+                    raise deadline.error(what) from exc
+                raise PushError(f"{what}: {exc}") from exc
+        raise PushError(f"{what}: still unauthorized after a new token", 401)
 
     def token(self) -> str:
         """The bearer token, fetched from ``POST /auth/token`` when there is none."""
@@ -146,3 +161,98 @@ def _matches(event: dict[str, Any], message_id: str, key: str | None) -> bool:
     extra = event.get("extra") or {}
     return bool(extra.get("messageId") == message_id
                 or (key is not None and extra.get("key") == key))
+
+
+def _read_capped(resp: http.client.HTTPResponse, what: str) -> bytes:
+    """The answer's body, at most :data:`MAX_RESPONSE_BYTES` of it (PushError beyond)."""
+    declared = resp.headers.get("Content-Length", "")
+    if declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES:
+        raise PushError(f"{what}: the answer has {declared} bytes, more than "
+                        f"{MAX_RESPONSE_BYTES} bytes (MAX_RESPONSE_BYTES); not read")
+    body = resp.read(MAX_RESPONSE_BYTES + 1)
+    if len(body) > MAX_RESPONSE_BYTES:
+        raise PushError(f"{what}: the answer has more than {MAX_RESPONSE_BYTES} bytes "
+                        "(MAX_RESPONSE_BYTES); not read further")
+    return body
+
+
+class _Deadline:
+    """One request's deadline: when it passes, its sockets are shut down.
+
+    ``urlopen``'s timeout bounds each socket operation, not the request: a
+    server sending a byte at a time would hold a push for ever. Shutting the
+    socket down from a timer ends whatever read is blocked on it.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.expired = False
+        self._socks: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> _Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+
+    def watch(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._socks.append(sock)
+            if self.expired:
+                _shut(sock)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self._socks:
+                _shut(sock)
+
+    def error(self, what: str) -> PushError:
+        return PushError(f"{what}: no complete answer within {self.seconds:g} s "
+                         "(PN_AIRFLOW_TIMEOUT_SECONDS bounds the whole request)")
+
+
+def _shut(sock: socket.socket) -> None:
+    # The plain socket's shutdown, also for TLS: SSLSocket.shutdown would drop
+    # its SSL object under the thread reading it.
+    with contextlib.suppress(OSError):  # already closed
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+def _open_watched(handler: _Watched | _WatchedTLS, http_class: Any,
+                  req: urllib.request.Request, **kw: Any) -> http.client.HTTPResponse:
+    """``do_open`` with a connection class that hands its socket to the deadline."""
+    deadline = handler.deadline
+
+    class Connection(http_class):  # type: ignore[misc]
+        def connect(self) -> None:
+            super().connect()
+            deadline.watch(self.sock)
+
+    return urllib.request.AbstractHTTPHandler.do_open(handler, Connection, req, **kw)
+
+
+class _Watched(urllib.request.HTTPHandler):
+    """Hands every connection's socket to the request's :class:`_Deadline`."""
+
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self.deadline = deadline
+
+    def do_open(self, http_class: Any, req: urllib.request.Request,
+                **kw: Any) -> http.client.HTTPResponse:
+        return _open_watched(self, http_class, req, **kw)
+
+
+class _WatchedTLS(urllib.request.HTTPSHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self.deadline = deadline
+
+    def do_open(self, http_class: Any, req: urllib.request.Request,
+                **kw: Any) -> http.client.HTTPResponse:
+        return _open_watched(self, http_class, req, **kw)

@@ -27,6 +27,8 @@ boundary with ``raise ... from exc`` so callers never need to import a driver::
     │   │                           invalid destination); names the event(s)
     │   └── SubscribeError          could not subscribe / confirm subscription
     ├── WaitTimeout                 wait_for_set_done ran out of time
+    ├── SubscriptionOverflowError   a subscription without a callback fell
+    │                               max_queued messages behind and closed
     ├── PartitionLateError          a wait with fail-on-late saw PARTITION_LATE
     ├── CommitIncompleteError       Spark committed a write, the notification step
     │                               failed part-way (NotifyingWriter.recover finishes it)
@@ -146,6 +148,11 @@ class SubscribeError(TransportError):
 
 class WaitTimeout(PartitionNotifyError, TimeoutError):
     """The awaited set-done message did not arrive before the deadline."""
+
+
+class SubscriptionOverflowError(PartitionNotifyError):
+    """A subscription without a callback held ``max_queued`` unread messages for the
+    subscriber's timeout: it closed; the event log still holds what was not delivered."""
 
 
 class PartitionLateError(PartitionNotifyError):

@@ -19,11 +19,14 @@ from typing import TYPE_CHECKING
 from partition_notify.core.errors import PartitionNotifyError
 from partition_notify.deadlines.schema import ExpectationCheckRow
 from partition_notify.deadlines.store import DeadlineStore
+from partition_notify.revisions.retention import purge_aborted
+from partition_notify.revisions.schema import RevisionTxnRow
 from partition_notify.rules.schema import RuleFiringRow, RuleInputRow
 from partition_notify.rules.store import RuleStore
 from partition_notify.store.housekeeping import BetweenBatches
 from partition_notify.store.idempotency import IdempotencyKeys
 from partition_notify.store.idempotency_schema import IdempotencyRow
+from partition_notify.store.uow import UnitOfWork
 from partition_notify.writers.commit_manifest import purge_spark_commits
 from partition_notify.writers.commit_refusals import CommitRefusals, SparkCommitRefusalRow
 from partition_notify.writers.commit_schema import SparkCommitRow
@@ -38,7 +41,7 @@ COUNTED_TABLES = (
     "pn_events", "pn_set_done", "pn_partitions", SparkCommitRow.__tablename__,
     ExpectationCheckRow.__tablename__, "pn_consumer_cursors", IdempotencyRow.__tablename__,
     RuleInputRow.__tablename__, RuleFiringRow.__tablename__,
-    SparkCommitRefusalRow.__tablename__,
+    SparkCommitRefusalRow.__tablename__, RevisionTxnRow.__tablename__,
 )
 Pause = BetweenBatches | None
 
@@ -54,6 +57,7 @@ class Purged:
     cursors: int = 0
     idempotency: int = 0
     rule_state: int = 0
+    revision_txns: int = 0
 
     def total(self) -> int:
         return sum(astuple(self))
@@ -90,6 +94,9 @@ def purge_all(app: App, size: int, pause: Pause) -> Purged:
     # Whether or not this process serves the HTTP API: another one may have written them.
     out.idempotency = IdempotencyKeys(store).purge(batch_size=size, between_batches=pause)
     out.rule_state = RuleStore(store).purge(now, batch_size=size, between_batches=pause)
+    out.revision_txns = purge_aborted(
+        lambda: UnitOfWork(store.engine, write=True),
+        now - s.revision_abort_retention_seconds, batch_size=size, between_batches=pause)
     return out
 
 

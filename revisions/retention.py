@@ -1,0 +1,103 @@
+"""Retention of aborted write transactions (``serve``'s housekeeping).
+
+An aborted transaction keeps a row so that snapshots leave its revision out
+(``Snapshot.aborted``): its data is not rolled back. Every snapshot read
+lists those rows, so they cannot stay for ever. A revision nothing is tagged
+with any more reads, to every snapshot (the latest, one pinned at an older
+revision, one handed out as JSON before), exactly like an empty committed
+one. So once an aborted transaction ended ``PN_REVISION_ABORT_RETENTION_SECONDS``
+ago, the purge deletes, in one database transaction per batch:
+
+* the ``pn_revision_files`` and ``pn_revision_replacements`` rows of its
+  revision (no snapshot lists them: the revision is aborted), then
+* its ``pn_revision_txns`` row,
+
+except when an announced partition (``pn_partitions``) still carries that
+revision: ``snapshot_partitions`` must go on leaving the partition out, so
+that row stays until a later announcement of the partition replaces it
+(one per partition at most: bounded by the catalog).
+
+What the purge gives up: ``rev status`` / ``transaction()`` of a purged
+revision says "committed", and a writer that stalled longer than the
+retention with an aborted transaction in hand could commit it. The default
+(30 days, as long as a Spark job id is remembered) is far beyond any
+keep-alive; a write recovered later than that is announced again anyway.
+The data files of an aborted write are not deleted (where they lie is the
+writer's Hadoop FileSystem, out of ``serve``'s reach).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from partition_notify.revisions.schema import (
+    ABORTED,
+    RevisionFileRow,
+    RevisionReplacementRow,
+    RevisionTxnRow,
+)
+from partition_notify.store.housekeeping import BetweenBatches, in_batches
+from partition_notify.store.schema import PartitionRow, TableRow
+from partition_notify.store.uow import UnitOfWork
+from sqlalchemy import and_, delete, select, tuple_
+
+Key = tuple[float, str, int]
+
+
+def purge_aborted(write_uow: Callable[[], UnitOfWork], before: float, *, batch_size: int,
+                  between_batches: BetweenBatches | None = None) -> int:
+    """Delete aborted transactions that ended before ``before`` (see the module
+    docstring); returns how many. Batches walk (ended_at, table, revision) past the
+    rows a partition holds, so those never stop the purge of the rest."""
+    after: list[Key] = []
+    deleted = [0]
+
+    def batch(uow: UnitOfWork, n: int) -> int:
+        rows = _oldest(uow, before, after[-1] if after else None, n)
+        if rows:
+            after.append(rows[-1])
+        held = _held_by_partitions(uow, [(t, r) for _, t, r in rows])
+        gone = [(t, r) for _, t, r in rows if (t, r) not in held]
+        deleted[0] += _delete(uow, gone)
+        return len(rows)
+
+    in_batches(write_uow, batch, batch_size=batch_size, between_batches=between_batches)
+    return deleted[0]
+
+
+def _oldest(uow: UnitOfWork, before: float, after: Key | None, n: int) -> list[Key]:
+    t = RevisionTxnRow
+    where = and_(t.state == ABORTED, t.ended_at < before)
+    if after is not None:
+        where = and_(where, tuple_(t.ended_at, t.table_name, t.revision) > tuple_(*after))
+    stmt = (select(t.ended_at, t.table_name, t.revision).where(where)
+            .order_by(t.ended_at, t.table_name, t.revision).limit(n))
+    return [(float(e or 0.0), str(name), int(r)) for e, name, r in uow.session.execute(stmt)]
+
+
+def _held_by_partitions(uow: UnitOfWork, keys: list[tuple[str, int]]) -> set[tuple[str, int]]:
+    """The (table, revision) pairs of ``keys`` an announced partition still carries."""
+    held: set[tuple[str, int]] = set()
+    for name in {t for t, _ in keys}:
+        db, _, table = name.partition(".")
+        revisions = [r for t, r in keys if t == name]
+        stmt = (select(PartitionRow.revision).join(TableRow, TableRow.id == PartitionRow.table_id)
+                .where(TableRow.db == db, TableRow.name == table,
+                       PartitionRow.revision.in_(revisions)))
+        held.update((name, int(r)) for r in uow.session.scalars(stmt) if r is not None)
+    return held
+
+
+def _delete(uow: UnitOfWork, keys: list[tuple[str, int]]) -> int:
+    if not keys:
+        return 0
+    s = uow.session
+    for row in (RevisionFileRow, RevisionReplacementRow):
+        s.execute(delete(row).where(tuple_(row.table_name, row.revision).in_(keys)))
+    s.execute(delete(RevisionTxnRow).where(
+        RevisionTxnRow.state == ABORTED,
+        tuple_(RevisionTxnRow.table_name, RevisionTxnRow.revision).in_(keys)))
+    return len(keys)
+
+
+__all__ = ["purge_aborted"]
