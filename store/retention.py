@@ -112,6 +112,26 @@ class Retention:
         return [body for event_id, body, row_id, table_id, spec in rows
                 if self.check.ok(by_id[table_id], (spec,), (body, row_id, event_id))]
 
+    def set_done_page(self, table: TableInfo, since: float, after_event_id: int,
+                      limit: int) -> tuple[list[str], int | None]:
+        """One page of :meth:`set_done_history` for one table: the first ``limit``
+        unexpired rows after ``after_event_id``, and the event id to go on from
+        (None at the end). The database keeps only ``limit`` rows in its sort; a
+        damaged row is skipped, but it still moves the cursor."""
+        p = self._placeholder
+        sql = (_HISTORY_SQL.format(ids=p, p=p) + f" AND event_id > {p} "
+               f"ORDER BY event_id LIMIT {p}")
+        try:
+            with self._reader.connect() as conn:
+                rows = [(int(r[0]), str(r[1]), int(r[2]), str(r[4])) for r in
+                        conn.exec_driver_sql(sql, (table.id, since, self.clock(),
+                                                   after_event_id, limit))]
+        except SQLAlchemyError as exc:
+            raise map_db_error(exc) from exc
+        bodies = [body for event_id, body, row_id, spec in rows
+                  if self.check.ok(table, (spec,), (body, row_id, event_id))]
+        return bodies, (rows[-1][0] if len(rows) == limit else None)
+
     def purge_expired(
         self,
         *,

@@ -16,6 +16,10 @@ router = APIRouter(prefix="/v1", tags=["read"])
 Reader = Annotated[Principal, Depends(require_role("read"))]
 Ctx = Annotated[HttpContext, Depends(context)]
 
+#: Set-done rows one history read answers by default, and at most (``limit``).
+HISTORY_PAGE = 1000
+MAX_HISTORY_PAGE = 10_000
+
 
 @router.get("/tables", summary="Registered tables")
 def list_tables(_: Reader, ctx: Ctx) -> dict[str, object]:
@@ -54,8 +58,10 @@ def get_partition(table: str, partition: str, _: Reader, ctx: Ctx) -> dict[str, 
 @router.get(
     "/tables/{table}/set-done",
     summary="Retained set-done history",
-    description="Oldest first. `since` (epoch seconds) and `since_event_id` (exclusive) "
-    "filter it; without either, everything retained.",
+    description="Oldest first, in pages of at most `limit` "
+    f"(default {HISTORY_PAGE}, at most {MAX_HISTORY_PAGE}). `since` (epoch seconds) and "
+    "`since_event_id` (exclusive) filter it. `next` holds the query parameter that reads "
+    "the following page; null when a page comes back short (the end).",
 )
 def set_done_history(
     table: str,
@@ -63,13 +69,13 @@ def set_done_history(
     ctx: Ctx,
     since: Annotated[float | None, Query(ge=0, allow_inf_nan=False)] = None,
     since_event_id: Annotated[int | None, Query(ge=0)] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_HISTORY_PAGE)] = HISTORY_PAGE,
 ) -> dict[str, object]:
     info = table_info(ctx, table)
-    bodies = ctx.app.store.retention.set_done_history([info], since or 0.0)
-    out = [json.loads(b) for b in bodies]
-    if since_event_id is not None:
-        out = [m for m in out if int(m.get("eventId", 0)) > since_event_id]
-    return {"table": info.qualified, "setDone": out}
+    bodies, last = ctx.app.store.retention.set_done_page(
+        info, since or 0.0, since_event_id or 0, limit)
+    return {"table": info.qualified, "setDone": [json.loads(b) for b in bodies],
+            "next": None if last is None else {"since_event_id": last}}
 
 
 @router.get(

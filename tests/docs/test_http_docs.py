@@ -68,3 +68,10 @@ def test_stream_names_every_event_type() -> None:
     text = DOC.read_text()
     listed = text[text.index("`event:`"):text.index("`data:`", text.index("`event:`"))]
     assert set(re.findall(r"`([A-Z_]+)`", listed)) - {"HCAT_EVENT"} == set(EVENT_TYPES)
+
+
+def test_the_history_page_sizes_are_the_routes() -> None:
+    from partition_notify.http.routes_read import HISTORY_PAGE, MAX_HISTORY_PAGE
+
+    text = DOC.read_text()
+    assert f"default {HISTORY_PAGE:,}, at most {MAX_HISTORY_PAGE:,}" in text
