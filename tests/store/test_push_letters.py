@@ -57,7 +57,8 @@ def test_record_redrive_discard_and_purge(app: tuple[App, Store, Clock]) -> None
 
 def test_cli_lists_both_sources_and_acts_on_one(store_url: str,
                                                 app: tuple[App, Store, Clock]) -> None:
-    _, store, _ = app
+    pn, store, _ = app
+    pn.publisher.register_table("sales", "other", ["datestamp"])
     PushLetters(store).record(SINK, 5, "sales.orders", "HTTP 403: forbidden")
     out = _cli(store_url, "list")
     assert out.returncode == 0, out.stderr
@@ -66,7 +67,9 @@ def test_cli_lists_both_sources_and_acts_on_one(store_url: str,
         ("airflow-push", 5, "sales.orders", SINK)]
     assert _cli(store_url, "list", "--source", "relay").stdout == ""
     out = _cli(store_url, "list", "--source", "airflow-push", "--table", "sales.other")
-    assert out.returncode == 0 and out.stdout == ""
+    assert out.returncode == 0 and out.stdout == ""  # registered, no dead letters
+    out = _cli(store_url, "list", "--source", "airflow-push", "--table", "sales.nosuch")
+    assert out.returncode == 1 and "sales.nosuch is not registered" in out.stderr
     out = _cli(store_url, "redrive", "5")  # the relay has no such dead letter
     assert out.returncode == 1 and "not dead letters" in out.stderr
     out = _cli(store_url, "redrive", "--source", "airflow-push", "5")
