@@ -40,6 +40,7 @@ from partition_notify.revisions.model import (
     WriteTransaction,
     family_names,
     keep_alive_seconds,
+    normal_table,
     table_name,
     unknown_table,
 )
@@ -248,7 +249,9 @@ class RevisionManager:
             last = uow.revisions.last_revision(name)
             if last is None:
                 if not uow.revisions.is_registered(name):
-                    raise unknown_table(name)
+                    normal = normal_table(name)
+                    raise unknown_table(name, normal if normal not in (None, name)
+                                        and uow.revisions.is_registered(normal) else None)
                 if revision:
                     raise NotFoundError(f"table {name} has no revisions; {revision} does not exist")
                 return Snapshot(name, {}, 0)

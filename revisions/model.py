@@ -132,15 +132,27 @@ def table_name(table: object) -> str:
     return table
 
 
-def unknown_table(name: str) -> NotFoundError:
-    """The error for a snapshot of a name no catalog, dataset or transaction knows: its
-    empty snapshot would read as "nothing written yet" to the job handed it."""
+def normal_table(name: str) -> str | None:
+    """``name`` as the catalog spells a ``db.table`` (lower case), or None when it is none."""
     db, dot, table = name.partition(".")
     try:
-        valid = bool(dot) and names.db_name(db) == db and names.table_name(table) == table
+        return f"{names.db_name(db)}.{names.table_name(table)}" if dot else None
     except ValidationError:
-        valid = False
-    what = "is not a registered table" if valid else "is not a valid db.table name"
+        return None
+
+
+def unknown_table(name: str, registered_as: str | None = None) -> NotFoundError:
+    """The error for a snapshot of a name no catalog, dataset or transaction knows: its
+    empty snapshot would read as "nothing written yet" to the job handed it.
+    ``registered_as``: the registered table ``name`` spells in another case."""
+    if registered_as is not None:
+        return NotFoundError(
+            f"no snapshot of {excerpt(name)}: revision names are exact, and the registered "
+            f"table is spelt {registered_as}; expected that name")
+    if normal_table(name) == name:
+        what = "is not a registered table"
+    else:
+        what = "is not a valid db.table name"
     return NotFoundError(
         f"no snapshot of {excerpt(name)}: it {what}, not a SNAPSHOT dataset, and no write "
         "transaction has used it; expected a registered table's db.table, a defined "
@@ -192,6 +204,7 @@ __all__ = [
     "WriteTransaction",
     "family_names",
     "keep_alive_seconds",
+    "normal_table",
     "table_name",
     "unknown_table",
 ]

@@ -37,3 +37,20 @@ def test_known_names_without_revisions_have_the_empty_snapshot(
     # A name a transaction used is known to the revisions whatever the catalog says.
     rm.abort_write_transaction(rm.begin_write_transaction("scratch", ["cf"]))
     assert rm.create_snapshot("scratch").latest_revision == 1
+
+
+def test_a_registered_table_in_other_case_is_named_as_registered(
+    rm: RevisionManager, store: Store
+) -> None:
+    """Every other command takes ``Sales.ORDERS`` for ``sales.orders`` (names are stored
+    lower case); revision names are exact, so the snapshot is refused, but it must
+    not call a valid name invalid: it says how the table is spelt."""
+    store.catalog.register_table(
+        "sales", "orders", ["ds"], topic="t.sales.orders", retention_seconds=60
+    )
+    with pytest.raises(NotFoundError) as caught:
+        rm.create_snapshot("Sales.ORDERS")
+    message = str(caught.value)
+    assert "not a valid" not in message, message
+    assert ("revision names are exact, and the registered table is spelt sales.orders"
+            in message), message
