@@ -88,11 +88,6 @@ class HotReader:
         self._closed = False
         self._disconnects, self._driver_errors, self._pg_connection = _driver_errors(engine)
 
-    def column(self, sql: str, params: Sequence[object]) -> list[str] | None:
-        """The first (text) column of every row, or None when no connection is free."""
-        rows = self.rows(sql, params)
-        return None if rows is None else [r[0] for r in rows]
-
     def rows(self, sql: str, params: Sequence[object]) -> list[tuple[Any, ...]] | None:
         """Every row as the driver returns it, or None when no connection is free."""
         if self._generation != _fork_generation:

@@ -357,18 +357,6 @@ class SetDoneRepository:
         params = {"table_id": table, "specs": list(specs), "now": now}
         return [(r[0], r[1], r[2]) for r in self.session.execute(COVERING, params)]
 
-    def history(self, table_ids: Sequence[int], since: float, now: float) -> list[str]:
-        stmt = (
-            select(SetDoneRow.body)
-            .where(
-                SetDoneRow.table_id.in_(list(table_ids)),
-                SetDoneRow.published_at >= since,
-                SetDoneRow.expires_at > now,
-            )
-            .order_by(SetDoneRow.event_id)
-        )
-        return list(self.session.scalars(stmt))
-
     def purge_batch(self, now: float, batch_size: int) -> int:
         """Delete at most ``batch_size`` expired rows, oldest first; return how many went.
 

@@ -159,20 +159,22 @@ def apply_older(
     ``keys`` is only called (a store read) when the spool holds manifests."""
     stats = SpoolStats()
     d = local_dir(info.location, default_fs) if info.location else None
-    if d is None or not ready(d / SPOOL):   # the usual case: one listing
+    names = ready(d / SPOOL) if d is not None else []
+    if d is None or not names:   # the usual case: one listing
         return stats
     ctx = ScanContext(publisher, list(keys()), default_fs,
                       time.monotonic() + deadline_seconds, lambda: False)
     stats.cut_short = not scan_dir(ctx, SpoolDir(d / SPOOL, info), ".json", stats,
-                                   until_ms=committed_at_ms)
+                                   until_ms=committed_at_ms, names=names)
     return stats
 
 
 def scan_dir(ctx: ScanContext, d: SpoolDir, suffix: str, stats: SpoolStats,
-             until_ms: int | None = None) -> bool:
-    """Apply ``d``'s manifests in commit order (those committed after ``until_ms``
-    stay); False when the deadline came first."""
-    ordered = in_commit_order(ctx, d.path, ready(d.path, suffix))
+             until_ms: int | None = None, names: list[str] | None = None) -> bool:
+    """Apply ``d``'s manifests (``names``, listed by the caller, or else listed here)
+    in commit order (those committed after ``until_ms`` stay); False when the
+    deadline came first."""
+    ordered = in_commit_order(ctx, d.path, ready(d.path, suffix) if names is None else names)
     if ordered is None:
         return False
     for (committed, _, _), name in ordered:
