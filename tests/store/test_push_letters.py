@@ -12,6 +12,7 @@ from partition_notify.store.push_letters import (
     DISCARDED_RETENTION_SECONDS,
     PushLetters,
 )
+from sqlalchemy import text
 
 from partition_notify.app import App, build_app
 from partition_notify.core.errors import ConflictError, NotFoundError
@@ -51,7 +52,7 @@ def test_record_redrive_discard_and_purge(app: tuple[App, Store, Clock]) -> None
         letters.discard([123])
     letters.delivered(SINK, 7)
     clock.now += DISCARDED_RETENTION_SECONDS + 1
-    assert letters.purge_discarded() == 1
+    assert letters.purge(batch_size=10) == 1
     assert letters.find() == []
 
 
@@ -83,3 +84,46 @@ def test_unknown_ids_are_named_as_the_relay_names_them(app: tuple[App, Store, Cl
     # The CLI printed "event(s) [41] are not push dead letters", a Python list.
     with pytest.raises(NotFoundError, match=r"^event\(s\) 41, 57 are not push dead letters$"):
         PushLetters(app[1]).redrive([57, 41])
+
+
+def _log_events(store: Store, ids: range, created_at: float) -> None:
+    with store.engine.begin() as conn:
+        for i in ids:
+            conn.execute(text(
+                "INSERT INTO pn_events (event_id, topic, topic_seq, event_type, table_id, "
+                "message_id, headers, body, created_at, published_at, attempts, rejections) "
+                "VALUES (:i, 'hcat.sales.orders', :i, 'PARTITION_DONE', 1, :m, '{}', 'x', "
+                ":t, :t, 0, 0)"), {"i": i, "m": f"m{i}", "t": created_at})
+
+
+def test_letters_of_events_the_log_purged_are_purged(app: tuple[App, Store, Clock]) -> None:
+    # A letter can only be redriven from its event in the log (the sink drops a
+    # redriven letter whose event is gone): once the log's retention purged the
+    # event, the letter is dead weight that nothing removed.
+    _, store, clock = app
+    letters = PushLetters(store)
+    _log_events(store, range(1, 5), clock.now - 100)
+    for event_id in (1, 2, 4, 999):
+        letters.record(SINK, event_id, "sales.orders", "HTTP 404: asset gone")
+    assert store.housekeeping.purge_events(clock.now, batch_size=10) == 3  # 4: the topic's last
+    assert letters.purge(batch_size=1) == 2
+    assert [d.event_id for d in letters.find()] == [4, 999]  # 999: above the purge horizon
+
+
+def test_the_purge_deletes_in_batches_and_stops_between_them(
+        app: tuple[App, Store, Clock]) -> None:
+    _, store, clock = app
+    letters = PushLetters(store)
+    for event_id in range(1, 8):
+        letters.record(SINK, event_id, "sales.orders", "HTTP 422")
+    letters.discard(list(range(1, 8)))
+    clock.now += DISCARDED_RETENTION_SECONDS + 1
+    asked: list[int] = []
+
+    def go_on() -> bool:  # serve's stop between batches: stop after the second
+        asked.append(1)
+        return len(asked) < 2
+
+    assert letters.purge(batch_size=3, between_batches=go_on) == 6
+    assert len(letters.find()) == 1 and len(asked) == 2
+    assert letters.purge(batch_size=3) == 1 and letters.find() == []
