@@ -96,18 +96,44 @@ def _log_events(store: Store, ids: range, created_at: float) -> None:
                 ":t, :t, 0, 0)"), {"i": i, "m": f"m{i}", "t": created_at})
 
 
+def test_the_log_keeps_the_event_of_a_letter_nobody_discarded(
+        app: tuple[App, Store, Clock]) -> None:
+    # As the relay's dead letters hold their event: a redrive reads the event from
+    # the log, so purging it would lose the set-done Airflow refused.
+    _, store, clock = app
+    letters = PushLetters(store)
+    _log_events(store, range(1, 6), clock.now - 100)
+    letters.record(SINK, 2, "sales.orders", "HTTP 404: asset gone")
+    letters.record(SINK, 3, "sales.orders", "HTTP 404: asset gone")
+    letters.discard([3])
+    assert store.housekeeping.purge_events(clock.now, batch_size=10) == 3  # 1, 3, 4
+    assert _events(store) == [2, 5]  # 5: the topic's last
+    clock.now += DISCARDED_RETENTION_SECONDS + 1
+    letters.discard([2])
+    assert letters.purge(batch_size=10) == 1  # 3's: discarded long ago
+    clock.now += DISCARDED_RETENTION_SECONDS + 1
+    assert letters.purge(batch_size=10) == 1 and letters.find() == []
+    assert store.housekeeping.purge_events(clock.now, batch_size=10) == 1
+    assert _events(store) == [5]
+
+
 def test_letters_of_events_the_log_purged_are_purged(app: tuple[App, Store, Clock]) -> None:
-    # A letter can only be redriven from its event in the log (the sink drops a
-    # redriven letter whose event is gone): once the log's retention purged the
-    # event, the letter is dead weight that nothing removed.
+    # Letters kept by a version that let the log purge their events: a redrive could
+    # only drop them (the sink finds no event), and nothing else removed them.
     _, store, clock = app
     letters = PushLetters(store)
     _log_events(store, range(1, 5), clock.now - 100)
+    assert store.housekeeping.purge_events(clock.now, batch_size=10) == 3  # 4: the topic's last
     for event_id in (1, 2, 4, 999):
         letters.record(SINK, event_id, "sales.orders", "HTTP 404: asset gone")
-    assert store.housekeeping.purge_events(clock.now, batch_size=10) == 3  # 4: the topic's last
     assert letters.purge(batch_size=1) == 2
     assert [d.event_id for d in letters.find()] == [4, 999]  # 999: above the purge horizon
+
+
+def _events(store: Store) -> list[int]:
+    with store.engine.connect() as conn:
+        return [int(i) for i, in conn.execute(text(
+            "SELECT event_id FROM pn_events ORDER BY event_id"))]
 
 
 def test_the_purge_deletes_in_batches_and_stops_between_them(
