@@ -15,7 +15,8 @@ back misses STOMP heart-beats or Kafka's ``max.poll.interval``.
 
 What waits at most: ``bound`` items, plus one ``Recheck`` per followed topic,
 one ``Reconnected`` (a second one is the same log read), one ``History`` per
-``subscribe`` call in progress, and the closing ``None``.
+``subscribe`` call the dispatcher has not reached yet (its caller waits for it,
+up to the subscriber's timeout), and the closing ``None``.
 
 Under ``PN_FOREIGN_MESSAGES=deliver`` a message the log does not hold (another
 producer's, on purpose) cannot be read back: one dropped while the inbox is

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 @dataclass(slots=True)
 class SubscriberStats:
+    #: Live messages the dispatcher decoded (not the coalesced ones).
     received: int = 0
     malformed: int = 0
     gaps: int = 0
