@@ -43,6 +43,7 @@ from partition_notify.store.housekeeping import BetweenBatches, in_batches
 from partition_notify.store.schema import PartitionRow, TableRow
 from partition_notify.store.uow import UnitOfWork
 from sqlalchemy import and_, delete, select, tuple_
+from sqlalchemy.orm import aliased
 
 Key = tuple[float, str, int]
 
@@ -64,7 +65,7 @@ def purge_aborted(write_uow: Callable[[], UnitOfWork], before: float, *, batch_s
         held = _held_by_partitions(uow, [(t, r) for _, t, r in rows])
         gone = [(t, r) for _, t, r in rows if (t, r) not in held]
         if remover is not None:
-            gone = [k for k in gone if remover.settle(_files(uow, k), now, _expected)]
+            gone = [k for k in gone if remover.settle(*_files(uow, k), now)]
         deleted[0] += _delete(uow, gone)
         return len(rows)
 
@@ -82,16 +83,25 @@ def _oldest(uow: UnitOfWork, before: float, after: Key | None, n: int) -> list[K
     return [(float(e or 0.0), str(name), int(r)) for e, name, r in uow.session.execute(stmt)]
 
 
-def _files(uow: UnitOfWork, key: tuple[str, int]) -> list[RevisionFileRow]:
-    """The rows of a revision whose file is still to delete."""
-    f = RevisionFileRow
-    return list(uow.session.scalars(select(f).where(
+def _files(uow: UnitOfWork, key: tuple[str, int],
+           ) -> tuple[list[RevisionFileRow], Callable[[RevisionFileRow], list[str]]]:
+    """The rows of a revision whose file is still to delete, and where each must lie.
+
+    A path another revision's row names too is refused: deleting it could take
+    committed data (a row is not trusted to name only its own write's file)."""
+    f, g = RevisionFileRow, aliased(RevisionFileRow)
+    rows = list(uow.session.scalars(select(f).where(
         f.table_name == key[0], f.revision == key[1], f.removed_at.is_(None),
         f.remove_failures < MAX_REMOVE_ATTEMPTS).order_by(f.id)))
+    shared = set(uow.session.scalars(select(f.id).join(g, and_(
+        g.table_name == f.table_name, g.partition == f.partition, g.name == f.name,
+        g.revision != f.revision)).where(f.table_name == key[0], f.revision == key[1])))
 
-
-def _expected(row: RevisionFileRow) -> list[str]:
-    return expected_dirs(row.partition, row.retired_to)
+    def expected(row: RevisionFileRow) -> list[str]:
+        if row.id in shared:
+            raise ValueError("another revision's row names the same file")
+        return expected_dirs(row.partition, row.retired_to)
+    return rows, expected
 
 
 def _held_by_partitions(uow: UnitOfWork, keys: list[tuple[str, int]]) -> set[tuple[str, int]]:

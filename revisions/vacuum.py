@@ -65,8 +65,8 @@ class FileRemover:
             self._root_of[table] = self.roots(table)
         return self._root_of[table]
 
-    def settle(self, rows: Iterable[RevisionFileRow], now: float,
-               expected: Callable[[RevisionFileRow], list[str]]) -> bool:
+    def settle(self, rows: Iterable[RevisionFileRow],
+               expected: Callable[[RevisionFileRow], list[str]], now: float) -> bool:
         """Delete each row's file; mark the rows; True when none is left to retry."""
         done = True
         for row in rows:
@@ -190,7 +190,7 @@ def remove_retired(write_uow: Callable[[], UnitOfWork], remover: FileRemover, no
             root = remover.root(rep.table_name)
             if root is None:  # not a local location: its files stay, snapshots read them
                 rep.vacuumed_at = now
-            elif remover.settle(_retired_files(uow, rep), now, _retired_expected(rep)):
+            elif remover.settle(_retired_files(uow, rep), _retired_expected(rep), now):
                 rep.vacuumed_at = now
                 done[0] += 1
                 _drop_empty(root, rep)
@@ -201,10 +201,12 @@ def remove_retired(write_uow: Callable[[], UnitOfWork], remover: FileRemover, no
 
 
 def _retired_files(uow: UnitOfWork, rep: RevisionReplacementRow) -> list[RevisionFileRow]:
+    """The files ``rep`` hid: of lower revisions (a higher one's file is not hidden by
+    it, wherever its row says it lies: the latest snapshot may list it)."""
     f = RevisionFileRow
     return list(uow.session.scalars(select(f).where(
         f.table_name == rep.table_name, f.partition == rep.partition,
-        f.retired_to == rep.retired_to, f.removed_at.is_(None),
+        f.retired_to == rep.retired_to, f.revision < rep.revision, f.removed_at.is_(None),
         f.remove_failures < MAX_REMOVE_ATTEMPTS).order_by(f.id)))
 
 

@@ -4,8 +4,10 @@ Each feature purges its own table (the store layer imports none of them):
 the shared log (``store.housekeeping``: events, idle cursors), Spark commit
 records and the HTTP route's refusals (``writers``), deadline verdicts
 (``deadlines``), idempotency keys (``http``) and completeness-rule inputs and
-firings (``rules``). This module wires them into the two jobs of
-:data:`~partition_notify.serve.jobs.JOBS` (``housekeeping``, ``spool-sweep``);
+firings (``rules``), aborted revisions and the data files no snapshot needs
+(``revisions``: retired by an overwrite, or an aborted write's). This module
+wires them into the two jobs of :data:`~partition_notify.serve.jobs.JOBS`
+(``housekeeping``, ``spool-sweep``);
 the policy is in docs/reliability.md#retention-nothing-grows-forever.
 """
 

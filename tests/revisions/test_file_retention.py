@@ -181,10 +181,13 @@ def test_rows_naming_paths_outside_their_directory_delete_nothing(
     (table / "ds=6").mkdir()
     (table / "ds=6" / "adir.parquet").mkdir()  # a directory is never deleted
     (table / "ds=6" / "adir.parquet" / "inner").write_bytes(b"keep me")
+    ok = rm.begin_write_transaction(T, ["data"])
+    committed = _write(table, files, ok.revision, "w1", "ds=7")
+    rm.commit_write_transaction(ok)
     bad = rm.begin_write_transaction(T, ["data"])
     files.record(T, bad.revision, "evil", lambda: [
         "../precious/x.parquet", f"{outside}/abs.parquet", "ds=5/linked.parquet",
-        "ds=6/adir.parquet"])
+        "ds=6/adir.parquet", "ds=7/part-w1.parquet"])  # the last: committed data
     rm.abort_write_transaction(bad)
 
     clock.advance(app.settings.revision_abort_retention_seconds + 1)
@@ -192,8 +195,9 @@ def test_rows_naming_paths_outside_their_directory_delete_nothing(
         purge_all(app, 10, None)
     assert all(v.read_bytes() == b"keep me" for v in victims), "nothing outside is deleted"
     assert (table / "ds=6" / "adir.parquet" / "inner").exists()
+    assert committed[0].exists(), "another revision's file is not the aborted write's"
     refused = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
-    assert len(refused) == 4, refused
+    assert len(refused) == 5, refused
     assert any("../precious/x.parquet" in m for m in refused), refused
 
     caplog.clear()
@@ -219,6 +223,32 @@ def test_a_retired_row_outside_its_retired_directory_is_refused(
         purge_all(app, 10, None)
     assert all(f.exists() for f in live)
     assert [r for r in caplog.records if "refused" in r.getMessage()]
+
+
+def test_a_later_revisions_file_an_overwrite_marked_retired_stays(
+        app: App, clock: FakeClock, table: Path) -> None:
+    """A write running across an overwrite recorded its files before the overwrite
+    marked the partition's rows retired: the overwrite does not hide the later
+    revision's file, so the latest snapshot lists it and it must stay."""
+    rm, files = app.revisions, RevisionFiles(app.revisions)
+    first = rm.begin_write_transaction(T, ["data"])
+    _write(table, files, first.revision, "w1", "ds=1")
+    rm.commit_write_transaction(first)
+    overwrite = rm.begin_write_transaction(T, ["data"])
+    later = rm.begin_write_transaction(T, ["data"])
+    files.record(T, later.revision, "w3", lambda: ["ds=1/part-w3.parquet"])
+    moved = _overwrite(table, files, overwrite.revision, "w2", "ds=1")
+    (moved[0].parent / "part-w3.parquet").write_bytes(b"PAR1 w3")
+    rm.commit_write_transaction(overwrite)
+    rm.commit_write_transaction(later)
+    latest = files.visible(T, rm.create_snapshot(T))
+    assert "ds=1/_pn_retired/w2/part-w3.parquet" in latest
+
+    clock.advance(RETENTION + 1)
+    purge_all(app, 10, None)
+    assert not moved[0].exists(), "w1's file, hidden by the overwrite, goes"
+    assert (moved[0].parent / "part-w3.parquet").exists()
+    assert files.visible(T, rm.create_snapshot(T)) == latest
 
 
 def test_a_file_that_cannot_be_deleted_is_logged_once_and_retried_a_bounded_number_of_times(
