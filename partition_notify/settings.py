@@ -20,11 +20,17 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from partition_notify.contract.messages import DEFAULT_MAX_MESSAGE_BYTES, MAX_BODY_BYTES
 from partition_notify.contract.topics import TopicPolicy
 from partition_notify.core.errors import ConfigurationError
-from partition_notify.core.limits import IDEMPOTENCY_TTL_SECONDS, MAX_RETENTION_SECONDS, MAX_SECONDS
+from partition_notify.core.limits import (
+    IDEMPOTENCY_TTL_SECONDS,
+    MAX_RETENTION_SECONDS,
+    RETIRED_FILE_RETENTION_SECONDS,
+)
 from partition_notify.settings_checks import (
+    duration,
     env_file_keys,
     filesystem,
     printable,
+    streams_leave_room,
     topic_prefix,
     unknown_lines,
 )
@@ -141,7 +147,10 @@ class Settings(BaseSettings):
         "replayed later than this announces again)")
     revision_abort_retention_seconds: int = Field(30 * DAY, gt=0, le=MAX_RETENTION_SECONDS,
         description="serve: forget an aborted write transaction and its file rows this long "
-        "after it ended (not while a partition carries its revision)")
+        "after it ended (not while a partition carries its revision); its data files first")
+    retired_file_retention_seconds: int = Field(RETIRED_FILE_RETENTION_SECONDS, gt=0,
+        le=MAX_RETENTION_SECONDS, description="serve: delete the files an overwrite moved to "
+        "_pn_retired/ this long after it committed (local locations; older snapshots then fail)")
     expectation_check_retention_seconds: int = Field(
         90 * DAY, gt=0, le=MAX_RETENTION_SECONDS,
         description="serve: keep deadline verdicts this long (never less than the deadline "
@@ -256,12 +265,7 @@ class Settings(BaseSettings):
     @field_validator("*")
     @classmethod
     def _durations_in_range(cls, value: object, info: ValidationInfo) -> object:
-        # Integer periods (retentions) have their own bounds; float durations are
-        # deadlines and intervals that time.monotonic() and the OS's timers must hold.
-        if (info.field_name or "").endswith("_seconds") and isinstance(value, float) \
-                and value > MAX_SECONDS:
-            raise ValueError(f"must be at most {MAX_SECONDS} seconds (ten years)")
-        return value
+        return duration(info.field_name or "", value)
 
     @field_validator("*", mode="before")
     @classmethod
@@ -276,11 +280,7 @@ class Settings(BaseSettings):
     @field_validator("http_max_streams")
     @classmethod
     def _streams_leave_room(cls, value: int | None, info: ValidationInfo) -> int | None:
-        connections = info.data.get("http_max_connections")
-        if value is not None and connections is not None and value >= connections:
-            raise ValueError(f"must be less than PN_HTTP_MAX_CONNECTIONS ({connections}), so "
-                             "streams and long-polls cannot take every connection")
-        return value
+        return streams_leave_room(value, info.data.get("http_max_connections"))
 
     @property
     def stream_cap(self) -> int:

@@ -20,6 +20,9 @@ MAX_RETENTION_SECONDS = 100 * 365 * 86400
 #: How long an idempotency key (HTTP ``Idempotency-Key``, CLI/Python
 #: ``idempotency_key``) is remembered by default (PN_HTTP_IDEMPOTENCY_TTL_SECONDS).
 IDEMPOTENCY_TTL_SECONDS = 86400
+#: How long the data files an overwrite moved aside stay after it committed, by
+#: default (PN_RETIRED_FILE_RETENTION_SECONDS; Delta's VACUUM keeps 7 days too).
+RETIRED_FILE_RETENTION_SECONDS = 7 * 86400
 #: The longest wait, timeout or interval a caller may ask for (ten years): a
 #: deadline must be one ``time.monotonic()`` and the OS's timers can hold.
 MAX_SECONDS = 10 * 365 * 86400
