@@ -10,6 +10,7 @@ Each blocking call runs on a thread joined with a bound, so a hang fails quickly
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -139,3 +140,37 @@ def test_opening_a_store_on_a_server_that_never_answers_fails_within_the_connect
         assert took < CONNECT_AT_LEAST + 3, took
     finally:
         silent.close()
+
+
+def tcp_options(store: Store) -> tuple[int, int, int, int]:
+    """(keepalive idle, interval, count, user timeout ms) of a store connection's socket,
+    as the kernel holds them."""
+    with store.engine.connect() as conn:
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        sock = socket.socket(fileno=os.dup(raw.pgconn.socket))
+    try:
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+        return tuple(sock.getsockopt(socket.IPPROTO_TCP, opt) for opt in (  # type: ignore[return-value]
+            socket.TCP_KEEPIDLE, socket.TCP_KEEPINTVL, socket.TCP_KEEPCNT,
+            socket.TCP_USER_TIMEOUT))
+    finally:
+        sock.close()
+
+
+def test_store_sockets_give_up_on_a_dead_peer_within_tens_of_seconds(pg_url: str) -> None:
+    store = Store.open(pg_url)
+    try:
+        idle, interval, count, user_ms = tcp_options(store)
+        assert (idle, interval, count, user_ms) == (10, 5, 4, 30_000)
+        assert idle + interval * count <= 30
+    finally:
+        store.close()
+
+
+def test_the_urls_own_libpq_parameters_win(pg_url: str) -> None:
+    store = Store.open(f"{pg_url}?keepalives_idle=3&tcp_user_timeout=7000")
+    try:
+        assert tcp_options(store) == (3, 5, 4, 7000)
+    finally:
+        store.close()
