@@ -103,8 +103,10 @@ def connect(reply_seconds: float | None, *args: Any, **kwargs: Any) -> psycopg.C
 def _server(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
     import psycopg
 
-    params = psycopg.conninfo.conninfo_to_dict(args[0] if args else "", **kwargs)
-    return f"{params.get('host') or 'localhost'}:{params.get('port') or 5432}"
+    # Only the address: the other arguments may hold a password or an adapters map.
+    params = psycopg.conninfo.conninfo_to_dict(str(args[0]) if args else "")
+    host = kwargs.get("host") or params.get("host") or "localhost"
+    return f"{host}:{kwargs.get('port') or params.get('port') or 5432}"
 
 
 @functools.cache

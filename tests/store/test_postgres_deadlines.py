@@ -174,3 +174,17 @@ def test_the_urls_own_libpq_parameters_win(pg_url: str) -> None:
         assert tcp_options(store) == (3, 5, 4, 7000)
     finally:
         store.close()
+
+
+def test_a_statement_slower_than_the_reply_deadline_fails_and_the_store_goes_on(
+        pg_url: str) -> None:
+    # The deadline is the client's: a healthy server that takes too long gets it too.
+    store = Store.open(pg_url, store_reply_timeout_seconds=0.5)
+    try:
+        exc, took = outcome(lambda: store.read("SELECT pg_sleep(3)", []))
+        assert isinstance(exc, StoreError), repr(exc)
+        assert "within 0.5 s (PN_STORE_REPLY_TIMEOUT_SECONDS)" in str(exc), str(exc)
+        assert took < 2.5, took
+        assert store.read("SELECT 1", []) == [(1,)]
+    finally:
+        store.close()
