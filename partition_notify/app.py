@@ -177,6 +177,7 @@ def build_app(
         clock=clock,
         connect_timeout_seconds=settings.connect_timeout_seconds,
         sqlite_synchronous=settings.sqlite_synchronous,
+        store_reply_timeout_seconds=settings.store_reply_timeout_seconds,
     )
     try:
         transport = build_transport(settings, store)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, make_wsgi_app
-from prometheus_client.core import CounterMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from partition_notify.core.errors import ConfigurationError
@@ -44,6 +44,8 @@ class _Stats(Protocol):
     filled: int
     fill_errors: int
     foreign: int
+    coalesced: int
+    inbox_high_water: int
 
 
 class Metrics:
@@ -209,14 +211,22 @@ class _SubscriberCollector(Collector):
         ("fill_errors", "Failed reads of the event log while filling or verifying (retried)"),
         ("foreign", "Broker messages the event log does not hold (dropped unless "
                     "PN_FOREIGN_MESSAGES=deliver)"),
+        ("coalesced", "Live messages dropped while the subscriber's inbox was full, read "
+                      "from the event log instead"),
     )
 
     def __init__(self, stats: _Stats, name: str) -> None:
         self.stats = stats
         self.name = name
 
-    def collect(self) -> Iterator[CounterMetricFamily]:
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
         for field, doc in self._FIELDS:
             family = CounterMetricFamily(f"pn_subscriber_{field}", doc, labels=["subscriber"])
             family.add_metric([self.name], float(getattr(self.stats, field)))
             yield family
+        high = GaugeMetricFamily("pn_subscriber_inbox_high_water",
+                                 "The most items the subscriber's inbox held at once (its "
+                                 "bound is Subscriber(max_inbox=...), plus a recheck per topic)",
+                                 labels=["subscriber"])
+        high.add_metric([self.name], float(self.stats.inbox_high_water))
+        yield high

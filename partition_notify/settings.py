@@ -19,12 +19,19 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from partition_notify.contract.messages import DEFAULT_MAX_MESSAGE_BYTES, MAX_BODY_BYTES
 from partition_notify.contract.topics import TopicPolicy
+from partition_notify.core import limits
 from partition_notify.core.errors import ConfigurationError
-from partition_notify.core.limits import IDEMPOTENCY_TTL_SECONDS, MAX_RETENTION_SECONDS, MAX_SECONDS
+from partition_notify.core.limits import (
+    IDEMPOTENCY_TTL_SECONDS,
+    MAX_RETENTION_SECONDS,
+    RETIRED_FILE_RETENTION_SECONDS,
+)
 from partition_notify.settings_checks import (
+    duration,
     env_file_keys,
     filesystem,
     printable,
+    streams_leave_room,
     topic_prefix,
     unknown_lines,
 )
@@ -103,6 +110,9 @@ class Settings(BaseSettings):
 
     connect_timeout_seconds: float = Field(10.0, gt=0, description="deadline to connect "
                                            "(broker, store: 3x as SQLite busy / lock timeout)")
+    store_reply_timeout_seconds: float = Field(
+        limits.STORE_REPLY_TIMEOUT_SECONDS, gt=0, description="PostgreSQL store: deadline "
+        "for a statement's reply; past it the connection is closed (not for migrations)")
     publish_timeout_seconds: float = Field(10.0, gt=0,
                                            description="deadline for the broker's confirmation")
     close_timeout_seconds: float = Field(5.0, gt=0, description="deadline to close (and write "
@@ -141,7 +151,10 @@ class Settings(BaseSettings):
         "replayed later than this announces again)")
     revision_abort_retention_seconds: int = Field(30 * DAY, gt=0, le=MAX_RETENTION_SECONDS,
         description="serve: forget an aborted write transaction and its file rows this long "
-        "after it ended (not while a partition carries its revision)")
+        "after it ended (not while a partition carries its revision); its data files first")
+    retired_file_retention_seconds: int = Field(RETIRED_FILE_RETENTION_SECONDS, gt=0,
+        le=MAX_RETENTION_SECONDS, description="serve: delete the files an overwrite moved to "
+        "_pn_retired/ this long after it committed (local locations; older snapshots then fail)")
     expectation_check_retention_seconds: int = Field(
         90 * DAY, gt=0, le=MAX_RETENTION_SECONDS,
         description="serve: keep deadline verdicts this long (never less than the deadline "
@@ -162,20 +175,16 @@ class Settings(BaseSettings):
     relay_max_backoff_seconds: float = Field(
         8.0, gt=0, description="serve: longest pause between failed relay batches")
     sqlite_synchronous: SqliteSynchronous = Field(
-        "FULL",
-        description="SQLite store: FULL fsyncs the WAL at every commit (durable at commit); "
-        "NORMAL is faster but may lose the last commits on power loss")
+        "FULL", description="SQLite store: FULL fsyncs the WAL at every commit (durable at "
+        "commit); NORMAL is faster but may lose the last commits on power loss")
     relay_max_attempts: int = Field(
-        DEFAULT_MAX_ATTEMPTS,
-        gt=0,
-        description="refusals for good (too large, not authorized) before an event is "
-        "dead-lettered; broker-down and timeout failures do not count")
+        DEFAULT_MAX_ATTEMPTS, gt=0, description="refusals for good (too large, not "
+        "authorized) before an event is dead-lettered; broker-down and timeout failures "
+        "do not count")
     max_message_bytes: int = Field(
-        DEFAULT_MAX_MESSAGE_BYTES,
-        gt=0,
-        le=MAX_BODY_BYTES,
-        description="largest message body the publisher accepts (checked before logging); "
-        "subscribers accept up to the ceiling, so nothing accepted is ever dropped")
+        DEFAULT_MAX_MESSAGE_BYTES, gt=0, le=MAX_BODY_BYTES, description="largest message "
+        "body the publisher accepts (checked before logging); subscribers accept up to the "
+        "ceiling, so nothing accepted is ever dropped")
     spark_spool_interval_seconds: float = Field(
         5.0, gt=0, description="serve: how often it looks for Spark commit manifests")
     spark_spool_scan_deadline_seconds: float = Field(
@@ -256,12 +265,7 @@ class Settings(BaseSettings):
     @field_validator("*")
     @classmethod
     def _durations_in_range(cls, value: object, info: ValidationInfo) -> object:
-        # Integer periods (retentions) have their own bounds; float durations are
-        # deadlines and intervals that time.monotonic() and the OS's timers must hold.
-        if (info.field_name or "").endswith("_seconds") and isinstance(value, float) \
-                and value > MAX_SECONDS:
-            raise ValueError(f"must be at most {MAX_SECONDS} seconds (ten years)")
-        return value
+        return duration(info.field_name or "", value)
 
     @field_validator("*", mode="before")
     @classmethod
@@ -276,11 +280,7 @@ class Settings(BaseSettings):
     @field_validator("http_max_streams")
     @classmethod
     def _streams_leave_room(cls, value: int | None, info: ValidationInfo) -> int | None:
-        connections = info.data.get("http_max_connections")
-        if value is not None and connections is not None and value >= connections:
-            raise ValueError(f"must be less than PN_HTTP_MAX_CONNECTIONS ({connections}), so "
-                             "streams and long-polls cannot take every connection")
-        return value
+        return streams_leave_room(value, info.data.get("http_max_connections"))
 
     @property
     def stream_cap(self) -> int:
@@ -299,8 +299,8 @@ _PUBLISHERS = (SERVE, WRITER, SPARK)
 _FOLLOWERS = (SERVE, SUBSCRIBER, TRIGGERER)
 _GROUPS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (_EVERY, ("store_url", "transport_url", "broker_username", "broker_password",
-              "connect_timeout_seconds", "close_timeout_seconds", "heartbeat_ms",
-              "sqlite_synchronous")),
+              "connect_timeout_seconds", "store_reply_timeout_seconds",
+              "close_timeout_seconds", "heartbeat_ms", "sqlite_synchronous")),
     (_PUBLISHERS, ("server_name", "service_principal", "topic_prefix", "topic_policy",
                    "default_retention_seconds", "publish_timeout_seconds", "max_message_bytes",
                    "http_idempotency_ttl_seconds", "default_fs")),

@@ -16,6 +16,7 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from partition_notify.contract.topics import validate_prefix
+from partition_notify.core.limits import MAX_SECONDS
 
 #: Unicode's control characters (C0, DEL, C1): in a message field, a STOMP header
 #: (a newline ends the header and starts one of the value's choosing), a log
@@ -30,6 +31,22 @@ def printable(value: object) -> object:
         raise ValueError(
             f"contains the control character {found.group()!r} at position {found.start()}; "
             "expected printable text (no line break, tab, NUL or escape)")
+    return value
+
+
+def duration(name: str, value: object) -> object:
+    """Integer periods (retentions) have their own bounds; float durations are
+    deadlines and intervals that time.monotonic() and the OS's timers must hold."""
+    if name.endswith("_seconds") and isinstance(value, float) and value > MAX_SECONDS:
+        raise ValueError(f"must be at most {MAX_SECONDS} seconds (ten years)")
+    return value
+
+
+def streams_leave_room(value: int | None, connections: int | None) -> int | None:
+    """PN_HTTP_MAX_STREAMS below PN_HTTP_MAX_CONNECTIONS."""
+    if value is not None and connections is not None and value >= connections:
+        raise ValueError(f"must be less than PN_HTTP_MAX_CONNECTIONS ({connections}), so "
+                         "streams and long-polls cannot take every connection")
     return value
 
 

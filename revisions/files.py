@@ -18,6 +18,7 @@ published is thereby always readable at a committed revision.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
@@ -26,7 +27,8 @@ from partition_notify.revisions.model import DEFAULT_FAMILY, Snapshot, WriteTran
 from partition_notify.revisions.repositories import RevisionUnitOfWork
 from partition_notify.revisions.schema import ABORTED, RevisionFileRow, RevisionReplacementRow
 
-from partition_notify.core.errors import ConflictError, NotFoundError
+from partition_notify.core.errors import ConflictError, NotFoundError, SnapshotFilesRemovedError
+from partition_notify.core.limits import RETIRED_FILE_RETENTION_SECONDS
 
 log = logging.getLogger(__name__)
 
@@ -75,11 +77,24 @@ class RevisionFiles:
             uow.files.retire(table, partitions, write_id, retired_to)
 
     def visible(self, table: str, snapshot: Snapshot, family: str = DEFAULT_FAMILY) -> list[str]:
-        """Paths (relative to the table location) of the files ``snapshot`` covers."""
+        """Paths (relative to the table location) of the files ``snapshot`` covers.
+
+        :class:`SnapshotFilesRemovedError` if housekeeping deleted any of them
+        (revisions/vacuum.py): a partial list would read fewer rows without a word.
+        """
         limit = snapshot.revision(family)
         with self._uow(write=False) as uow:  # rows expire when it ends: use them inside
-            return visible_paths(uow.files.up_to(table, limit),
-                                 uow.replacements.up_to(table, limit), snapshot, family)
+            rows = visible_rows(uow.files.up_to(table, limit),
+                                uow.replacements.up_to(table, limit), snapshot, family)
+            removed = [r for r in rows if r.removed_at is not None]
+            if removed:
+                raise _removed(table, limit, removed, len(rows))
+            return sorted(r.path for r in rows)
+
+    def check_readable(self, table: str, snapshot: Snapshot) -> None:
+        """:class:`SnapshotFilesRemovedError` if a file ``snapshot`` covers was deleted."""
+        for family in snapshot.revisions:
+            self.visible(table, snapshot, family)
 
     # -- revisions ----------------------------------------------------------------
     def transaction(self, table: str, revision: int) -> tuple[State, WriteTransaction | None]:
@@ -133,8 +148,26 @@ class RevisionFiles:
         return tx.revision
 
 
+def _removed(table: str, revision: int, removed: list[RevisionFileRow],
+             total: int) -> SnapshotFilesRemovedError:
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(removed[0].removed_at or 0.0))
+    days = RETIRED_FILE_RETENTION_SECONDS / 86400
+    return SnapshotFilesRemovedError(
+        f"the snapshot at revision {revision} of {table} cannot be read: {len(removed)} of "
+        f"its {total} data files (first {removed[0].path}, at {when}) were removed by "
+        "serve's housekeeping once PN_RETIRED_FILE_RETENTION_SECONDS (default "
+        f"{days:g} days) had passed since the overwrite that replaced them committed; "
+        "read a later snapshot, or raise the setting to keep older snapshots readable")
+
+
 def visible_paths(files: Iterable[RevisionFileRow], replaced: Iterable[RevisionReplacementRow],
                   snapshot: Snapshot, family: str = DEFAULT_FAMILY) -> list[str]:
+    """Paths of :func:`visible_rows`, sorted."""
+    return sorted(f.path for f in visible_rows(files, replaced, snapshot, family))
+
+
+def visible_rows(files: Iterable[RevisionFileRow], replaced: Iterable[RevisionReplacementRow],
+                 snapshot: Snapshot, family: str = DEFAULT_FAMILY) -> list[RevisionFileRow]:
     """Files of covered revisions not hidden by a covered overwrite of their partition.
 
     Visibility follows revision order, the order snapshots are defined in: a
@@ -145,9 +178,8 @@ def visible_paths(files: Iterable[RevisionFileRow], replaced: Iterable[RevisionR
     for r in replaced:
         if snapshot.includes(r.revision, family):
             latest[r.partition] = max(latest.get(r.partition, 0), r.revision)
-    return sorted(f.path for f in files
-                  if snapshot.includes(f.revision, family)
-                  and f.revision >= latest.get(f.partition, 0))
+    return [f for f in files
+            if snapshot.includes(f.revision, family) and f.revision >= latest.get(f.partition, 0)]
 
 
-__all__ = ["RevisionFiles", "State", "visible_paths"]
+__all__ = ["RevisionFiles", "State", "visible_paths", "visible_rows"]

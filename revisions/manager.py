@@ -167,6 +167,8 @@ class RevisionManager:
                 "aborted; call keep_alive more often or begin with a longer keep_alive"
             )
         uow.revisions.end_txn(tx.table, tx.revision)
+        # Files its overwrites moved aside stay a retention from now (revisions/vacuum.py).
+        uow.replacements.committed(tx.table, tx.revision, now)
         return None
 
     def abort_write_transaction(self, tx: WriteTransaction) -> None:

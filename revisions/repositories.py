@@ -272,6 +272,14 @@ class RevisionReplacementRepository:
             .values(revision=new)
         )
 
+    def committed(self, table: str, revision: int, now: float) -> None:
+        self.session.execute(
+            update(RevisionReplacementRow)
+            .where(RevisionReplacementRow.table_name == table,
+                   RevisionReplacementRow.revision == revision)
+            .values(committed_at=now)
+        )
+
     def up_to(self, table: str, max_revision: int) -> list[RevisionReplacementRow]:
         stmt = select(RevisionReplacementRow).where(
             RevisionReplacementRow.table_name == table,

@@ -22,8 +22,10 @@ revision says "committed", and a writer that stalled longer than the
 retention with an aborted transaction in hand could commit it. The default
 (30 days, as long as a Spark job id is remembered) is far beyond any
 keep-alive; a write recovered later than that is announced again anyway.
-The data files of an aborted write are not deleted (where they lie is the
-writer's Hadoop FileSystem, out of ``serve``'s reach).
+Just before its rows go, the data files the rows name are deleted
+(revisions/vacuum.py: local table locations only, only inside the table's
+location; a revision whose file could not be deleted keeps its rows until a
+later pass deletes it or gives up).
 """
 
 from __future__ import annotations
@@ -36,19 +38,23 @@ from partition_notify.revisions.schema import (
     RevisionReplacementRow,
     RevisionTxnRow,
 )
+from partition_notify.revisions.vacuum import MAX_REMOVE_ATTEMPTS, FileRemover, expected_dirs
 from partition_notify.store.housekeeping import BetweenBatches, in_batches
 from partition_notify.store.schema import PartitionRow, TableRow
 from partition_notify.store.uow import UnitOfWork
 from sqlalchemy import and_, delete, select, tuple_
+from sqlalchemy.orm import aliased
 
 Key = tuple[float, str, int]
 
 
 def purge_aborted(write_uow: Callable[[], UnitOfWork], before: float, *, batch_size: int,
-                  between_batches: BetweenBatches | None = None) -> int:
+                  between_batches: BetweenBatches | None = None,
+                  remover: FileRemover | None = None, now: float = 0.0) -> int:
     """Delete aborted transactions that ended before ``before`` (see the module
-    docstring); returns how many. Batches walk (ended_at, table, revision) past the
-    rows a partition holds, so those never stop the purge of the rest."""
+    docstring), their data files first with ``remover``; returns how many. Batches
+    walk (ended_at, table, revision) past the rows a partition holds or a file
+    still to delete, so those never stop the purge of the rest."""
     after: list[Key] = []
     deleted = [0]
 
@@ -58,6 +64,8 @@ def purge_aborted(write_uow: Callable[[], UnitOfWork], before: float, *, batch_s
             after.append(rows[-1])
         held = _held_by_partitions(uow, [(t, r) for _, t, r in rows])
         gone = [(t, r) for _, t, r in rows if (t, r) not in held]
+        if remover is not None:
+            gone = [k for k in gone if remover.settle(*_files(uow, k), now)]
         deleted[0] += _delete(uow, gone)
         return len(rows)
 
@@ -73,6 +81,27 @@ def _oldest(uow: UnitOfWork, before: float, after: Key | None, n: int) -> list[K
     stmt = (select(t.ended_at, t.table_name, t.revision).where(where)
             .order_by(t.ended_at, t.table_name, t.revision).limit(n))
     return [(float(e or 0.0), str(name), int(r)) for e, name, r in uow.session.execute(stmt)]
+
+
+def _files(uow: UnitOfWork, key: tuple[str, int],
+           ) -> tuple[list[RevisionFileRow], Callable[[RevisionFileRow], list[str]]]:
+    """The rows of a revision whose file is still to delete, and where each must lie.
+
+    A path another revision's row names too is refused: deleting it could take
+    committed data (a row is not trusted to name only its own write's file)."""
+    f, g = RevisionFileRow, aliased(RevisionFileRow)
+    rows = list(uow.session.scalars(select(f).where(
+        f.table_name == key[0], f.revision == key[1], f.removed_at.is_(None),
+        f.remove_failures < MAX_REMOVE_ATTEMPTS).order_by(f.id)))
+    shared = set(uow.session.scalars(select(f.id).join(g, and_(
+        g.table_name == f.table_name, g.partition == f.partition, g.name == f.name,
+        g.revision != f.revision)).where(f.table_name == key[0], f.revision == key[1])))
+
+    def expected(row: RevisionFileRow) -> list[str]:
+        if row.id in shared:
+            raise ValueError("another revision's row names the same file")
+        return expected_dirs(row.partition, row.retired_to)
+    return rows, expected
 
 
 def _held_by_partitions(uow: UnitOfWork, keys: list[tuple[str, int]]) -> set[tuple[str, int]]:

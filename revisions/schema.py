@@ -1,4 +1,5 @@
-"""Tables of the revision manager (0002), of SNAPSHOT datasets (0002) and of revision files (0004).
+"""Tables of the revision manager (0002), of SNAPSHOT datasets (0002) and of revision files
+(0004; their removal, 0017).
 
 The revision manager keeps exactly what a ZooKeeper-style revision layout keeps:
 a revision counter per table, the running transactions and the aborted
@@ -115,9 +116,15 @@ class RevisionFileRow(Base):
     name: Mapped[str] = mapped_column(Text)
     #: Set when an overwrite moved the file: its subdirectory of the partition.
     retired_to: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: When serve's housekeeping deleted the file or found it gone (0017): a
+    #: snapshot that lists it fails instead of reading less (revisions/vacuum.py).
+    removed_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    #: Failed deletions; at ``MAX_REMOVE_ATTEMPTS`` (or a refused path) no more tries.
+    remove_failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     __table_args__ = (
         Index("ix_pn_revision_files_revision", "table_name", "revision"),
         Index("ix_pn_revision_files_write", "table_name", "write_id"),
+        Index("ix_pn_revision_files_partition", "table_name", "partition"),
     )
 
     @property
@@ -139,9 +146,15 @@ class RevisionReplacementRow(Base):
     partition: Mapped[str] = mapped_column(String(MAX_SPEC_CHARS))
     #: Where the replaced files went, relative to the partition directory.
     retired_to: Mapped[str] = mapped_column(Text)
+    #: When the overwrite committed (0017; rows from before: when housekeeping saw it
+    #: committed). Its retired files go a retention after.
+    committed_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    #: When housekeeping was done with its retired files (deleted, gone or given up).
+    vacuumed_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     __table_args__ = (
         Index("ix_pn_revision_replacements_revision", "table_name", "revision"),
         Index("ix_pn_revision_replacements_write", "table_name", "write_id"),
+        Index("ix_pn_revision_replacements_vacuum", "vacuumed_at", "committed_at"),
     )
 
 

@@ -9,6 +9,7 @@ import weakref
 from pathlib import Path
 from urllib.parse import unquote
 
+from partition_notify.store import pg_deadlines
 from partition_notify.store.url_query import (
     check_postgres_query,
     check_sqlite_query,
@@ -157,9 +158,11 @@ def make_engine(
     *,
     connect_timeout_seconds: float = 10.0,
     sqlite_synchronous: str = DEFAULT_SQLITE_SYNCHRONOUS,
+    store_reply_timeout_seconds: float = pg_deadlines.DEFAULT_REPLY_TIMEOUT_SECONDS,
     **kwargs: object,
 ) -> Engine:
-    """Create an engine; on SQLite, WAL, ``sqlite_synchronous`` and BEGIN IMMEDIATE."""
+    """Create an engine; on SQLite, WAL, ``sqlite_synchronous`` and BEGIN IMMEDIATE;
+    on PostgreSQL, the deadlines of store/pg_deadlines.py."""
     try:
         parsed = make_url(url)
     except ArgumentError as exc:
@@ -192,30 +195,38 @@ def make_engine(
         _LOCK_SECONDS[engine] = connect_timeout_seconds * 3
         return engine
     if backend == "postgresql":
-        return _postgres_engine(parsed, url, connect_timeout_seconds, kwargs)
+        return _postgres_engine(parsed, url, (connect_timeout_seconds,
+                                              store_reply_timeout_seconds), kwargs)
     raise ConfigurationError(
         f"store URL {redact_url(url)!r}: backend {backend!r} is not supported; use "
         "sqlite:///path or postgresql+psycopg://user@host/db"
     )
 
 
-def _postgres_engine(parsed: URL, url: str, connect_timeout_seconds: float,
+def _postgres_engine(parsed: URL, url: str, timeouts: tuple[float, float],
                      kwargs: dict[str, object]) -> Engine:
+    connect_seconds, reply_seconds = timeouts
     if parsed.drivername == "postgresql":
         parsed = parsed.set(drivername="postgresql+psycopg")
     # A writer stuck behind another transaction's row lock must fail, not hang:
     # the same deadline SQLite's busy timeout gives.
-    lock_ms = int(connect_timeout_seconds * 3 * 1000)
+    lock_ms = int(connect_seconds * 3 * 1000)
     try:
         check_postgres_query(parsed, libpq_keywords())
-        args = {
-            "connect_timeout": max(1, int(connect_timeout_seconds)),
-            "options": merged_options(parsed.query, f"-c lock_timeout={lock_ms}"),
-        }
+        tcp = pg_deadlines.tcp_args(parsed.query, connect_seconds)
+        args = {**tcp, "options": merged_options(parsed.query, f"-c lock_timeout={lock_ms}")}
         kwargs.setdefault("pool_pre_ping", True)
-        return create_engine(parsed, connect_args=args, **kwargs)
+        engine = create_engine(parsed, connect_args=args, **kwargs)
     except ModuleNotFoundError as exc:  # the dialect imports its driver here
         raise _missing_driver(url, exc) from exc
+    pg_deadlines.remember(engine, reply_seconds, tcp)
+
+    @event.listens_for(engine, "do_connect")
+    def _connect(_dialect: object, _record: object, cargs: list[object],
+                 cparams: dict[str, object]) -> object:
+        return pg_deadlines.connect(reply_seconds, *cargs, **cparams)
+
+    return engine
 
 
 def _missing_driver(url: str, exc: ModuleNotFoundError) -> Exception:

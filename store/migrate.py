@@ -7,6 +7,7 @@ from pathlib import Path
 from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
+from partition_notify.store import pg_deadlines
 from sqlalchemy import Engine, inspect
 
 from partition_notify.core.errors import StoreError
@@ -22,10 +23,17 @@ def migrate(engine: Engine, revision: str = "head") -> None:
     # Concurrent starters must not both run a migration: SQLite takes the write
     # lock at BEGIN, PostgreSQL an advisory lock for the transaction.
     with engine.execution_options(pn_write=True).begin() as conn:
-        if conn.dialect.name == "postgresql":
-            conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7244917)")
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, revision)
+        # A migration's DDL on a large store may take longer than any other
+        # statement: no reply deadline (the lock waits keep their lock_timeout).
+        raw = conn.connection.driver_connection
+        previous = pg_deadlines.lifted(raw)
+        try:
+            if conn.dialect.name == "postgresql":
+                conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7244917)")
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, revision)
+        finally:
+            pg_deadlines.restore(raw, previous)
 
 
 def require_read_only_store(url: str, engine: Engine) -> None:

@@ -25,6 +25,7 @@ from partition_notify.store.event_log import EventLog
 from partition_notify.store.hot_read import HotReader
 from partition_notify.store.housekeeping import Housekeeping
 from partition_notify.store.migrate import migrate, require_read_only_store
+from partition_notify.store.pg_deadlines import DEFAULT_REPLY_TIMEOUT_SECONDS
 from partition_notify.store.records import (
     Clock,
     EventDraft,
@@ -66,11 +67,13 @@ class Store:
         upgrade: bool = True,
         connect_timeout_seconds: float = 10.0,
         sqlite_synchronous: str = DEFAULT_SQLITE_SYNCHRONOUS,
+        store_reply_timeout_seconds: float = DEFAULT_REPLY_TIMEOUT_SECONDS,
     ) -> Store:
         engine = make_engine(
             url,
             connect_timeout_seconds=connect_timeout_seconds,
             sqlite_synchronous=sqlite_synchronous,
+            store_reply_timeout_seconds=store_reply_timeout_seconds,
         )
         access = sqlite_access(url)
         read_only = access != "rw"

@@ -34,7 +34,9 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from partition_notify.store import pg_deadlines
 from partition_notify.store.engine import sqlite_file
 from sqlalchemy.engine import Engine
 
@@ -109,19 +111,19 @@ class Waker:
 
 
 class PostgresWaker(Waker):
-    def __init__(self, conninfo: str, connect_timeout: float, on_commit: OnCommit) -> None:
+    def __init__(self, conninfo: str, deadlines: tuple[float | None, dict[str, Any]],
+                 on_commit: OnCommit) -> None:
         super().__init__("postgresql", on_commit)
         self._conninfo = conninfo
-        self._connect_timeout = connect_timeout
+        self._reply, self._args = deadlines  # the engine's (store/pg_deadlines.py)
 
     def run(self, backoff: Backoff) -> None:
-        import psycopg  # the [postgres] extra; the engine already needed it
-
-        with psycopg.connect(self._conninfo, autocommit=True,
-                             connect_timeout=max(1, int(self._connect_timeout))) as conn:
+        with pg_deadlines.connect(self._reply, self._conninfo, autocommit=True,
+                                  **self._args) as conn:
             conn.execute(f"LISTEN {CHANNEL}")
             backoff.reset()
             self.on_commit()  # whatever committed while nobody listened
+            heard = time.monotonic()
             while not self.stop.is_set():
                 # Several commits in one burst need one read of the log, not one each.
                 woke = False
@@ -129,6 +131,12 @@ class PostgresWaker(Waker):
                     woke = True
                 if woke:
                     self.on_commit()
+                    heard = time.monotonic()
+                elif self._reply is not None and time.monotonic() - heard >= self._reply:
+                    # Waiting for NOTIFY sends nothing, so a server that stopped
+                    # answering would never be noticed: ask it, within the reply deadline.
+                    conn.execute("SELECT 1")
+                    heard = time.monotonic()
 
 
 class DataVersionWaker(Waker):
@@ -309,12 +317,13 @@ def _libc() -> ctypes.CDLL:
 
 
 def cross_process_waker(engine: Engine, on_commit: OnCommit, *,
-                        connect_timeout: float = 10.0, inotify: bool = True) -> Waker | None:
-    """A started waker for ``engine``'s database, or None (an in-memory SQLite)."""
+                        inotify: bool = True) -> Waker | None:
+    """A started waker for ``engine``'s database, or None (an in-memory SQLite).
+    On PostgreSQL it connects with the engine's deadlines (make_engine's)."""
     url = engine.url
     if engine.dialect.name == "postgresql":
         conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
-        return PostgresWaker(conninfo, connect_timeout, on_commit).start()
+        return PostgresWaker(conninfo, pg_deadlines.config(engine), on_commit).start()
     database = _sqlite_database(engine)
     if database is None:
         return None

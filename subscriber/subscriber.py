@@ -12,21 +12,23 @@ topic is filled from the event log (``Store.log.topic_events_after``), so what
 was published while the connection was down arrives whatever ``history=``
 says; only a number the log no longer holds is reported through ``on_gap``.
 Nothing spoofed: a broker message the log does not hold is dropped (verify.py).
+Bounded: at most ``max_inbox`` items wait for the dispatcher; past that, live
+messages are read from the event log instead (inbox_queue.py).
 """
 
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 
 from partition_notify.store import Store, TableInfo
 from partition_notify.subscriber import inbox
+from partition_notify.subscriber.inbox_queue import MAX_INBOX, Inbox
 from partition_notify.subscriber.refs import TableRef, table_keys
 from partition_notify.subscriber.sequencer import FILL_RETRY_SECONDS, Followed, Sequencer
+from partition_notify.subscriber.stats import SubscriberStats
 from partition_notify.subscriber.subscription import (
     MAX_QUEUED,
     Callback,
@@ -52,22 +54,6 @@ OnGap = Callable[[str, int, int], None]
 REGISTRATION_POLL_SECONDS = 1.0
 
 
-@dataclass(slots=True)
-class SubscriberStats:
-    received: int = 0
-    malformed: int = 0
-    gaps: int = 0
-    missing_events: int = 0
-    reconnects: int = 0
-    #: Repeats dropped by sequence number (any subscription).
-    duplicates: int = 0
-    #: Messages read from the event log to fill a jump or a reconnect.
-    filled: int = 0
-    fill_errors: int = 0
-    #: Messages whose topicSeq the log does not hold or holds as another message.
-    foreign: int = 0
-
-
 class Subscriber:
     """Follows tables over one transport connection; one dispatcher thread runs callbacks."""
 
@@ -80,17 +66,21 @@ class Subscriber:
         on_gap: OnGap | None = None,
         foreign_messages: str = "verify",
         max_queued: int = MAX_QUEUED,
+        max_inbox: int = MAX_INBOX,
     ) -> None:
         """``foreign_messages`` (PN_FOREIGN_MESSAGES): ``verify`` drops a broker message
         the log does not hold, ``deliver`` hands it on by id; embedded: nothing to verify.
-        ``max_queued``: unread messages a callback-less subscription holds (Subscription)."""
+        ``max_queued``: unread messages a callback-less subscription holds (Subscription);
+        ``max_inbox``: items waiting for the dispatcher, beyond it live messages are
+        read from the event log instead (inbox_queue.py)."""
         self.max_queued = queue_bound(max_queued)
         self.store = store
         self.transport = transport
         self.timeout = timeout_seconds
         self.on_gap = on_gap
         self.stats = SubscriberStats()
-        self._inbox: queue.Queue[inbox.Item] = queue.Queue()
+        #: What waits for the dispatcher: ``len()``, ``high_water``, ``offered``.
+        self.inbox = Inbox(max_inbox, self.stats)
         self._subs: list[Subscription] = []
         verify = foreign_messages == "verify" and not transport.uses_store_log
         self._rechecks: set[str] = set()
@@ -240,7 +230,7 @@ class Subscriber:
             sub.close()
         if self._consumer is not None:
             self._consumer.close(self.timeout)
-        self._inbox.put(None)
+        self.inbox.put(None)
         self._dispatcher.join(self.timeout)
 
     def __enter__(self) -> Subscriber:
@@ -302,7 +292,7 @@ class Subscriber:
             new = self._seq.follow(topics)  # 0. the log's last number, before the bus
             consumer.subscribe(topics, timeout=limit)  # 1. subscribe
             # 2. history; 3. the log since step 0, then de-dup (dispatcher thread)
-            self._inbox.put(inbox.History(sub, load(), new))
+            self.inbox.put(inbox.History(sub, load(), new))
         except BaseException:
             # A mark for a topic the bus never confirmed would skip what follows it.
             self._seq.unfollow(new.topics)
@@ -317,12 +307,12 @@ class Subscriber:
                 self._subs.remove(sub)
 
     def _on_raw(self, raw: RawMessage) -> None:
-        self._inbox.put(inbox.Live(raw))
+        self.inbox.live(raw)
 
     def _on_reconnect(self) -> None:
         # Anything published while we were away is in the event log.
         self.stats.reconnects += 1
-        self._inbox.put(inbox.Reconnected())
+        self.inbox.reconnected()
 
     def _decode_all(self, bodies: list[str]) -> list[AnyMessage]:
         return inbox.decode_stored(bodies, self.stats)
@@ -330,12 +320,12 @@ class Subscriber:
     def _dispatch(self) -> None:
         rest: list[inbox.Item] = []
         while True:
-            item = rest.pop() if rest else self._inbox.get()
+            item = rest.pop() if rest else self.inbox.get()
             if item is None:
                 return
             try:
                 if isinstance(item, inbox.Live):
-                    batch, rest = drain(self._inbox, item, lambda i: isinstance(i, inbox.Live))
+                    batch, rest = drain(self.inbox, item, lambda i: isinstance(i, inbox.Live))
                     self._offer_all([m for i in batch if isinstance(i, inbox.Live)
                                      if (m := self._decode(i.raw)) is not None])
                 elif isinstance(item, inbox.History):
@@ -355,7 +345,7 @@ class Subscriber:
     def _recheck_later(self, topic: str) -> None:
         if topic not in self._rechecks and not self._closed.is_set():
             self._rechecks.add(topic)
-            retry = threading.Timer(FILL_RETRY_SECONDS, self._inbox.put, (inbox.Recheck(topic),))
+            retry = threading.Timer(FILL_RETRY_SECONDS, self.inbox.recheck, (topic,))
             retry.daemon = True  # a closed subscriber's retry puts into a queue nobody reads
             retry.start()
 

@@ -182,10 +182,15 @@ class Warner:
 
 
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Queue(Protocol[T_co]):
+    def get_nowait(self) -> T_co: ...
 
 
 def drain(
-    inbox: queue.Queue[T], first: T, wanted: Callable[[T], bool], limit: int = VERIFY_BATCH
+    inbox: Queue[T], first: T, wanted: Callable[[T], bool], limit: int = VERIFY_BATCH
 ) -> tuple[list[T], list[T]]:
     """``first`` and the items of ``inbox`` already queued behind it that ``wanted``
     accepts, at most ``limit``; the item that ended the run comes back on its own

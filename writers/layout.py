@@ -10,8 +10,9 @@ A write lives in ``<table>/_pn_staging/<write_id>/`` until it is complete::
 
 An overwrite moves the data files of each partition it replaces into
 ``<partition>/_pn_retired/<write_id>/`` (transactional writes: older
-snapshots still read those files) or deletes the partitions (writes
-without a revision).
+snapshots still read those files, until ``serve`` deletes them
+PN_RETIRED_FILE_RETENTION_SECONDS after the overwrite committed:
+revisions/vacuum.py) or deletes the partitions (writes without a revision).
 
 Readers (Spark, Hive) skip names starting with ``_``, and the directory is on
 the table's own filesystem, so moving data into place is a rename.
@@ -26,6 +27,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from partition_notify.revisions.vacuum import RETIRED_DIR
+
 from partition_notify.contract import spec
 from partition_notify.core.errors import InvalidSpecError
 
@@ -35,7 +38,8 @@ MANIFEST = "_pn_commit.json"
 LOCK = "_pn_commit.lock"
 REPLACED = "_pn_replaced"
 ADOPTED = "_pn_adopted."
-RETIRED = "_pn_retired"
+#: Where housekeeping expects them, and deletes only there.
+RETIRED = RETIRED_DIR
 MANIFEST_VERSION = 1
 
 Mode = Literal["append", "overwrite"]

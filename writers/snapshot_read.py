@@ -58,7 +58,9 @@ def read_snapshot(spark: SparkSession, app: AppParts, db: str, table: str, *,
     a snapshot's ``to_dict()``, as handed to a job, is taken too).
 
     Only data written by transactional writes is tracked per revision: a
-    snapshot that covers no file raises :class:`NotFoundError`. ``revisions``
+    snapshot that covers no file raises :class:`NotFoundError`; one whose files
+    ``serve`` deleted (PN_RETIRED_FILE_RETENTION_SECONDS after the overwrite that
+    replaced them) raises :class:`SnapshotFilesRemovedError`. ``revisions``
     defaults to ``app.revisions``.
     """
     info = app.store.catalog.get_table(names.db_name(db), names.table_name(table))

@@ -40,7 +40,8 @@ def _letters(args: argparse.Namespace) -> Iterator[tuple[DeadLetters, PushLetter
     from partition_notify.store.push_letters import PushLetters
 
     settings = load_settings(**({"store_url": args.store_url} if args.store_url else {}))
-    store = Store.open(settings.store_url, connect_timeout_seconds=settings.connect_timeout_seconds)
+    store = Store.open(settings.store_url, connect_timeout_seconds=settings.connect_timeout_seconds,
+                       store_reply_timeout_seconds=settings.store_reply_timeout_seconds)
     try:
         yield DeadLetters(store), PushLetters(store)
     finally:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from partition_notify.revisions import RevisionManager, WriteTransaction
+from partition_notify.revisions.files import RevisionFiles
 from partition_notify.revisions.model import table_name
 
 
@@ -45,8 +46,14 @@ def keep_alive(
 
 
 def snapshot(rm: RevisionManager, table: str, revision: int | None = None) -> dict[str, Any]:
-    """``rev snapshot <table> [--revision n]``: pass the output to jobs as-is."""
-    return rm.create_snapshot(table, revision).to_dict()
+    """``rev snapshot <table> [--revision n]``: pass the output to jobs as-is.
+
+    A snapshot whose data files housekeeping deleted is refused here, where the
+    job is planned, rather than in the job that reads it."""
+    snap = rm.create_snapshot(table, revision)
+    if revision is not None:  # the latest never covers a deleted file
+        RevisionFiles(rm).check_readable(snap.table, snap)
+    return snap.to_dict()
 
 
 def status(rm: RevisionManager, table: str) -> dict[str, Any]:

@@ -13,7 +13,9 @@ boundary with ``raise ... from exc`` so callers never need to import a driver::
     │   └── InvalidManifestError    a Spark commit manifest (writers/commit_manifest.py)
     │       └── JobIdReusedError    its job id was announced with other content
     ├── NotFoundError
-    │   └── UnknownTableError       table not registered
+    │   ├── UnknownTableError       table not registered
+    │   └── SnapshotFilesRemovedError  a pinned snapshot's files were deleted after
+    │                               PN_RETIRED_FILE_RETENTION_SECONDS
     ├── ConflictError               e.g. re-registering a table differently
     ├── StoreError                  the database failed or is unreachable
     │   └── CatalogChanged          a table's registration kept changing under a
@@ -84,6 +86,11 @@ class NotFoundError(PartitionNotifyError, LookupError):
 
 class UnknownTableError(NotFoundError):
     """The table has not been registered."""
+
+
+class SnapshotFilesRemovedError(NotFoundError):
+    """Data files a snapshot covers were deleted after their retention: reading it
+    would silently return fewer rows."""
 
 
 class ConflictError(PartitionNotifyError):

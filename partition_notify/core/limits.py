@@ -20,9 +20,16 @@ MAX_RETENTION_SECONDS = 100 * 365 * 86400
 #: How long an idempotency key (HTTP ``Idempotency-Key``, CLI/Python
 #: ``idempotency_key``) is remembered by default (PN_HTTP_IDEMPOTENCY_TTL_SECONDS).
 IDEMPOTENCY_TTL_SECONDS = 86400
+#: How long the data files an overwrite moved aside stay after it committed, by
+#: default (PN_RETIRED_FILE_RETENTION_SECONDS; Delta's VACUUM keeps 7 days too).
+RETIRED_FILE_RETENTION_SECONDS = 7 * 86400
 #: The longest wait, timeout or interval a caller may ask for (ten years): a
 #: deadline must be one ``time.monotonic()`` and the OS's timers can hold.
 MAX_SECONDS = 10 * 365 * 86400
+#: PN_STORE_REPLY_TIMEOUT_SECONDS' default (store/pg_deadlines.py): longer than any one
+#: statement the store runs (a purge batch, a page of a log read), yet a caller
+#: whose PostgreSQL stopped answering is not held for minutes.
+STORE_REPLY_TIMEOUT_SECONDS = 60.0
 #: The most characters of one input an error message quotes: a rule's list of
 #: 20,000 values, quoted whole, made a 170 KB error line or problem body.
 MAX_QUOTED_CHARS = 120

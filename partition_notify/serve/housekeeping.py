@@ -4,8 +4,10 @@ Each feature purges its own table (the store layer imports none of them):
 the shared log (``store.housekeeping``: events, idle cursors), Spark commit
 records and the HTTP route's refusals (``writers``), deadline verdicts
 (``deadlines``), idempotency keys (``http``) and completeness-rule inputs and
-firings (``rules``). This module wires them into the two jobs of
-:data:`~partition_notify.serve.jobs.JOBS` (``housekeeping``, ``spool-sweep``);
+firings (``rules``), aborted revisions and the data files no snapshot needs
+(``revisions``: retired by an overwrite, or an aborted write's). This module
+wires them into the two jobs of :data:`~partition_notify.serve.jobs.JOBS`
+(``housekeeping``, ``spool-sweep``);
 the policy is in docs/reliability.md#retention-nothing-grows-forever.
 """
 
@@ -14,13 +16,16 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import astuple, dataclass, fields
+from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from partition_notify.core.errors import PartitionNotifyError
+from partition_notify.core.errors import NotFoundError, PartitionNotifyError, ValidationError
 from partition_notify.deadlines.schema import ExpectationCheckRow
 from partition_notify.deadlines.store import DeadlineStore
 from partition_notify.revisions.retention import purge_aborted
 from partition_notify.revisions.schema import RevisionTxnRow
+from partition_notify.revisions.vacuum import FileRemover, Roots, remove_retired
 from partition_notify.rules.schema import RuleFiringRow, RuleInputRow
 from partition_notify.rules.store import RuleStore
 from partition_notify.store.housekeeping import BetweenBatches
@@ -30,6 +35,7 @@ from partition_notify.store.uow import UnitOfWork
 from partition_notify.writers.commit_manifest import purge_spark_commits
 from partition_notify.writers.commit_refusals import CommitRefusals, SparkCommitRefusalRow
 from partition_notify.writers.commit_schema import SparkCommitRow
+from partition_notify.writers.commit_spool import local_dir
 
 if TYPE_CHECKING:
     from partition_notify.app import App
@@ -58,6 +64,8 @@ class Purged:
     idempotency: int = 0
     rule_state: int = 0
     revision_txns: int = 0
+    #: Data files deleted: retired by an overwrite past their retention, or an aborted write's.
+    revision_files: int = 0
 
     def total(self) -> int:
         return sum(astuple(self))
@@ -94,10 +102,30 @@ def purge_all(app: App, size: int, pause: Pause) -> Purged:
     # Whether or not this process serves the HTTP API: another one may have written them.
     out.idempotency = IdempotencyKeys(store).purge(batch_size=size, between_batches=pause)
     out.rule_state = RuleStore(store).purge(now, batch_size=size, between_batches=pause)
+    write_uow = partial(UnitOfWork, store.engine, write=True)
+    remover = FileRemover(local_roots(app))
+    remove_retired(write_uow, remover, now, now - s.retired_file_retention_seconds,
+                   batch_size=size, between_batches=pause)
+    # An aborted write's files go just before its rows (the record of which they are).
     out.revision_txns = purge_aborted(
-        lambda: UnitOfWork(store.engine, write=True),
-        now - s.revision_abort_retention_seconds, batch_size=size, between_batches=pause)
+        write_uow, now - s.revision_abort_retention_seconds, batch_size=size,
+        between_batches=pause, remover=remover, now=now)
+    out.revision_files = remover.removed
     return out
+
+
+def local_roots(app: App) -> Roots:
+    """A revision table's location as a local directory; None for a name the catalog
+    does not know (a SNAPSHOT dataset's) or a location elsewhere (hdfs://, s3a://):
+    ``serve`` deletes no file there."""
+    def root(table: str) -> Path | None:
+        db, _, name = table.partition(".")
+        try:
+            location = app.store.catalog.get_table(db, name).location
+        except (NotFoundError, ValidationError):
+            return None
+        return local_dir(location, app.settings.default_fs) if location else None
+    return root
 
 
 def housekeeping_job(app: App, metrics: Metrics, size: int, pause: Pause) -> None:

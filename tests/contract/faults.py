@@ -1,9 +1,10 @@
 """A TCP proxy in front of a real broker, to inject network faults.
 
 Traffic goes to the real broker; the proxy only withholds the broker's
-replies (``hold_replies``) or cuts every connection (``cut``), which is how
-the suite shows that a publish waits for the broker's confirmation and that
-a lost connection fails it instead of reporting success.
+replies (``hold_replies``), cuts every connection (``cut``) or freezes them
+(``freeze``), which is how the suite shows that a publish waits for the broker's
+confirmation, that a lost connection fails it instead of reporting success, and
+that a peer which keeps its sockets open but never answers is given up on.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ class FaultProxy:
         self.port = self._listener.getsockname()[1]
         self._replies = threading.Event()
         self._replies.set()
+        self._requests = threading.Event()
+        self._requests.set()
         self._refusing = False
         self._pairs: list[tuple[socket.socket, socket.socket]] = []
         self._lock = threading.Lock()
@@ -36,6 +39,17 @@ class FaultProxy:
         self._replies.clear()
 
     def release_replies(self) -> None:
+        self._replies.set()
+
+    def freeze(self) -> None:
+        """Stop reading and forwarding both ways, sockets left open: a hung server
+        (or a vanished host, as the client sees it: nothing ever comes back).
+        Connections made while frozen are accepted and frozen too."""
+        self._requests.clear()
+        self._replies.clear()
+
+    def thaw(self) -> None:
+        self._requests.set()
         self._replies.set()
 
     def cut(self, *, refuse_new: bool = False) -> None:
@@ -55,7 +69,7 @@ class FaultProxy:
 
     def close(self) -> None:
         self._closed = True
-        self.release_replies()
+        self.thaw()
         self.cut()
         self._listener.close()
 
@@ -80,7 +94,7 @@ class FaultProxy:
             with self._lock:
                 self._pairs.append((client, upstream))
                 self.accepted += 1
-            threading.Thread(target=self._pump, args=(client, upstream, None),
+            threading.Thread(target=self._pump, args=(client, upstream, self._requests),
                              daemon=True).start()
             threading.Thread(target=self._pump, args=(upstream, client, self._replies),
                              daemon=True).start()

@@ -20,7 +20,8 @@ def get(port: int, path: str) -> tuple[int, str]:
 
 def test_endpoint_serves_relay_and_subscriber_metrics_and_health() -> None:
     m = Metrics()
-    stats = SubscriberStats(received=7, malformed=2, gaps=1, missing_events=3)
+    stats = SubscriberStats(received=7, malformed=2, gaps=1, missing_events=3, coalesced=4,
+                            inbox_high_water=9)
     m.track_subscriber(stats, "scheduler")
     healthy = [True]
     m.healthy = lambda: healthy[0]
@@ -32,6 +33,8 @@ def test_endpoint_serves_relay_and_subscriber_metrics_and_health() -> None:
         assert "pn_relay_published_total 5.0" in text
         assert 'pn_subscriber_gaps_total{subscriber="scheduler"} 1.0' in text
         assert 'pn_subscriber_malformed_total{subscriber="scheduler"} 2.0' in text
+        assert 'pn_subscriber_coalesced_total{subscriber="scheduler"} 4.0' in text
+        assert 'pn_subscriber_inbox_high_water{subscriber="scheduler"} 9.0' in text
         for name in ("duplicates", "filled", "fill_errors"):
             assert f'pn_subscriber_{name}_total{{subscriber="scheduler"}} 0.0' in text, name
         stats.gaps += 1  # read live at scrape time

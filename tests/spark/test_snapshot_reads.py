@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from partition_notify.writers.snapshot_read import read_snapshot
 
@@ -150,3 +152,36 @@ def test_an_explicit_revision_must_be_a_running_transaction_of_the_table(spark, 
     after = _rows(read_snapshot(spark, spark_app, "sales", "orders", snapshot=snap))
     assert after == before, "the snapshot still reads the same rows"
     assert spark_app.store.log.max_event_id() == 1, "nothing announced"
+
+
+def test_retired_files_go_after_the_retention_and_the_pinned_read_says_so(
+        spark, spark_app, tmp_path):
+    """A real transactional overwrite; then serve's housekeeping, a retention later
+    (another App on the same store, its clock 8 days on), deletes the retired files:
+    the snapshot pinned before the overwrite fails naming the setting, latest reads
+    the same rows as before the purge."""
+    import time
+
+    from partition_notify.app import build_app
+    from partition_notify.core.errors import SnapshotFilesRemovedError
+    from partition_notify.serve.housekeeping import purge_all
+
+    revisions = spark_app.revisions
+    writer = path_writer(spark_app, tmp_path, revisions=revisions)
+    writer.write(frame(spark, rows_for(["20110228"], ["us", "eu"])))
+    snap = revisions.create_snapshot("sales.orders")
+    writer.write(frame(spark, rows_for(["20110228"], ["us"], per=1)), mode="overwrite")
+    pinned = read_snapshot(spark, spark_app, "sales", "orders", snapshot=snap)
+    retired = [f for f in pinned.files if "/_pn_retired/" in f]
+    assert retired
+    latest = _rows(read_snapshot(spark, spark_app, "sales", "orders").frame)
+
+    later = time.time() + 8 * 86400
+    with build_app(store_url=str(spark_app.settings.store_url), transport_url="embedded://",
+                   clock=lambda: later) as serve:
+        assert purge_all(serve, 100, None).revision_files == len(retired)
+    assert not any(os.path.exists(f.removeprefix("file:")) for f in retired)
+    with pytest.raises(SnapshotFilesRemovedError, match="PN_RETIRED_FILE_RETENTION_SECONDS"):
+        read_snapshot(spark, spark_app, "sales", "orders", snapshot=snap)
+    spark.catalog.clearCache()
+    assert _rows(read_snapshot(spark, spark_app, "sales", "orders").frame) == latest

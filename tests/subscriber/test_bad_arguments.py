@@ -9,6 +9,7 @@ non-callable callback was accepted and then logged a traceback per message.
 from __future__ import annotations
 
 import math
+import re
 import time
 from typing import Any
 
@@ -71,3 +72,16 @@ def test_good_arguments_still_work(sub: Any, sqlite_url: str) -> None:
     assert sub.wait_for_set_done("db", "t", "ds=1", 0).partition_spec == {"ds": "1"}
     assert sub.wait_for_set_done("db", "t", {"ds": 1}, 2.5).partition_spec == {"ds": "1"}
     assert [m.partition_spec for m in sub.set_done_history("db", "t", since=0)] == [{"ds": "1"}]
+
+
+@pytest.mark.parametrize("bound", [0, -1, 1.5, "10", None, True], ids=repr)
+def test_a_bad_inbox_bound_is_refused_by_name(sqlite_url: str, bound: object) -> None:
+    from partition_notify.subscriber import Subscriber
+
+    app = build_app(store_url=sqlite_url, transport_url="embedded://")
+    try:
+        with pytest.raises(ValidationError, match=rf"max_inbox must be a positive integer, "
+                                                  rf"got {re.escape(repr(bound))}"):
+            Subscriber(app.store, app.transport, max_inbox=bound)  # type: ignore[arg-type]
+    finally:
+        app.close()
