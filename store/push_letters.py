@@ -31,6 +31,7 @@ from partition_notify.store.uow import UnitOfWork
 from sqlalchemy import (
     BigInteger,
     Float,
+    Index,
     String,
     Text,
     and_,
@@ -51,6 +52,8 @@ DISCARDED_RETENTION_SECONDS = 30 * 86400.0
 
 class PushLetterRow(Base):
     __tablename__ = "pn_push_dead_letters"
+    #: The log's purge and the letters' purge look letters up by event (migration 0018).
+    __table_args__ = (Index("ix_pn_push_dead_letters_event", "event_id"),)
     sink: Mapped[str] = mapped_column(String(200), primary_key=True)
     event_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     table: Mapped[str] = mapped_column(String(300))

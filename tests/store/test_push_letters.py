@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from partition_notify.store import Store
@@ -12,7 +13,7 @@ from partition_notify.store.push_letters import (
     DISCARDED_RETENTION_SECONDS,
     PushLetters,
 )
-from sqlalchemy import text
+from sqlalchemy import event, text
 
 from partition_notify.app import App, build_app
 from partition_notify.core.errors import ConflictError, NotFoundError
@@ -153,3 +154,27 @@ def test_the_purge_deletes_in_batches_and_stops_between_them(
     assert letters.purge(batch_size=3, between_batches=go_on) == 6
     assert len(letters.find()) == 1 and len(asked) == 2
     assert letters.purge(batch_size=3) == 1 and letters.find() == []
+
+
+def test_the_log_purge_looks_letters_up_by_event(sqlite_url: str) -> None:
+    # The log's purge asks, for each event it considers, whether a letter holds it:
+    # without the event index (migration 0018) SQLite scanned every letter each time.
+    # (The letters' own purge may scan the letters: one pass per run, not per event.)
+    store = Store.open(sqlite_url)
+    try:
+        sent: list[tuple[str, Any]] = []
+
+        @event.listens_for(store.engine, "before_cursor_execute")
+        def keep(conn: Any, cursor: Any, sql: str, params: Any, ctx: Any, many: bool) -> None:
+            if "pn_push_dead_letters" in sql and not many:
+                sent.append((sql, params))
+
+        store.housekeeping.purge_events(store.clock(), batch_size=10)
+        assert sent
+        with store.engine.connect() as conn:
+            plans = [" / ".join(str(r[-1]) for r in conn.exec_driver_sql(
+                f"EXPLAIN QUERY PLAN {sql}", params)) for sql, params in sent
+                if sql.lstrip().upper().startswith(("SELECT", "DELETE"))]
+        assert plans and not [p for p in plans if "SCAN pn_push_dead_letters" in p], plans
+    finally:
+        store.close()
