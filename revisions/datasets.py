@@ -31,7 +31,12 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from partition_notify.revisions.manager import RevisionManager
-from partition_notify.revisions.model import DEFAULT_FAMILY, WriteTransaction, table_name
+from partition_notify.revisions.model import (
+    DEFAULT_FAMILY,
+    WriteTransaction,
+    dataset_name,
+    table_name,
+)
 from partition_notify.revisions.repositories import RevisionUnitOfWork
 from partition_notify.revisions.schema import SnapshotDatasetRow, SnapshotVersionRow
 
@@ -130,7 +135,7 @@ class SnapshotDatasets:
 
         Its location cannot change (:class:`ConflictError`).
         """
-        name = table_name(name)
+        name = dataset_name(name)
         location = _location(location, name)
         _policy(ttl_seconds, min_versions, name)
         now = self.revisions.clock()

@@ -67,14 +67,19 @@ class RevisionFiles:
         return len(rows)
 
     def retire(self, table: str, revision: int, write_id: str, partitions: Sequence[str],
-               retired_to: str) -> None:
-        """``revision`` replaces ``partitions``; their older files move under ``retired_to``."""
+               retired_to: str) -> set[str]:
+        """``revision`` replaces ``partitions``; their older files move under ``retired_to``.
+
+        Returns the paths (``<partition>/<name>``) that must stay: files of a write of a
+        later revision (begun after this overwrite, recorded before its files moved in),
+        which every snapshot from that revision on reads where they land.
+        """
         with self._uow(write=True) as uow:
             if not uow.replacements.has_write(table, write_id):
                 uow.replacements.add_many([
                     {"table_name": table, "revision": revision, "write_id": write_id,
                      "partition": p, "retired_to": retired_to} for p in partitions])
-            uow.files.retire(table, partitions, write_id, retired_to)
+            return set(uow.files.retire(table, partitions, write_id, retired_to, revision))
 
     def visible(self, table: str, snapshot: Snapshot, family: str = DEFAULT_FAMILY) -> list[str]:
         """Paths (relative to the table location) of the files ``snapshot`` covers.

@@ -132,6 +132,24 @@ def table_name(table: object) -> str:
     return table
 
 
+def dataset_name(name: object) -> str:
+    """A SNAPSHOT dataset's name: the ``<db>.<table>`` it announces its versions on,
+    spelt as the catalog spells it (names are exact, as revision names are)."""
+    name = table_name(name)
+    db, dot, table = name.partition(".")
+    if not (db and dot and table):
+        raise ValidationError(
+            f"SNAPSHOT dataset name {name!r}: expected <db>.<table>, the table its versions "
+            "are announced on"
+        )
+    normal = f"{names.db_name(db)}.{names.table_name(table)}"
+    if normal != name:
+        raise ValidationError(
+            f"SNAPSHOT dataset name {name!r}: dataset names are exact; spelt {normal}"
+        )
+    return name
+
+
 def normal_table(name: str) -> str | None:
     """``name`` as the catalog spells a ``db.table`` (lower case), or None when it is none."""
     db, dot, table = name.partition(".")

@@ -217,19 +217,21 @@ class RevisionFileRepository:
         if rows:
             self.session.execute(insert(RevisionFileRow), rows)
 
-    def retire(self, table: str, partitions: Sequence[str], write_id: str, retired_to: str) -> None:
-        """Files in ``partitions`` (other than ``write_id``'s own) now lie under ``retired_to``."""
+    def retire(self, table: str, partitions: Sequence[str], write_id: str, retired_to: str,
+               revision: int) -> list[str]:
+        """Files of revisions below ``revision`` in ``partitions`` now lie under
+        ``retired_to``; returns the paths (``<partition>/<name>``) of later revisions'
+        files there, which stay where they are (a write begun after the overwrite)."""
+        later: list[str] = []
         for chunk in _chunks(partitions):
-            self.session.execute(
-                update(RevisionFileRow)
-                .where(
-                    RevisionFileRow.table_name == table,
-                    RevisionFileRow.partition.in_(chunk),
-                    RevisionFileRow.retired_to.is_(None),
-                    RevisionFileRow.write_id != write_id,
-                )
-                .values(retired_to=retired_to)
-            )
+            in_chunk = (RevisionFileRow.table_name == table, RevisionFileRow.partition.in_(chunk),
+                        RevisionFileRow.retired_to.is_(None), RevisionFileRow.write_id != write_id)
+            self.session.execute(update(RevisionFileRow).where(
+                *in_chunk, RevisionFileRow.revision < revision).values(retired_to=retired_to))
+            later += [f"{p}/{n}" for p, n in self.session.execute(
+                select(RevisionFileRow.partition, RevisionFileRow.name).where(
+                    *in_chunk, RevisionFileRow.revision > revision))]
+        return later
 
     def retag(self, table: str, old: int, new: int) -> None:
         self.session.execute(

@@ -6,7 +6,8 @@ the set-done purge does (:func:`in_batches`), so writers get in between.
 * the event log: published (or discarded) events older than the log's
   horizon, at or below every consumer cursor, never the last event of a
   topic (subscribers compare topic sequences with it), never one still
-  waiting for its relay or held as a dead letter, never one a completeness
+  waiting for its relay or held as a dead letter (the relay's, or an Airflow
+  push letter nobody discarded: its redrive reads the event), never one a completeness
   rule has not evaluated yet (for at most the cursor retention);
 * idle consumer cursors.
 
@@ -30,11 +31,13 @@ from sqlalchemy import (
     Table,
     TableClause,
     and_,
+    column,
     delete,
     exists,
     func,
     or_,
     select,
+    table,
     update,
 )
 from sqlalchemy.orm import Session, aliased
@@ -48,6 +51,9 @@ PURGED_BELOW = "log-purged-below"
 LOG_TABLES = ("pn_events", "pn_set_done", "pn_partitions", "pn_consumer_cursors")
 _EVENTS = cast(Table, EventRow.__table__)
 _CURSORS = cast(Table, CursorRow.__table__)
+#: pn_push_dead_letters (store/push_letters.py, which imports this module): the columns
+#: the event purge reads.
+_PUSH_LETTERS = table("pn_push_dead_letters", column("event_id"), column("discarded_at"))
 _TABLE_NAME = re.compile(r"pn_[a-z_]{1,60}")
 #: Past every real event id: "no cursor holds the log back".
 _NO_FLOOR = 2**62
@@ -135,6 +141,8 @@ class Housekeeping:
             or_(EventRow.event_id <= held, EventRow.created_at < hold_until),
             or_(EventRow.published_at.is_not(None), EventRow.discarded_at.is_not(None)),
             exists().where(later.topic == EventRow.topic, later.topic_seq > EventRow.topic_seq),
+            ~exists().where(_PUSH_LETTERS.c.event_id == EventRow.event_id,
+                            _PUSH_LETTERS.c.discarded_at.is_(None)),
         )
         return in_batches(self._write, lambda uow, n: _purge_marked(uow.session, where, n),
                           batch_size=batch_size, between_batches=between_batches)

@@ -8,8 +8,10 @@ keyed by the sink (its cursor name, which names the Airflow URL) and the
 event id. ``partition-notify dead-letters --source airflow-push`` lists,
 redrives (the sink sends it again on its next run and deletes the row once
 Airflow accepted it) and discards them (kept, marked, never sent). Discarded
-letters are purged :data:`DISCARDED_RETENTION_SECONDS` after discarding
-(``serve``'s job ``airflow-push-letters-purge``).
+letters are purged :data:`DISCARDED_RETENTION_SECONDS` after discarding, and
+a letter whose event the log's retention purged with the rest once its event
+is gone (the sink could only drop it on redrive), both in short batches by
+``serve``'s job ``airflow-push-letters-purge``.
 
 The table lives in ``store/`` beside the relay's dead letters, not with the
 sink in ``integrations/``: the sink, the ``dead-letters`` command and the
@@ -22,10 +24,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from partition_notify.store.housekeeping import BetweenBatches, in_batches
 from partition_notify.store.provider import Store
-from partition_notify.store.schema import Base
-from partition_notify.store.uow import UnitOfWork, affected_rows
-from sqlalchemy import BigInteger, Float, String, Text, delete, select, update
+from partition_notify.store.schema import Base, EventRow
+from partition_notify.store.uow import UnitOfWork
+from sqlalchemy import (
+    BigInteger,
+    Float,
+    Index,
+    String,
+    Text,
+    and_,
+    delete,
+    exists,
+    or_,
+    select,
+    tuple_,
+    update,
+)
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from partition_notify.core.errors import ConflictError, NotFoundError
@@ -36,6 +52,8 @@ DISCARDED_RETENTION_SECONDS = 30 * 86400.0
 
 class PushLetterRow(Base):
     __tablename__ = "pn_push_dead_letters"
+    #: The log's purge and the letters' purge look letters up by event (migration 0018).
+    __table_args__ = (Index("ix_pn_push_dead_letters_event", "event_id"),)
     sink: Mapped[str] = mapped_column(String(200), primary_key=True)
     event_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     table: Mapped[str] = mapped_column(String(300))
@@ -75,7 +93,8 @@ class PushLetterRepository:
         self.session = session
 
     def find(self, *, table: str | None = None, sink: str | None = None,
-             ids: Sequence[int] | None = None, due: bool = False) -> list[PushLetterRow]:
+             ids: Sequence[int] | None = None, due: bool = False,
+             limit: int | None = None) -> list[PushLetterRow]:
         stmt = select(PushLetterRow).order_by(PushLetterRow.event_id, PushLetterRow.sink)
         if table is not None:
             stmt = stmt.where(PushLetterRow.table == table)
@@ -86,7 +105,7 @@ class PushLetterRepository:
         if due:
             stmt = stmt.where(PushLetterRow.redriven_at.is_not(None),
                               PushLetterRow.discarded_at.is_(None))
-        return list(self.session.scalars(stmt))
+        return list(self.session.scalars(stmt if limit is None else stmt.limit(limit)))
 
     def put(self, sink: str, event_id: int, table: str, error: str, now: float) -> None:
         row = self.session.get(PushLetterRow, (sink, event_id))
@@ -127,8 +146,8 @@ class PushLetters:
     def due(self, sink: str, limit: int) -> list[PushLetter]:
         """Redriven letters of ``sink`` to send again, oldest event first."""
         with self._uow() as uow:
-            return [_letter(r) for r in PushLetterRepository(uow.session).find(sink=sink,
-                                                                               due=True)][:limit]
+            return [_letter(r) for r in PushLetterRepository(uow.session).find(
+                sink=sink, due=True, limit=limit)]
 
     def redrive(self, event_ids: Sequence[int] | None) -> list[PushLetter]:
         """Mark letters to be sent again (``None``: every one not discarded)."""
@@ -162,11 +181,25 @@ class PushLetters:
             uow.session.execute(delete(PushLetterRow).where(PushLetterRow.sink == sink,
                                                             PushLetterRow.event_id == event_id))
 
-    def purge_discarded(self) -> int:
+    def purge(self, *, batch_size: int,
+              between_batches: BetweenBatches | None = None) -> int:
+        """Delete letters discarded :data:`DISCARDED_RETENTION_SECONDS` ago and letters
+        whose event the log purged, ``batch_size`` per unit of work; rows deleted."""
         before = self.store.clock() - DISCARDED_RETENTION_SECONDS
-        with self._uow(write=True) as uow:
-            return affected_rows(uow.session.execute(
-                delete(PushLetterRow).where(PushLetterRow.discarded_at < before)))
+        horizon = self.store.housekeeping.purged_below()  # ids below may be gone
+        row = PushLetterRow
+        gone = or_(row.discarded_at < before, and_(
+            row.event_id < horizon, ~exists().where(EventRow.event_id == row.event_id)))
+
+        def batch(uow: UnitOfWork, n: int) -> int:
+            keys = [tuple(k) for k in uow.session.execute(
+                select(row.sink, row.event_id).where(gone).order_by(row.event_id).limit(n))]
+            if keys:
+                uow.session.execute(delete(row).where(tuple_(row.sink, row.event_id).in_(keys)))
+            return len(keys)
+
+        return in_batches(lambda: self._uow(write=True), batch,
+                          batch_size=batch_size, between_batches=between_batches)
 
     def _set(self, sink: str, event_id: int, **values: object) -> None:
         with self._uow(write=True) as uow:

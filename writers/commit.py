@@ -174,9 +174,9 @@ def _replace(fs: HadoopFs, manifest: Manifest, files: RevisionFiles | None) -> N
     """Overwrite: take the old data out of the partitions about to receive the new."""
     if files is not None and manifest.revision is not None:
         # Older snapshots still read these files where they go.
-        files.retire(manifest.revision_table, manifest.revision, manifest.write_id,
-                     manifest.partitions, manifest.retired)
-        fs.retire_files(manifest.location, manifest.partitions, manifest.retired)
+        later = files.retire(manifest.revision_table, manifest.revision, manifest.write_id,
+                             manifest.partitions, manifest.retired)
+        fs.retire_files(manifest.location, manifest.partitions, manifest.retired, keep=later)
     else:
         fs.delete_many(manifest.locations())
     fs.create(f"{manifest.staging}/{REPLACED}", b"", exclusive=False)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -147,13 +147,14 @@ class HadoopFs:
             return sum(pool.map(self.delete, todo))
 
     def retire_files(self, base: str, partitions: Iterable[str], sub: str, *,
-                     threads: int = 8) -> int:
+                     keep: Collection[str] = (), threads: int = 8) -> int:
         """Move the data files of each partition directory into its subdirectory ``sub``.
 
         Names starting with ``_`` or ``.`` (earlier retired files, checksums)
         stay. Spark and Hive readers skip ``sub`` (it starts with ``_``), while
         a reader naming a retired file still gets its partition values from
-        the directories above it. A second call finishes what a first left.
+        the directories above it. ``keep``: ``<partition>/<name>`` paths that stay
+        (a later revision's files). A second call finishes what a first left.
         Returns the number of files moved.
         """
         todo = list(partitions)
@@ -162,7 +163,8 @@ class HadoopFs:
 
         def retire(partition: str) -> int:
             directory = f"{base}/{partition}"
-            names = [n for n in self.glob(directory, "*") if not n.startswith(("_", "."))]
+            names = [n for n in self.glob(directory, "*")
+                     if not n.startswith(("_", ".")) and f"{partition}/{n}" not in keep]
             if names:
                 self.mkdirs(f"{directory}/{sub}")
             for name in names:

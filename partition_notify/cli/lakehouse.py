@@ -48,7 +48,7 @@ def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser]) ->
     p = sub.add_parser("lakehouse", help=HELP, description=HELP)
     cmds = p.add_subparsers(dest="lakehouse_command", required=True, parser_class=parser_class)
     sp = cmds.add_parser("skip", help=SKIP_HELP, description=SKIP_HELP)
-    sp.set_defaults(fn=cmd_skip)
+    sp.set_defaults(fn=cmd_skip, command="lakehouse skip")
     sp.add_argument("table", type=table_arg, help="db.table")
     sp.add_argument(
         "--version",

@@ -307,15 +307,16 @@ def push_letters_purge(rt: Runtime) -> tuple[JobFn, float]:
     from partition_notify.store.push_letters import PushLetters
 
     letters = PushLetters(rt.app.store)
+    size, pause = batching(rt)
 
     def job() -> None:
         try:
-            n = letters.purge_discarded()
+            n = letters.purge(batch_size=size, between_batches=pause)
         except PartitionNotifyError as exc:
             log.warning("push dead-letter purge failed: %s", exc)
             return
         if n:
-            log.info("purged %d discarded Airflow push dead letter(s)", n)
+            log.info("purged %d Airflow push dead letter(s): discarded, or their event gone", n)
 
     return job, rt.app.settings.purge_interval_seconds
 

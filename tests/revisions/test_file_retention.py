@@ -228,8 +228,9 @@ def test_a_retired_row_outside_its_retired_directory_is_refused(
 def test_a_later_revisions_file_an_overwrite_marked_retired_stays(
         app: App, clock: FakeClock, table: Path) -> None:
     """A write running across an overwrite recorded its files before the overwrite
-    marked the partition's rows retired: the overwrite does not hide the later
-    revision's file, so the latest snapshot lists it and it must stay."""
+    retired the partition: the overwrite neither hides nor retires the later
+    revision's file, which lands in the partition; the latest snapshot lists it
+    there and it stays."""
     rm, files = app.revisions, RevisionFiles(app.revisions)
     first = rm.begin_write_transaction(T, ["data"])
     _write(table, files, first.revision, "w1", "ds=1")
@@ -238,16 +239,16 @@ def test_a_later_revisions_file_an_overwrite_marked_retired_stays(
     later = rm.begin_write_transaction(T, ["data"])
     files.record(T, later.revision, "w3", lambda: ["ds=1/part-w3.parquet"])
     moved = _overwrite(table, files, overwrite.revision, "w2", "ds=1")
-    (moved[0].parent / "part-w3.parquet").write_bytes(b"PAR1 w3")
+    (table / "ds=1" / "part-w3.parquet").write_bytes(b"PAR1 w3")  # w3's commit moves it in
     rm.commit_write_transaction(overwrite)
     rm.commit_write_transaction(later)
     latest = files.visible(T, rm.create_snapshot(T))
-    assert "ds=1/_pn_retired/w2/part-w3.parquet" in latest
+    assert "ds=1/part-w3.parquet" in latest
 
     clock.advance(RETENTION + 1)
     purge_all(app, 10, None)
     assert not moved[0].exists(), "w1's file, hidden by the overwrite, goes"
-    assert (moved[0].parent / "part-w3.parquet").exists()
+    assert (table / "ds=1" / "part-w3.parquet").exists()
     assert files.visible(T, rm.create_snapshot(T)) == latest
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -255,3 +256,28 @@ def test_writing_something_that_is_not_a_dataframe_starts_no_run(ds: SnapshotDat
     with pytest.raises(ValidationError, match="DataFrame"):
         ds.write(df)
     assert ds.versions() == [], "no failed version recorded for an argument error"
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("bad name", "<db>.<table>"),  # was defined; its first version then failed to announce
+    ("customers", "<db>.<table>"),
+    ("db.", "<db>.<table>"),
+    ("db.t-1", "illegal character"),
+    ("Warehouse.Customers", "spelt warehouse.customers"),
+])
+def test_a_dataset_name_that_cannot_be_announced_is_refused_at_define(
+        datasets: SnapshotDatasets, tmp_path: Path, name: str, expected: str) -> None:
+    # A version becomes current, then its announcement on <db>.<table> fails: the
+    # name must be a table name the catalog accepts, spelt as the catalog spells it.
+    with pytest.raises(ValidationError, match=re.escape(expected)):
+        SnapshotDataset.define(datasets, name, str(tmp_path / "a"))
+    assert datasets.names() == []
+
+
+def test_the_cli_refuses_a_dataset_name_in_one_line(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    out = subprocess.run([sys.executable, "-m", "partition_notify.cli", "--store-url", store,
+                          "dataset", "define", "bad name", str(tmp_path / "d")],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and "'bad name'" in out.stderr

@@ -185,3 +185,41 @@ def test_retired_files_go_after_the_retention_and_the_pinned_read_says_so(
         read_snapshot(spark, spark_app, "sales", "orders", snapshot=snap)
     spark.catalog.clearCache()
     assert _rows(read_snapshot(spark, spark_app, "sales", "orders").frame) == latest
+
+
+def test_an_overwrite_leaves_a_later_revisions_write_where_it_lands(spark, spark_app, tmp_path):
+    """Two writers of one partition: an overwrite (revision A) and an append begun
+    after it (revision B > A) whose files were recorded (commit step 0) but not yet
+    moved in when A's overwrite retired the partition. B's files are newer than A:
+    they stay in the partition, and every snapshot from B on reads them there."""
+    import glob
+    import shutil
+
+    from partition_notify.revisions.files import RevisionFiles
+
+    revisions = spark_app.revisions
+    writer = path_writer(spark_app, tmp_path, revisions=revisions)
+    writer.write(frame(spark, rows_for(["20110228"], ["us"])))           # 3 rows, committed
+    part = tmp_path / "warehouse" / "orders" / "datestamp=20110228" / "region=us"
+    tx_a = revisions.begin_write_transaction("sales.orders", ["data"])
+    tx_b = revisions.begin_write_transaction("sales.orders", ["data"])
+    # B's Spark job wrote its file into its staging directory and recorded it.
+    staged = tmp_path / "b-staging"
+    spark.createDataFrame([(100, "20110228", "us")], ["id", "datestamp", "region"]) \
+        .drop("datestamp", "region").coalesce(1).write.parquet(str(staged))
+    b_file = glob.glob(str(staged / "part-*.parquet"))[0]
+    b_name = "part-b-" + os.path.basename(b_file)
+    RevisionFiles(revisions).record("sales.orders", tx_b.revision, "wB",
+                                    lambda: [f"datestamp=20110228/region=us/{b_name}"])
+    # A overwrites the partition with 1 row and commits.
+    writer.write(frame(spark, rows_for(["20110228"], ["us"], per=1)), mode="overwrite",
+                 revision=tx_a.revision)
+    revisions.commit_write_transaction(tx_a)
+    # B's job commit moves its file in, then B commits.
+    shutil.move(b_file, part / b_name)
+    revisions.commit_write_transaction(tx_b)
+
+    latest = read_snapshot(spark, spark_app, "sales", "orders")
+    mine = [f for f in latest.files if f.endswith(b_name)]
+    assert mine == [f"file:{part / b_name}"], latest.files  # in the partition, not retired
+    assert _count(latest) == 1 + 1, "A's one row and B's one row"
