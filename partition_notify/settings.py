@@ -24,6 +24,7 @@ from partition_notify.core.limits import IDEMPOTENCY_TTL_SECONDS, MAX_RETENTION_
 from partition_notify.settings_checks import (
     env_file_keys,
     filesystem,
+    http_bind,
     printable,
     topic_prefix,
     unknown_lines,
@@ -46,9 +47,8 @@ SqliteSynchronous = Annotated[
         lambda v: v.upper() if isinstance(v, str) and v.upper() in SQLITE_LEVELS else v
     ),
 ]
-
-
 DefaultFs = Annotated[str | None, BeforeValidator(filesystem)]
+HttpBind = Annotated[str | None, BeforeValidator(http_bind)]
 #: ``PN_LOG_LEVEL`` values, case-insensitive.
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 LogLevel = Annotated[
@@ -214,7 +214,7 @@ class Settings(BaseSettings):
         description="serve: address the Prometheus endpoint listens on (0.0.0.0: every "
         "interface)")
     # HTTP API and deadlines (docs/http-api.md)
-    http_bind: str | None = Field(None, description="serve: host:port of the HTTP API (off unset)")
+    http_bind: HttpBind = Field(None, description="serve: host:port of the HTTP API (off unset)")
     http_anonymous_read: bool = Field(False, description="HTTP reads without a token")
     http_max_body_bytes: int = Field(1 << 20, gt=0, description="larger request bodies get 413")
     http_wait_max_seconds: float = Field(300.0, gt=0, description="longest HTTP long-poll")

@@ -48,6 +48,25 @@ def filesystem(value: object) -> object:
     return value.strip()
 
 
+
+def split_bind(value: str) -> tuple[str, int]:
+    """``host:port`` (``[::1]:8080`` for IPv6); port 0 picks a free one."""
+    host, sep, port = value.strip().rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError("expected host:port, e.g. 127.0.0.1:8080 (port 0 to 65535)")
+    return host, int(port)
+
+
+def http_bind(value: object) -> object:
+    """``PN_HTTP_BIND``: checked when the settings load, as every setting is, not only when
+    ``serve`` starts its HTTP server (``serve --once`` starts none); empty is off."""
+    if value == "":
+        return None
+    if isinstance(value, str):
+        split_bind(value)
+    return value
+
 #: ``PN_*`` variables read by other parts than ``Settings``: the Spark driver's
 #: token, and this repository's scripts and tests (scripts/services.sh).
 OTHER_VARIABLES = frozenset({"PN_WRITER_TOKEN", "PN_SERVE_URL", "PN_PYTHON", "PN_TALLY_FILE"})
