@@ -71,7 +71,7 @@ def http_bind(value: object) -> object:
 #: token, and this repository's scripts and tests (scripts/services.sh).
 OTHER_VARIABLES = frozenset({"PN_WRITER_TOKEN", "PN_SERVE_URL", "PN_PYTHON", "PN_TALLY_FILE"})
 #: Families of ``PN_*`` variables with their own reader: Iceberg catalog
-#: properties, the Airflow push sink's settings (integrations/airflow/push.py),
+#: properties, the Airflow push sink's settings (integrations/airflow/push_settings.py),
 #: and the development tooling's.
 OTHER_PREFIXES = ("PN_ICEBERG_CATALOG__", "PN_AIRFLOW_", "PN_TEST_", "PN_TANSU_",
                   "PN_SERVICES_", "PN_BENCH_", "PN_FUZZ_", "PN_H3_", "PN_BUILD_",
