@@ -22,9 +22,10 @@ from partition_notify.contract.topics import TopicPolicy
 from partition_notify.core.errors import ConfigurationError
 from partition_notify.core.limits import IDEMPOTENCY_TTL_SECONDS, MAX_RETENTION_SECONDS, MAX_SECONDS
 from partition_notify.settings_checks import (
+    DefaultFs,
+    HttpBind,
+    SpoolDirs,
     env_file_keys,
-    filesystem,
-    http_bind,
     printable,
     topic_prefix,
     unknown_lines,
@@ -47,8 +48,6 @@ SqliteSynchronous = Annotated[
         lambda v: v.upper() if isinstance(v, str) and v.upper() in SQLITE_LEVELS else v
     ),
 ]
-DefaultFs = Annotated[str | None, BeforeValidator(filesystem)]
-HttpBind = Annotated[str | None, BeforeValidator(http_bind)]
 #: ``PN_LOG_LEVEL`` values, case-insensitive.
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 LogLevel = Annotated[
@@ -184,7 +183,7 @@ class Settings(BaseSettings):
     default_fs: DefaultFs = Field(
         None, description="the filesystem scheme-less table locations are on, as Hadoop's "
         "fs.defaultFS (e.g. hdfs://nn:8020); unset: the local filesystem")
-    spark_spool_dirs: str = Field(
+    spark_spool_dirs: SpoolDirs = Field(
         "", description="serve: extra comma-separated dirs holding Spark commit manifests")
     foreign_messages: ForeignMessages = Field(
         "verify", description="a broker message the event log does not hold (same topic, "

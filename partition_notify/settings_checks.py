@@ -12,8 +12,9 @@ import difflib
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import SecretStr
+from pydantic import BeforeValidator, SecretStr
 
 from partition_notify.contract.topics import validate_prefix
 
@@ -66,6 +67,23 @@ def http_bind(value: object) -> object:
     if isinstance(value, str):
         split_bind(value)
     return value
+
+
+def spool_dirs(value: object) -> object:
+    """``PN_SPARK_SPOOL_DIRS``: absolute directories (``/x`` or ``file:/x``). A relative one
+    would depend on serve's working directory (the Spark jar refuses a relative spoolDir
+    too), and the pick-up reads local absolute paths only: it was dropped unsaid."""
+    if isinstance(value, str):
+        for entry in (e.strip() for e in value.split(",")):
+            if entry and not entry.startswith("/") and ":" not in entry:
+                raise ValueError(f"{entry!r} is a relative directory; expected absolute "
+                                 "directories, comma-separated (/srv/spool or file:/srv/spool)")
+    return value
+
+
+DefaultFs = Annotated[str | None, BeforeValidator(filesystem)]
+HttpBind = Annotated[str | None, BeforeValidator(http_bind)]
+SpoolDirs = Annotated[str, BeforeValidator(spool_dirs)]
 
 #: ``PN_*`` variables read by other parts than ``Settings``: the Spark driver's
 #: token, and this repository's scripts and tests (scripts/services.sh).
