@@ -47,9 +47,10 @@ def load_push_settings() -> AirflowPushSettings:
         return AirflowPushSettings()  # type: ignore[call-arg]  # fields come from PN_AIRFLOW_*
     except SettingsError:
         # pydantic-settings decodes a dict field's JSON before validating: only assets is one.
-        raise ConfigurationError(
-            f"invalid settings: {PREFIX}ASSETS={os.environ.get(PREFIX + 'ASSETS', '')!r:.80}: "
-            f"expected JSON like {ASSETS_EXAMPLE}") from None
+        raw = os.environ.get(f"{PREFIX}ASSETS")
+        where = " (in .env)" if raw is None else f"={raw!r:.80}"
+        raise ConfigurationError(f"invalid settings: {PREFIX}ASSETS{where}: expected JSON like "
+                                 f"{ASSETS_EXAMPLE}") from None
     except PydanticValidationError as exc:
         first: dict[object, str] = {}  # a union field fails once per member: say it once
         for e in exc.errors():
