@@ -27,9 +27,11 @@ from partition_notify.core.limits import (
     RETIRED_FILE_RETENTION_SECONDS,
 )
 from partition_notify.settings_checks import (
+    DefaultFs,
+    HttpBind,
+    SpoolDirs,
     duration,
     env_file_keys,
-    filesystem,
     printable,
     streams_leave_room,
     topic_prefix,
@@ -53,9 +55,6 @@ SqliteSynchronous = Annotated[
         lambda v: v.upper() if isinstance(v, str) and v.upper() in SQLITE_LEVELS else v
     ),
 ]
-
-
-DefaultFs = Annotated[str | None, BeforeValidator(filesystem)]
 #: ``PN_LOG_LEVEL`` values, case-insensitive.
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 LogLevel = Annotated[
@@ -193,7 +192,7 @@ class Settings(BaseSettings):
     default_fs: DefaultFs = Field(
         None, description="the filesystem scheme-less table locations are on, as Hadoop's "
         "fs.defaultFS (e.g. hdfs://nn:8020); unset: the local filesystem")
-    spark_spool_dirs: str = Field(
+    spark_spool_dirs: SpoolDirs = Field(
         "", description="serve: extra comma-separated dirs holding Spark commit manifests")
     foreign_messages: ForeignMessages = Field(
         "verify", description="a broker message the event log does not hold (same topic, "
@@ -223,7 +222,7 @@ class Settings(BaseSettings):
         description="serve: address the Prometheus endpoint listens on (0.0.0.0: every "
         "interface)")
     # HTTP API and deadlines (docs/http-api.md)
-    http_bind: str | None = Field(None, description="serve: host:port of the HTTP API (off unset)")
+    http_bind: HttpBind = Field(None, description="serve: host:port of the HTTP API (off unset)")
     http_anonymous_read: bool = Field(False, description="HTTP reads without a token")
     http_max_body_bytes: int = Field(1 << 20, gt=0, description="larger request bodies get 413")
     http_wait_max_seconds: float = Field(300.0, gt=0, description="longest HTTP long-poll")

@@ -12,8 +12,9 @@ import difflib
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import SecretStr
+from pydantic import BeforeValidator, SecretStr
 
 from partition_notify.contract.topics import validate_prefix
 from partition_notify.core.limits import MAX_SECONDS
@@ -65,11 +66,47 @@ def filesystem(value: object) -> object:
     return value.strip()
 
 
+
+def split_bind(value: str) -> tuple[str, int]:
+    """``host:port`` (``[::1]:8080`` for IPv6); port 0 picks a free one."""
+    host, sep, port = value.strip().rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError("expected host:port, e.g. 127.0.0.1:8080 (port 0 to 65535)")
+    return host, int(port)
+
+
+def http_bind(value: object) -> object:
+    """``PN_HTTP_BIND``: checked when the settings load, as every setting is, not only when
+    ``serve`` starts its HTTP server (``serve --once`` starts none); empty is off."""
+    if value == "":
+        return None
+    if isinstance(value, str):
+        split_bind(value)
+    return value
+
+
+def spool_dirs(value: object) -> object:
+    """``PN_SPARK_SPOOL_DIRS``: absolute directories (``/x`` or ``file:/x``). A relative one
+    would depend on serve's working directory (the Spark jar refuses a relative spoolDir
+    too), and the pick-up reads local absolute paths only: it was dropped unsaid."""
+    if isinstance(value, str):
+        for entry in (e.strip() for e in value.split(",")):
+            if entry and not entry.startswith("/") and ":" not in entry:
+                raise ValueError(f"{entry!r} is a relative directory; expected absolute "
+                                 "directories, comma-separated (/srv/spool or file:/srv/spool)")
+    return value
+
+
+DefaultFs = Annotated[str | None, BeforeValidator(filesystem)]
+HttpBind = Annotated[str | None, BeforeValidator(http_bind)]
+SpoolDirs = Annotated[str, BeforeValidator(spool_dirs)]
+
 #: ``PN_*`` variables read by other parts than ``Settings``: the Spark driver's
 #: token, and this repository's scripts and tests (scripts/services.sh).
 OTHER_VARIABLES = frozenset({"PN_WRITER_TOKEN", "PN_SERVE_URL", "PN_PYTHON", "PN_TALLY_FILE"})
 #: Families of ``PN_*`` variables with their own reader: Iceberg catalog
-#: properties, the Airflow push sink's settings (integrations/airflow/push.py),
+#: properties, the Airflow push sink's settings (integrations/airflow/push_settings.py),
 #: and the development tooling's.
 OTHER_PREFIXES = ("PN_ICEBERG_CATALOG__", "PN_AIRFLOW_", "PN_TEST_", "PN_TANSU_",
                   "PN_SERVICES_", "PN_BENCH_", "PN_FUZZ_", "PN_H3_", "PN_BUILD_",

@@ -131,7 +131,8 @@ def manifest_from_obj(obj: object) -> CommitManifest:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "manifest"
         raise InvalidManifestError(
-            f"manifest field {where!r}: {err['msg']} (got {err.get('input')!r:.120})"
+            f"manifest field {where!r}: {err['msg']} (got {err.get('input')!r:.120})",
+            field=".".join(str(p) for p in err["loc"]),
         ) from None
 
 

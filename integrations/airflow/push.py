@@ -37,13 +37,16 @@ from collections.abc import Callable
 
 from partition_notify.integrations.airflow.push_client import AirflowClient
 from partition_notify.integrations.airflow.push_owner import lease_owner, owner_is_gone
+from partition_notify.integrations.airflow.push_settings import (
+    ASSETS_EXAMPLE,
+    AirflowPushSettings,
+    load_push_settings,
+)
 from partition_notify.integrations.shared import payload
 from partition_notify.integrations.withdrawn import taken_back
 from partition_notify.store import LoggedEvent, Store, TableInfo
 from partition_notify.store.cursors import Cursor, Cursors
 from partition_notify.store.push_letters import PushLetter, PushLetters
-from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from partition_notify.contract import SetDoneMessage, decode
 from partition_notify.contract.keys import delivery_key
@@ -64,30 +67,6 @@ log = logging.getLogger(__name__)
 WARN_EVERY_SECONDS = 60.0
 #: Clock skew allowed between us and Airflow when looking for an earlier send.
 SKEW_SECONDS = 300.0
-
-
-class AirflowPushSettings(BaseSettings):
-    """``PN_AIRFLOW_*``: where and what the sink pushes. Off unless ``PN_AIRFLOW_URL`` is set."""
-
-    model_config = SettingsConfigDict(env_prefix="PN_AIRFLOW_", env_file=".env", extra="ignore")
-
-    url: str | None = Field(None, description="Airflow API server, e.g. http://airflow:8080")
-    username: str | None = None
-    password: SecretStr | None = None
-    assets: dict[str, str | int] = Field(
-        default_factory=dict,
-        description='JSON: {"db.table": asset name or id}; only these tables are pushed',
-    )
-    timeout_seconds: float = Field(
-        10.0, gt=0, description="deadline of each Airflow API request as a whole (connect, "
-        "answer, body; answers over 8 MiB are refused)")
-    interval_seconds: float = Field(1.0, gt=0)
-    batch_size: int = Field(500, gt=0)
-    settle_timeout_seconds: float = Field(
-        900.0, gt=0,
-        description="how long a table waits for Airflow to say whether a maybe-sent set-done "
-                    "arrived before dead-lettering it as unknown",
-    )
 
 
 class AirflowPushSink:
@@ -376,14 +355,13 @@ def push_job(store: Store, count_dead: Callable[[int], None] | None = None,
 
     ``count_dead(n)`` is told how many events each run dead-lettered (a metric).
     """
-    config = AirflowPushSettings()  # type: ignore[call-arg]  # fields come from PN_AIRFLOW_*
+    config = load_push_settings()
     if not config.url:
         return None
     if not config.assets:
         raise ConfigurationError(
-            'PN_AIRFLOW_URL is set but PN_AIRFLOW_ASSETS is empty: expected JSON like '
-            '{"sales.orders": "sales_orders"}'
-        )
+            f"PN_AIRFLOW_URL is set but PN_AIRFLOW_ASSETS is empty: expected JSON like "
+            f"{ASSETS_EXAMPLE}")
     sink = AirflowPushSink(store, config)
 
     def job() -> None:

@@ -73,7 +73,12 @@ class MalformedMessageError(ValidationError):
 
 
 class InvalidManifestError(ValidationError):
-    """A Spark commit manifest is malformed or does not fit its table."""
+    """A Spark commit manifest is malformed or does not fit its table. ``field`` is the
+    manifest field at fault (``partitions.0``) when there is one: HTTP names it."""
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class JobIdReusedError(InvalidManifestError):

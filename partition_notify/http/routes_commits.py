@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse
 from partition_notify.contract import AddPartitionMessage, AnyMessage, SetDoneMessage
 from partition_notify.core.errors import (
     ConflictError,
+    InvalidManifestError,
     JobIdReusedError,
     PartitionNotifyError,
     ValidationError,
@@ -130,8 +131,10 @@ def _post_commit(
     request: Request, who: Principal, ctx: HttpContext, body: dict[str, object],
     key: str | None,
 ) -> JSONResponse:
-    with about("body"):
+    try:
         manifest = manifest_from_obj(body)
+    except InvalidManifestError as exc:  # the field at fault, as every route names it
+        raise from_error(exc, f"body.{exc.field}" if exc.field else "body") from exc
     publisher, default_fs = ctx.app.publisher, ctx.settings.default_fs
     with _naming_job_id():
         target = plan(publisher, manifest, default_fs)

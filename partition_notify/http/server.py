@@ -50,14 +50,11 @@ def fit_descriptor_limit(max_connections: int) -> int:
 
 
 def parse_bind(value: str) -> tuple[str, int]:
-    """``host:port`` (``[::1]:8080`` for IPv6); port 0 picks a free one."""
-    host, sep, port = value.strip().rpartition(":")
-    host = host.strip("[]")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ConfigurationError(
-            f"PN_HTTP_BIND={value!r}: expected host:port, e.g. 127.0.0.1:8080"
-        )
-    return host, int(port)
+    """``host:port`` (``[::1]:8080`` for IPv6) as the settings checked it when they loaded
+    (``settings_checks.split_bind``: every command refuses a malformed PN_HTTP_BIND, not
+    only the ``serve`` that starts this server); port 0 picks a free one."""
+    host, _, port = value.strip().rpartition(":")
+    return host.strip("[]"), int(port)
 
 
 class HttpServer:

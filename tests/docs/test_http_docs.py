@@ -75,3 +75,22 @@ def test_the_history_page_sizes_are_the_routes() -> None:
 
     text = DOC.read_text()
     assert f"default {HISTORY_PAGE:,}, at most {MAX_HISTORY_PAGE:,}" in text
+
+
+def test_the_idempotency_key_rule_is_the_checks() -> None:
+    # A user reading "printable ASCII" may send `job 42`; the check refuses a space.
+    from partition_notify.store.idempotency import (
+        MAX_IDEMPOTENCY_KEY_CHARS,
+        check_idempotency_key,
+    )
+
+    text = DOC.read_text()
+    stated = re.search(r"Writes accept `Idempotency-Key: <([^>]*)>`", text)
+    assert stated, "docs/http-api.md no longer states the Idempotency-Key rule"
+    rule = stated[1]
+    assert f"1\u2013{MAX_IDEMPOTENCY_KEY_CHARS}" in rule, rule  # an en dash
+    check_idempotency_key("job-42_a.b:c")
+    try:
+        check_idempotency_key("job 42")
+    except ValueError:
+        assert "no space" in rule, f"the check refuses a space; the doc says {rule!r}"

@@ -1,0 +1,67 @@
+"""``PN_AIRFLOW_*``: the settings of ``serve``'s Airflow push sink (:mod:`.push`), and
+their loading, which reports a bad value as every ``PN_*`` setting is reported: one line
+naming the variable, its value (never the password's) and what was expected."""
+
+from __future__ import annotations
+
+import os
+
+from pydantic import Field, SecretStr
+from pydantic import ValidationError as PydanticValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings.exceptions import SettingsError
+
+from partition_notify.core.errors import ConfigurationError
+
+PREFIX = "PN_AIRFLOW_"
+ASSETS_EXAMPLE = '{"sales.orders": "sales_orders"}'
+
+
+class AirflowPushSettings(BaseSettings):
+    """``PN_AIRFLOW_*``: where and what the sink pushes. Off unless ``PN_AIRFLOW_URL`` is set."""
+
+    model_config = SettingsConfigDict(env_prefix=PREFIX, env_file=".env", extra="ignore")
+
+    url: str | None = Field(None, description="Airflow API server, e.g. http://airflow:8080")
+    username: str | None = None
+    password: SecretStr | None = None
+    assets: dict[str, str | int] = Field(
+        default_factory=dict,
+        description='JSON: {"db.table": asset name or id}; only these tables are pushed',
+    )
+    timeout_seconds: float = Field(
+        10.0, gt=0, description="deadline of each Airflow API request as a whole (connect, "
+        "answer, body; answers over 8 MiB are refused)")
+    interval_seconds: float = Field(1.0, gt=0)
+    batch_size: int = Field(500, gt=0)
+    settle_timeout_seconds: float = Field(
+        900.0, gt=0,
+        description="how long a table waits for Airflow to say whether a maybe-sent set-done "
+                    "arrived before dead-lettering it as unknown",
+    )
+
+
+def load_push_settings() -> AirflowPushSettings:
+    """The ``PN_AIRFLOW_*`` environment (and ``.env``), or a ConfigurationError in one line."""
+    try:
+        return AirflowPushSettings()  # type: ignore[call-arg]  # fields come from PN_AIRFLOW_*
+    except SettingsError:
+        # pydantic-settings decodes a dict field's JSON before validating: only assets is one.
+        raw = os.environ.get(f"{PREFIX}ASSETS")
+        where = " (in .env)" if raw is None else f"={raw!r:.80}"
+        raise ConfigurationError(f"invalid settings: {PREFIX}ASSETS{where}: expected JSON like "
+                                 f"{ASSETS_EXAMPLE}") from None
+    except PydanticValidationError as exc:
+        first: dict[object, str] = {}  # a union field fails once per member: say it once
+        for e in exc.errors():
+            first.setdefault(e["loc"][:1], _describe(e["loc"], e.get("input"), e["msg"]))
+        raise ConfigurationError("invalid settings: " + "; ".join(first.values())) from None
+
+
+def _describe(loc: tuple[int | str, ...], value: object, msg: str) -> str:
+    field = str(loc[0]) if loc else "?"
+    var = f"{PREFIX}{field.upper()}"
+    value = os.environ.get(var, value)  # as the user wrote it, not as JSON decoded it
+    shown = "" if field == "password" else f"={value!r:.80}"  # never a secret's value
+    example = f"; expected JSON like {ASSETS_EXAMPLE}" if field == "assets" else ""
+    return f"{var}{shown}: {msg}{example}"

@@ -1,0 +1,63 @@
+"""A malformed ``PN_AIRFLOW_*`` setting of serve's Airflow push sink (docs/schedulers.md,
+README "Partition push") is one stderr line naming the variable, its value and what was
+expected, exit 1, as for every ``PN_*`` setting. Before: a 40-line pydantic traceback
+(``SettingsError: error parsing value for field "assets"``). Real ``serve --once``; the
+sink is refused before it would call Airflow, so no Airflow is needed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.serve.helpers import ROOT
+
+
+def _serve_once(store_url: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "partition_notify.cli", "serve", "--once"], cwd=ROOT,
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("PN_")},
+             "PYTHONPATH": str(ROOT), "PN_STORE_URL": store_url,
+             "PN_TRANSPORT_URL": "embedded://", "PN_AIRFLOW_URL": "http://127.0.0.1:1",
+             "PN_AIRFLOW_USERNAME": "pn", "PN_AIRFLOW_PASSWORD": "s3cret-pw", **env},
+        text=True, capture_output=True, timeout=120)
+
+
+@pytest.mark.parametrize(("env", "named"), [
+    ({"PN_AIRFLOW_ASSETS": "{bad"}, "PN_AIRFLOW_ASSETS='{bad'"),
+    ({"PN_AIRFLOW_ASSETS": '["sales_orders"]'}, "PN_AIRFLOW_ASSETS='[\"sales_orders\"]'"),
+    ({"PN_AIRFLOW_ASSETS": '{"sales.orders": "a"}', "PN_AIRFLOW_TIMEOUT_SECONDS": "abc"},
+     "PN_AIRFLOW_TIMEOUT_SECONDS='abc'"),
+])
+def test_a_bad_push_setting_is_one_line(sqlite_url: str, env: dict[str, str],
+                                        named: str) -> None:
+    done = _serve_once(sqlite_url, **env)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert named in lines[0], lines
+    assert "s3cret-pw" not in done.stderr
+
+
+def test_bad_json_says_what_is_expected(sqlite_url: str) -> None:
+    done = _serve_once(sqlite_url, PN_AIRFLOW_ASSETS="{bad")
+    assert 'expected JSON like {"sales.orders": "sales_orders"}' in done.stderr, done.stderr
+
+
+def test_bad_json_in_the_env_file_is_named_there(sqlite_url: str, tmp_path: Path) -> None:
+    # The value is not in the environment: the line must not claim it is '' there.
+    (tmp_path / ".env").write_text("PN_AIRFLOW_ASSETS={bad\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "partition_notify.cli", "serve", "--once"], cwd=tmp_path,
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("PN_")},
+             "PYTHONPATH": str(ROOT), "PN_STORE_URL": sqlite_url,
+             "PN_TRANSPORT_URL": "embedded://", "PN_AIRFLOW_URL": "http://127.0.0.1:1"},
+        text=True, capture_output=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "PN_AIRFLOW_ASSETS (in .env)" in lines[0] and "expected JSON" in lines[0], lines
