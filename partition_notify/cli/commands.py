@@ -15,6 +15,7 @@ from partition_notify.cli.common import (
     Handler,
     db_table,
     dump,
+    idempotency_key,
     integer,
     keys_arg,
     open_app,
@@ -234,7 +235,7 @@ def _mark_done_args(sp: argparse.ArgumentParser) -> None:
 
 def _idempotency_arg(sp: argparse.ArgumentParser) -> None:
     sp.add_argument(
-        "--idempotency-key", metavar="KEY",
+        "--idempotency-key", metavar="KEY", type=idempotency_key,
         help="a retry with the same key (and arguments) logs and sends nothing again and "
         f"prints what the first run saved; kept {limits.IDEMPOTENCY_TTL_SECONDS // 3600} h "
         "(PN_HTTP_IDEMPOTENCY_TTL_SECONDS)",
