@@ -169,11 +169,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     with open_app(args) as app:
         if args.once:
             svc = service.Service(app)
-            svc.run_once()
+            failures = svc.run_once()
             count, age = app.store.log.relay_lag()
             print(
                 f"relay published {svc.relay.stats.published}; pending {count} (oldest {age:.1f} s)"
             )
+            if failures:  # a cron job or health check reads the exit code
+                lines = "; ".join(" ".join(f.split())[:300] for f in failures)
+                print(f"partition-notify serve: {len(failures)} job run(s) failed: {lines}",
+                      file=sys.stderr)
+                return 1
             return 0
         service.run(app)
     return 0
