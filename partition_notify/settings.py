@@ -27,6 +27,7 @@ from partition_notify.core.limits import (
     RETIRED_FILE_RETENTION_SECONDS,
 )
 from partition_notify.settings_checks import (
+    AIRFLOW_PUSH_VARIABLES,
     DefaultFs,
     HttpBind,
     SpoolDirs,
@@ -359,8 +360,8 @@ def _invalid(exc: PydanticValidationError, overridden: set[str]) -> Configuratio
 
 
 def known_variables() -> list[str]:
-    """Every ``PN_*`` variable :class:`Settings` reads."""
-    return sorted(f"PN_{name.upper()}" for name in Settings.model_fields)
+    """Every ``PN_*`` variable :class:`Settings` and the Airflow push sink read."""
+    return sorted({f"PN_{n.upper()}" for n in Settings.model_fields} | AIRFLOW_PUSH_VARIABLES)
 
 
 def warn_unknown(environ: Mapping[str, str]) -> list[str]:

@@ -317,7 +317,9 @@ class Catalog:
         missing = [f"{db}.{name}" for db, name in refs if (db, name) not in found]
         if missing:
             more = f" (and {len(missing) - 5} more)" if len(missing) > 5 else ""
-            raise UnknownTableError(f"table(s) {', '.join(missing[:5])}{more} not registered")
+            raise UnknownTableError(
+                f"table(s) {', '.join(missing[:5])}{more} not registered (register first: "
+                f"partition-notify register {missing[0]} --keys ...)")
         return [found[ref] for ref in refs]
 
     def find_tables(self, refs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], TableInfo]:

@@ -350,6 +350,7 @@ def _set_done(ev: LoggedEvent) -> SetDoneMessage | None:
 
 
 def push_job(store: Store, count_dead: Callable[[int], None] | None = None,
+             failed: Callable[[str, BaseException, str | None], None] | None = None,
              ) -> tuple[Callable[[], None], float] | None:
     """``serve``'s job (and its interval) when ``PN_AIRFLOW_URL`` is set, else None.
 
@@ -369,8 +370,11 @@ def push_job(store: Store, count_dead: Callable[[int], None] | None = None,
         try:
             sink.run_once()
         except PartitionNotifyError as exc:
-            log.warning("Airflow push failed (retried next run): %s", exc,
-                        extra={"pn_event": "airflow_push.failed"})
+            if failed is not None:  # serve's: the WARNING and the record --once exits on
+                failed("Airflow push failed (retried next run)", exc, "airflow_push.failed")
+            else:
+                log.warning("Airflow push failed (retried next run): %s", exc,
+                            extra={"pn_event": "airflow_push.failed"})
         finally:
             if count_dead is not None and sink.dead_lettered > before:
                 count_dead(sink.dead_lettered - before)

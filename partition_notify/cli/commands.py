@@ -15,6 +15,7 @@ from partition_notify.cli.common import (
     Handler,
     db_table,
     dump,
+    idempotency_key,
     integer,
     keys_arg,
     open_app,
@@ -168,11 +169,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     with open_app(args) as app:
         if args.once:
             svc = service.Service(app)
-            svc.run_once()
+            failures = svc.run_once()
             count, age = app.store.log.relay_lag()
             print(
                 f"relay published {svc.relay.stats.published}; pending {count} (oldest {age:.1f} s)"
             )
+            if failures:  # a cron job or health check reads the exit code
+                lines = "; ".join(" ".join(f.split())[:300] for f in failures)
+                print(f"partition-notify serve: {len(failures)} job run(s) failed: {lines}",
+                      file=sys.stderr)
+                return 1
             return 0
         service.run(app)
     return 0
@@ -234,7 +240,7 @@ def _mark_done_args(sp: argparse.ArgumentParser) -> None:
 
 def _idempotency_arg(sp: argparse.ArgumentParser) -> None:
     sp.add_argument(
-        "--idempotency-key", metavar="KEY",
+        "--idempotency-key", metavar="KEY", type=idempotency_key,
         help="a retry with the same key (and arguments) logs and sends nothing again and "
         f"prints what the first run saved; kept {limits.IDEMPOTENCY_TTL_SECONDS // 3600} h "
         "(PN_HTTP_IDEMPOTENCY_TTL_SECONDS)",

@@ -40,6 +40,18 @@ def table_arg(value: str) -> tuple[str, str]:
     return db, table
 
 
+def idempotency_key(value: str) -> str:
+    """``--idempotency-key``: refused naming the flag (the store's check names the HTTP
+    header, the name HTTP clients use)."""
+    from partition_notify.store.idempotency import check_idempotency_key
+
+    try:
+        return check_idempotency_key(value)
+    except ValueError as exc:
+        detail = str(exc).partition(": ")[2] or str(exc)
+        raise argparse.ArgumentTypeError(f"{value[:40]!r}: {detail}") from None
+
+
 def seconds(value: str) -> float:
     try:
         seconds = float(value)

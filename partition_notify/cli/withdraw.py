@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from partition_notify.cli.common import db_table, dump, open_app, table_arg
+from partition_notify.cli.common import db_table, dump, idempotency_key, open_app, table_arg
 
 if TYPE_CHECKING:
     from partition_notify.cli.common import SubParsers
@@ -33,5 +33,5 @@ def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser]) ->
     sp.add_argument("table", type=table_arg, help="db.table")
     sp.add_argument("spec", help="full or partial spec: datestamp=20110228/region=us")
     sp.add_argument("--reason", required=True, help="why, for consumers (e.g. 'bad data')")
-    sp.add_argument("--idempotency-key", metavar="KEY",
+    sp.add_argument("--idempotency-key", metavar="KEY", type=idempotency_key,
                     help="a retry with the same key and arguments withdraws nothing again")

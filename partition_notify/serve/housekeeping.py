@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import astuple, dataclass, fields
 from functools import partial
 from pathlib import Path
@@ -128,7 +129,17 @@ def local_roots(app: App) -> Roots:
     return root
 
 
-def housekeeping_job(app: App, metrics: Metrics, size: int, pause: Pause) -> None:
+#: How a job reports a failed run (``Runtime.failed``: the WARNING and the record
+#: ``serve --once`` exits on); without one, the WARNING alone.
+Failed = Callable[[str, BaseException, "str | None"], None]
+
+
+def _warn(what: str, exc: BaseException, event: str | None = None) -> None:
+    log.warning("%s: %s", what, exc, extra={"pn_event": event} if event else None)
+
+
+def housekeeping_job(app: App, metrics: Metrics, size: int, pause: Pause,
+                     failed: Failed = _warn) -> None:
     """Purge the event log, idle cursors, Spark commits, verdicts and idempotency keys;
     export the table sizes."""
     started = time.monotonic()
@@ -136,8 +147,7 @@ def housekeeping_job(app: App, metrics: Metrics, size: int, pause: Pause) -> Non
         purged = purge_all(app, size, pause)
         counts = app.store.housekeeping.row_counts(COUNTED_TABLES)
     except PartitionNotifyError as exc:
-        log.warning("housekeeping purge failed: %s", exc,
-                    extra={"pn_event": "housekeeping.failed"})
+        failed("housekeeping purge failed", exc, "housekeeping.failed")
         return
     for f in fields(purged):
         metrics.housekeeping_purged.labels(f.name).inc(getattr(purged, f.name))
@@ -148,7 +158,7 @@ def housekeeping_job(app: App, metrics: Metrics, size: int, pause: Pause) -> Non
                  extra={"pn_event": "housekeeping.purged"})
 
 
-def spool_sweep_job(app: App, metrics: Metrics) -> None:
+def spool_sweep_job(app: App, metrics: Metrics, failed: Failed = _warn) -> None:
     """Delete old rejected manifests and abandoned partial writes in spool directories."""
     from partition_notify.writers.commit_spool import spool_dirs, sweep
 
@@ -156,7 +166,7 @@ def spool_sweep_job(app: App, metrics: Metrics) -> None:
     try:
         dirs = [d.path for d in spool_dirs(app.publisher, extra, app.settings.default_fs)]
     except PartitionNotifyError as exc:
-        log.warning("spool sweep failed: %s", exc)
+        failed("spool sweep failed", exc, None)
         return
     swept = sweep(dirs, app.store.clock() - app.settings.spool_retention_seconds)
     metrics.spool_files.labels("rejected").set(swept.rejected)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -40,6 +41,8 @@ AFTER_DEADLINE_SECONDS = 0.5
 HEALTH_INTERVAL_SECONDS = 15.0
 
 JobFn = Callable[[], None]
+#: Job failures remembered for ``serve --once``'s exit line.
+MAX_FAILURES = 20
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,14 @@ class Runtime:
     #: Run once when ``serve`` stops (and after ``serve --once``), after the last job run
     #: ended: what a job holds that others should get at once (the followers' leases).
     on_stop: list[Callable[[], object]] = field(default_factory=list)
+    #: The latest job failures, one line each (``serve --once`` exits 1 naming them; a
+    #: long-running ``serve`` logs each and runs the job again).
+    failures: deque[str] = field(default_factory=lambda: deque(maxlen=MAX_FAILURES))
+
+    def failed(self, what: str, exc: BaseException, event: str | None = None) -> None:
+        """A job run failed: the WARNING line ``what: exc``, and the record of it."""
+        log.warning("%s: %s", what, exc, extra={"pn_event": event} if event else None)
+        self.failures.append(f"{what}: {exc}")
 
 
 @dataclass(frozen=True)
@@ -75,7 +86,7 @@ def health(rt: Runtime) -> tuple[JobFn, float]:
         except PartitionNotifyError as exc:
             rt.healthy.clear()
             rt.metrics.up.set(0)
-            log.warning("health: store unreachable: %s", exc)
+            rt.failed("health: store unreachable", exc)
             return
         rt.healthy.set()
         rt.metrics.up.set(1)
@@ -99,7 +110,7 @@ def spark_commits(rt: Runtime) -> tuple[JobFn, float]:
                          deadline_seconds=s.spark_spool_scan_deadline_seconds,
                          should_stop=rt.stopping.is_set)
         except PartitionNotifyError as exc:
-            log.warning("spark commit pick-up failed: %s", exc)
+            rt.failed("spark commit pick-up failed", exc)
             return
         counter = rt.metrics.spark_commits
         for status, n in (("spooled", stats.announced), ("duplicate", stats.duplicates),
@@ -122,7 +133,7 @@ def relay(rt: Runtime) -> tuple[JobFn, float]:
             m.relay_lag_events.set(count)
             m.relay_lag_seconds.set(age)
         except PartitionNotifyError as exc:
-            log.warning("relay job failed: %s", exc, extra={"pn_event": "relay.job_failed"})
+            rt.failed("relay job failed", exc, "relay.job_failed")
         m.publish_failures.inc(stats.failed_batches - before)
         m.dead_lettered.inc(stats.dead_lettered - dead_before)
         m.consecutive_failures.set(stats.consecutive_failures)
@@ -150,7 +161,7 @@ def purge(rt: Runtime) -> tuple[JobFn, float]:
         try:
             n = rt.app.store.retention.purge_expired(batch_size=size, between_batches=pause)
         except PartitionNotifyError as exc:
-            log.warning("retention purge failed: %s", exc)
+            rt.failed("retention purge failed", exc)
             return
         rt.metrics.purged.inc(n)
         if n:
@@ -165,7 +176,7 @@ def housekeeping(rt: Runtime) -> tuple[JobFn, float]:
     from partition_notify.serve.housekeeping import housekeeping_job
 
     size, pause = batching(rt)
-    return (lambda: housekeeping_job(rt.app, rt.metrics, size, pause),
+    return (lambda: housekeeping_job(rt.app, rt.metrics, size, pause, rt.failed),
             rt.app.settings.purge_interval_seconds)
 
 
@@ -173,7 +184,8 @@ def spool_sweep(rt: Runtime) -> tuple[JobFn, float]:
     """Old rejected manifests and abandoned partial writes in the spool directories."""
     from partition_notify.serve.housekeeping import spool_sweep_job
 
-    return (lambda: spool_sweep_job(rt.app, rt.metrics)), rt.app.settings.purge_interval_seconds
+    return (lambda: spool_sweep_job(rt.app, rt.metrics, rt.failed),
+            rt.app.settings.purge_interval_seconds)
 
 
 def dataset_expiry(rt: Runtime) -> tuple[JobFn, float]:
@@ -185,7 +197,7 @@ def dataset_expiry(rt: Runtime) -> tuple[JobFn, float]:
         try:
             removed = rt.app.datasets.expire(LocalFileSystem())
         except PartitionNotifyError as exc:
-            log.warning("SNAPSHOT dataset expiry failed: %s", exc)
+            rt.failed("SNAPSHOT dataset expiry failed", exc)
             return
         if removed:
             log.info("SNAPSHOT dataset versions expired: %s", removed,
@@ -210,7 +222,7 @@ def deadlines(rt: Runtime) -> tuple[JobFn, float]:
             metrics.show_open(rt.app.deadlines.store.late_by_table())
             nxt = checker.next_deadline()
         except PartitionNotifyError as exc:
-            log.warning("deadline check failed: %s", exc, extra={"pn_event": "deadline.failed"})
+            rt.failed("deadline check failed", exc, "deadline.failed")
             return
         # --once runs without a running scheduler: nothing to plan ahead for.
         if nxt is not None and rt.scheduler.running and not rt.relay.stopping.is_set():
@@ -232,7 +244,7 @@ def rules(rt: Runtime) -> tuple[JobFn, float]:
             report = evaluator.run_once()
             nxt = evaluator.next_due()
         except PartitionNotifyError as exc:
-            log.warning("rule evaluation failed: %s", exc, extra={"pn_event": "rule.failed"})
+            rt.failed("rule evaluation failed", exc, "rule.failed")
             return
         derived.inc(len(report.derived))
         # A quiet rule's spec falls quiet between two runs: run again just then.
@@ -270,7 +282,7 @@ def _follow(rt: Runtime, fmt: str, interval: float) -> tuple[JobFn, float]:
         try:
             stats = follower.run_once()
         except PartitionNotifyError as exc:  # the store: the next run retries
-            log.warning("%s follower failed: %s", fmt, exc)
+            rt.failed(f"{fmt} follower failed", exc)
             return
         rt.metrics.lakehouse_commits.labels(fmt).inc(stats.commits)
         rt.metrics.lakehouse_gaps.labels(fmt).inc(stats.gaps)
@@ -295,7 +307,7 @@ def airflow_push(rt: Runtime) -> tuple[JobFn, float] | None:
     # Standard library only; off (None) without PN_AIRFLOW_URL.
     from partition_notify.integrations.airflow.push import push_job
 
-    return push_job(rt.app.store, rt.metrics.push_dead_lettered.inc)
+    return push_job(rt.app.store, rt.metrics.push_dead_lettered.inc, rt.failed)
 
 
 def push_letters_purge(rt: Runtime) -> tuple[JobFn, float]:
@@ -313,7 +325,7 @@ def push_letters_purge(rt: Runtime) -> tuple[JobFn, float]:
         try:
             n = letters.purge(batch_size=size, between_batches=pause)
         except PartitionNotifyError as exc:
-            log.warning("push dead-letter purge failed: %s", exc)
+            rt.failed("push dead-letter purge failed", exc)
             return
         if n:
             log.info("purged %d Airflow push dead letter(s): discarded, or their event gone", n)

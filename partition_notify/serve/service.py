@@ -54,11 +54,13 @@ class Service:
     def _built(self) -> list[tuple[Job, JobFn, float]]:
         return [(job, *built) for job in self.jobs if (built := job.build(self.runtime))]
 
-    def run_once(self) -> None:
-        """``serve --once``: every configured job once, in list order, then the stop hooks."""
+    def run_once(self) -> list[str]:
+        """``serve --once``: every configured job once, in list order, then the stop hooks;
+        returns what failed (one line each, as logged)."""
         for _job, fn, _seconds in self._built():
             fn()
         self._run_stop_hooks()
+        return list(self.runtime.failures)
 
     def start(self) -> None:
         for job, fn, seconds in self._built():
@@ -86,7 +88,8 @@ class Service:
             try:
                 hook()
             except PartitionNotifyError as exc:  # the store is down: the leases lapse instead
-                log.warning("stop hook %s failed: %s", getattr(hook, "__qualname__", hook), exc)
+                self.runtime.failed(
+                    f"stop hook {getattr(hook, '__qualname__', hook)} failed", exc)
 
 
 def _start_http(app: App, service: Service) -> HttpServer | None:

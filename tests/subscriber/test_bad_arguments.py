@@ -85,3 +85,13 @@ def test_a_bad_inbox_bound_is_refused_by_name(sqlite_url: str, bound: object) ->
             Subscriber(app.store, app.transport, max_inbox=bound)  # type: ignore[arg-type]
     finally:
         app.close()
+
+
+def test_subscribing_to_an_unregistered_table_says_how_to_register_it(sub: Any) -> None:
+    # As wait_for_set_done and every CLI command say it: the fix, not only the fault.
+    from partition_notify.core.errors import UnknownTableError
+
+    with pytest.raises(UnknownTableError) as caught:
+        sub.subscribe(["db.t", "db.returns"], callback=print)
+    assert str(caught.value) == ("table(s) db.returns not registered (register first: "
+                                 "partition-notify register db.returns --keys ...)")
