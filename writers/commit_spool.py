@@ -253,7 +253,9 @@ def sweep(dirs: Iterable[Path], older_than: float) -> SpoolSweep:
             if kind is None:
                 continue
             try:
-                if entry.stat().st_mtime < older_than:
+                # A link's own time: a set-aside link is never followed, nor aged
+                # by what it points at (an old /dev/zero would go at once).
+                if entry.stat(follow_symlinks=False).st_mtime < older_than:
                     os.unlink(entry.path)
                     out.removed += 1
                     continue
