@@ -22,6 +22,7 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
 
 from partition_notify.core.errors import ConfigurationError, StoreError
+from partition_notify.core.limits import STORE_REPLY_TIMEOUT_SECONDS
 from partition_notify.core.redact import redact_url
 
 #: Execution option that makes a SQLite transaction take the write lock at BEGIN.
@@ -158,7 +159,7 @@ def make_engine(
     *,
     connect_timeout_seconds: float = 10.0,
     sqlite_synchronous: str = DEFAULT_SQLITE_SYNCHRONOUS,
-    store_reply_timeout_seconds: float = pg_deadlines.DEFAULT_REPLY_TIMEOUT_SECONDS,
+    store_reply_timeout_seconds: float = STORE_REPLY_TIMEOUT_SECONDS,
     **kwargs: object,
 ) -> Engine:
     """Create an engine; on SQLite, WAL, ``sqlite_synchronous`` and BEGIN IMMEDIATE;

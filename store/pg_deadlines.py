@@ -32,8 +32,6 @@ from partition_notify.core.limits import STORE_REPLY_TIMEOUT_SECONDS
 if TYPE_CHECKING:  # psycopg is the [postgres] extra: imported when a store needs it
     import psycopg
 
-#: Default of PN_STORE_REPLY_TIMEOUT_SECONDS.
-DEFAULT_REPLY_TIMEOUT_SECONDS = STORE_REPLY_TIMEOUT_SECONDS
 #: Within this a peer that stopped acknowledging is reported by the kernel: idle
 #: 10 s, then 4 probes 5 s apart; unacknowledged data is given up after as long.
 DEAD_PEER_SECONDS = 30
@@ -64,7 +62,7 @@ def remember(engine: Engine, reply_seconds: float | None, args: dict[str, Any]) 
 def config(engine: Engine) -> tuple[float | None, dict[str, Any]]:
     """(reply deadline, libpq arguments) of a PostgreSQL engine; the defaults for an
     engine make_engine did not make."""
-    return _CONFIG.get(engine) or (DEFAULT_REPLY_TIMEOUT_SECONDS,
+    return _CONFIG.get(engine) or (STORE_REPLY_TIMEOUT_SECONDS,
                                    tcp_args(engine.url.query, 10.0))
 
 

@@ -25,7 +25,6 @@ from partition_notify.store.event_log import EventLog
 from partition_notify.store.hot_read import HotReader
 from partition_notify.store.housekeeping import Housekeeping
 from partition_notify.store.migrate import migrate, require_read_only_store
-from partition_notify.store.pg_deadlines import DEFAULT_REPLY_TIMEOUT_SECONDS
 from partition_notify.store.records import (
     Clock,
     EventDraft,
@@ -40,6 +39,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from partition_notify.core.errors import StoreError
+from partition_notify.core.limits import STORE_REPLY_TIMEOUT_SECONDS
 from partition_notify.core.redact import redact_url
 
 
@@ -67,7 +67,7 @@ class Store:
         upgrade: bool = True,
         connect_timeout_seconds: float = 10.0,
         sqlite_synchronous: str = DEFAULT_SQLITE_SYNCHRONOUS,
-        store_reply_timeout_seconds: float = DEFAULT_REPLY_TIMEOUT_SECONDS,
+        store_reply_timeout_seconds: float = STORE_REPLY_TIMEOUT_SECONDS,
     ) -> Store:
         engine = make_engine(
             url,
