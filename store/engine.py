@@ -214,13 +214,14 @@ def _postgres_engine(parsed: URL, url: str, timeouts: tuple[float, float],
     lock_ms = int(connect_seconds * 3 * 1000)
     try:
         check_postgres_query(parsed, libpq_keywords())
-        tcp = pg_deadlines.tcp_args(parsed.query, connect_seconds)
-        args = {**tcp, "options": merged_options(parsed.query, f"-c lock_timeout={lock_ms}")}
+        ours = f"-c lock_timeout={lock_ms} {pg_deadlines.server_options(reply_seconds)}"
+        args = {**pg_deadlines.tcp_args(parsed.query, connect_seconds),
+                "options": merged_options(parsed.query, ours)}
         kwargs.setdefault("pool_pre_ping", True)
         engine = create_engine(parsed, connect_args=args, **kwargs)
     except ModuleNotFoundError as exc:  # the dialect imports its driver here
         raise _missing_driver(url, exc) from exc
-    pg_deadlines.remember(engine, reply_seconds, tcp)
+    pg_deadlines.remember(engine, reply_seconds, args)  # the wake-up listener's too
 
     @event.listens_for(engine, "do_connect")
     def _connect(_dialect: object, _record: object, cargs: list[object],
