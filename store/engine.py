@@ -22,7 +22,7 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
 
 from partition_notify.core.errors import ConfigurationError, StoreError
-from partition_notify.core.limits import STORE_REPLY_TIMEOUT_SECONDS
+from partition_notify.core.limits import CONNECT_TIMEOUT_SECONDS, STORE_REPLY_TIMEOUT_SECONDS
 from partition_notify.core.redact import redact_url
 
 #: Execution option that makes a SQLite transaction take the write lock at BEGIN.
@@ -157,7 +157,7 @@ def sqlite_in_memory(url: str) -> bool:
 def make_engine(
     url: str,
     *,
-    connect_timeout_seconds: float = 10.0,
+    connect_timeout_seconds: float = CONNECT_TIMEOUT_SECONDS,
     sqlite_synchronous: str = DEFAULT_SQLITE_SYNCHRONOUS,
     store_reply_timeout_seconds: float = STORE_REPLY_TIMEOUT_SECONDS,
     **kwargs: object,
@@ -256,8 +256,9 @@ _LOCK_SECONDS: weakref.WeakKeyDictionary[Engine, float] = weakref.WeakKeyDiction
 
 
 def sqlite_lock_seconds(engine: Engine) -> float:
-    """How long a writer of ``engine`` waits for SQLite's write lock (30 s if not ours)."""
-    return _LOCK_SECONDS.get(engine, 30.0)
+    """How long a writer of ``engine`` waits for SQLite's write lock (3 x the default
+    connect timeout if not ours)."""
+    return _LOCK_SECONDS.get(engine, 3 * CONNECT_TIMEOUT_SECONDS)
 
 
 def try_begin_immediate(raw: sqlite3.Connection, deadline: float) -> bool:
