@@ -99,7 +99,8 @@ def server_options(reply_seconds: float | None) -> str:
                   "-c tcp_keepalives_count=4")
     if reply_seconds is None:
         return keepalives
-    statement_ms = math.ceil(reply_seconds * 1000) + STATEMENT_MARGIN_MS
+    # The server takes at most 2**31 - 1 ms (24.8 days) and refuses the connection past it.
+    statement_ms = min(math.ceil(reply_seconds * 1000) + STATEMENT_MARGIN_MS, 2**31 - 1)
     return f"-c statement_timeout={statement_ms} {keepalives}"
 
 

@@ -158,3 +158,13 @@ def test_a_migration_is_not_cut_by_the_statement_timeout(
     (130012, {"tcp_user_timeout"}), (110000, set())])
 def test_settings_a_server_does_not_know_are_not_sent(version: int, names: set[str]) -> None:
     assert {name for name, _ in pg_deadlines.versioned_settings(version)} == names
+
+
+def test_a_reply_deadline_past_the_servers_largest_timeout_still_connects(
+        pg_url: str) -> None:  # noqa: F811
+    # 10**7 s is 10**10 ms: statement_timeout takes at most 2**31 - 1 ms (24.8 days).
+    store = Store.open(pg_url, store_reply_timeout_seconds=10.0**7)
+    try:
+        assert store.read("SHOW statement_timeout", []) == [("2147483647ms",)]
+    finally:
+        store.close()
