@@ -108,8 +108,8 @@ class Settings(BaseSettings):
         DEFAULT_RETENTION_SECONDS, gt=0, le=MAX_RETENTION_SECONDS,
         description="how long set-done is kept; per table with register --retention-seconds")
 
-    connect_timeout_seconds: float = Field(10.0, gt=0, description="deadline to connect "
-                                           "(broker, store: 3x as SQLite busy / lock timeout)")
+    connect_timeout_seconds: float = Field(limits.CONNECT_TIMEOUT_SECONDS, gt=0, description=(
+        "deadline to connect (broker, store: 3x as SQLite busy / lock timeout)"))
     store_reply_timeout_seconds: float = Field(
         limits.STORE_REPLY_TIMEOUT_SECONDS, gt=0, description="PostgreSQL store: deadline "
         "for a statement's reply; past it the connection is closed (not for migrations)")

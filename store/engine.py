@@ -22,7 +22,7 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
 
 from partition_notify.core.errors import ConfigurationError, StoreError
-from partition_notify.core.limits import STORE_REPLY_TIMEOUT_SECONDS
+from partition_notify.core.limits import CONNECT_TIMEOUT_SECONDS, STORE_REPLY_TIMEOUT_SECONDS
 from partition_notify.core.redact import redact_url
 
 #: Execution option that makes a SQLite transaction take the write lock at BEGIN.
@@ -157,7 +157,7 @@ def sqlite_in_memory(url: str) -> bool:
 def make_engine(
     url: str,
     *,
-    connect_timeout_seconds: float = 10.0,
+    connect_timeout_seconds: float = CONNECT_TIMEOUT_SECONDS,
     sqlite_synchronous: str = DEFAULT_SQLITE_SYNCHRONOUS,
     store_reply_timeout_seconds: float = STORE_REPLY_TIMEOUT_SECONDS,
     **kwargs: object,
@@ -214,13 +214,14 @@ def _postgres_engine(parsed: URL, url: str, timeouts: tuple[float, float],
     lock_ms = int(connect_seconds * 3 * 1000)
     try:
         check_postgres_query(parsed, libpq_keywords())
-        tcp = pg_deadlines.tcp_args(parsed.query, connect_seconds)
-        args = {**tcp, "options": merged_options(parsed.query, f"-c lock_timeout={lock_ms}")}
+        ours = f"-c lock_timeout={lock_ms} {pg_deadlines.server_options(reply_seconds)}"
+        args = {**pg_deadlines.tcp_args(parsed.query, connect_seconds),
+                "options": merged_options(parsed.query, ours)}
         kwargs.setdefault("pool_pre_ping", True)
         engine = create_engine(parsed, connect_args=args, **kwargs)
     except ModuleNotFoundError as exc:  # the dialect imports its driver here
         raise _missing_driver(url, exc) from exc
-    pg_deadlines.remember(engine, reply_seconds, tcp)
+    pg_deadlines.remember(engine, reply_seconds, args)  # the wake-up listener's too
 
     @event.listens_for(engine, "do_connect")
     def _connect(_dialect: object, _record: object, cargs: list[object],
@@ -255,8 +256,9 @@ _LOCK_SECONDS: weakref.WeakKeyDictionary[Engine, float] = weakref.WeakKeyDiction
 
 
 def sqlite_lock_seconds(engine: Engine) -> float:
-    """How long a writer of ``engine`` waits for SQLite's write lock (30 s if not ours)."""
-    return _LOCK_SECONDS.get(engine, 30.0)
+    """How long a writer of ``engine`` waits for SQLite's write lock (3 x the default
+    connect timeout if not ours)."""
+    return _LOCK_SECONDS.get(engine, 3 * CONNECT_TIMEOUT_SECONDS)
 
 
 def try_begin_immediate(raw: sqlite3.Connection, deadline: float) -> bool:

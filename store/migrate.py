@@ -24,11 +24,13 @@ def migrate(engine: Engine, revision: str = "head") -> None:
     # lock at BEGIN, PostgreSQL an advisory lock for the transaction.
     with engine.execution_options(pn_write=True).begin() as conn:
         # A migration's DDL on a large store may take longer than any other
-        # statement: no reply deadline (the lock waits keep their lock_timeout).
+        # statement: no reply deadline (the lock waits keep their lock_timeout), nor
+        # the server's statement_timeout that follows it (until this transaction ends).
         raw = conn.connection.driver_connection
         previous = pg_deadlines.lifted(raw)
         try:
             if conn.dialect.name == "postgresql":
+                conn.exec_driver_sql("SET LOCAL statement_timeout = 0")
                 conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7244917)")
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, revision)

@@ -11,23 +11,34 @@ middlebox whose kernel still acknowledges is never noticed
   reports a peer that stopped acknowledging within :data:`DEAD_PEER_SECONDS`;
 * a reply deadline (:func:`connection_class`): a statement whose reply has not
   arrived in PN_STORE_REPLY_TIMEOUT_SECONDS fails and its connection is closed,
-  whatever the kernel sees. It is client-side only: a server ``statement_timeout``
-  would also need lifting for migrations, and a statement the client gave up on
-  ends with its connection on a reachable server.
+  whatever the kernel sees;
+* the same deadlines on the server's side (:func:`server_options`,
+  :func:`versioned_settings`). Without them the server ran a statement the
+  client had given up on, holding its locks, until it next wrote to the socket,
+  and never noticed a client behind a frozen network
+  (tests/store/test_postgres_server_deadlines.py): ``statement_timeout`` just past
+  the reply deadline (lifted with it for migrations, store/migrate.py),
+  ``client_connection_check_interval`` (PostgreSQL >= 14) and the server's TCP
+  keepalives and ``tcp_user_timeout``. No ``idle_in_transaction_session_timeout``:
+  a writer's callback (``in_txn``) may write files inside the store's
+  transaction for longer than any statement runs.
 
-A store URL's own libpq parameters (``?keepalives_idle=...``) win over these.
+A store URL's own libpq parameters (``?keepalives_idle=...``, ``?options=-c ...``)
+win over these.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
+import math
 import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
 
-from partition_notify.core.limits import STORE_REPLY_TIMEOUT_SECONDS
+from partition_notify.core.limits import CONNECT_TIMEOUT_SECONDS, STORE_REPLY_TIMEOUT_SECONDS
 
 if TYPE_CHECKING:  # psycopg is the [postgres] extra: imported when a store needs it
     import psycopg
@@ -35,7 +46,20 @@ if TYPE_CHECKING:  # psycopg is the [postgres] extra: imported when a store need
 #: Within this a peer that stopped acknowledging is reported by the kernel: idle
 #: 10 s, then 4 probes 5 s apart; unacknowledged data is given up after as long.
 DEAD_PEER_SECONDS = 30
-#: The reply deadline, the TCP arguments and the connect timeout per engine made by
+#: The server's ``statement_timeout`` is the reply deadline plus this: the client's
+#: deadline fires first (its error names the setting and the server) and the
+#: server's ends the statement when the client's close cannot reach it.
+STATEMENT_MARGIN_MS = 1000
+#: How often the server checks, while a statement runs, that its client is still
+#: connected: one poll() of the socket, negligible; a statement whose client
+#: closed the connection holds its locks at most about this much longer.
+CLIENT_CHECK_MS = 2000
+#: (server version from which a setting exists, name, value) of the settings sent
+#: after connecting: older servers refuse an unknown name in the startup packet.
+_VERSIONED = ((120000, "tcp_user_timeout", str(DEAD_PEER_SECONDS * 1000)),
+              (140000, "client_connection_check_interval", str(CLIENT_CHECK_MS)))
+log = logging.getLogger(__name__)
+#: The reply deadline and the libpq arguments (TCP, connect timeout, options) per engine made by
 #: make_engine: the wake-up listener opens its connection with the same.
 _CONFIG: weakref.WeakKeyDictionary[Engine, tuple[float | None, dict[str, Any]]] = (
     weakref.WeakKeyDictionary())
@@ -63,7 +87,27 @@ def config(engine: Engine) -> tuple[float | None, dict[str, Any]]:
     """(reply deadline, libpq arguments) of a PostgreSQL engine; the defaults for an
     engine make_engine did not make."""
     return _CONFIG.get(engine) or (STORE_REPLY_TIMEOUT_SECONDS,
-                                   tcp_args(engine.url.query, 10.0))
+                                   tcp_args(engine.url.query, CONNECT_TIMEOUT_SECONDS))
+
+
+def server_options(reply_seconds: float | None) -> str:
+    """libpq ``options`` (``-c`` settings of the server's session, known to every
+    supported server) that end a statement the client gave up on, and let the
+    server notice a vanished client: its keepalives are the client's."""
+    keepalives = (f"-c tcp_keepalives_idle={DEAD_PEER_SECONDS // 3} "
+                  f"-c tcp_keepalives_interval={DEAD_PEER_SECONDS // 6} "
+                  "-c tcp_keepalives_count=4")
+    if reply_seconds is None:
+        return keepalives
+    # The server takes at most 2**31 - 1 ms (24.8 days) and refuses the connection past it.
+    statement_ms = min(math.ceil(reply_seconds * 1000) + STATEMENT_MARGIN_MS, 2**31 - 1)
+    return f"-c statement_timeout={statement_ms} {keepalives}"
+
+
+def versioned_settings(server_version: int) -> list[tuple[str, str]]:
+    """(name, value) of the session settings a server of ``server_version``
+    (libpq's number, 150004 for 15.4) knows, of those sent after connecting."""
+    return [(name, value) for since, name, value in _VERSIONED if server_version >= since]
 
 
 def lifted(dbapi_connection: object) -> object:
@@ -95,7 +139,36 @@ def connect(reply_seconds: float | None, *args: Any, **kwargs: Any) -> psycopg.C
             f"deadline ({seconds} s per address, PN_CONNECT_TIMEOUT_SECONDS)") from exc
     conn.reply_timeout = reply_seconds
     assert isinstance(conn, psycopg.Connection)
+    try:
+        _set_versioned(conn)
+    except BaseException:
+        conn.close()
+        raise
     return conn
+
+
+def _set_versioned(conn: psycopg.Connection[Any]) -> None:
+    """Send :func:`versioned_settings` in one round trip, unless the URL's
+    ``options`` set them; a server too old for one is noted once."""
+    given = str(conn.info.get_parameters().get("options", ""))
+    version = conn.info.server_version
+    settings = [(n, v) for n, v in versioned_settings(version) if f"{n}=" not in given]
+    if version < _VERSIONED[-1][0]:
+        _note_old_server(f"{conn.info.host}:{conn.info.port}", version)
+    if not settings:
+        return
+    calls = ", ".join("set_config(%s, %s, false)" for _ in settings)
+    conn.execute(f"SELECT {calls}", [x for pair in settings for x in pair])
+    if not conn.autocommit:
+        conn.commit()
+
+
+@functools.lru_cache(maxsize=16)  # once per server: noted, not per connection
+def _note_old_server(server: str, version: int) -> None:
+    missing = [name for since, name, _ in _VERSIONED if version < since]
+    log.info("PostgreSQL at %s is version %d.%d: it has no %s; a statement whose "
+             "client gave up ends at its statement_timeout instead", server,
+             version // 10000, version % 10000, ", ".join(missing))
 
 
 def _server(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:

@@ -39,7 +39,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from partition_notify.core.errors import StoreError
-from partition_notify.core.limits import STORE_REPLY_TIMEOUT_SECONDS
+from partition_notify.core.limits import CONNECT_TIMEOUT_SECONDS, STORE_REPLY_TIMEOUT_SECONDS
 from partition_notify.core.redact import redact_url
 
 
@@ -65,7 +65,7 @@ class Store:
         *,
         clock: Clock = time.time,
         upgrade: bool = True,
-        connect_timeout_seconds: float = 10.0,
+        connect_timeout_seconds: float = CONNECT_TIMEOUT_SECONDS,
         sqlite_synchronous: str = DEFAULT_SQLITE_SYNCHRONOUS,
         store_reply_timeout_seconds: float = STORE_REPLY_TIMEOUT_SECONDS,
     ) -> Store:

@@ -30,6 +30,10 @@ MAX_SECONDS = 10 * 365 * 86400
 #: statement the store runs (a purge batch, a page of a log read), yet a caller
 #: whose PostgreSQL stopped answering is not held for minutes.
 STORE_REPLY_TIMEOUT_SECONDS = 60.0
+#: PN_CONNECT_TIMEOUT_SECONDS' default, and the connect deadline of the store and the
+#: transports when a caller gives none: a broker or database that has not answered
+#: in 10 s is down or unreachable, not slow.
+CONNECT_TIMEOUT_SECONDS = 10.0
 #: The most characters of one input an error message quotes: a rule's list of
 #: 20,000 values, quoted whole, made a 170 KB error line or problem body.
 MAX_QUOTED_CHARS = 120

@@ -122,3 +122,46 @@ def test_a_password_in_the_query_stays_out_of_a_store_failure(
     code, _, err = _cli(url, capsys, "tables")
     assert code == 1 and "127.0.0.1:1" in err, err
     assert SECRET not in err and f"{name}=***" in err, err
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("keepalives_idle=abc", "an integer from 1 to 32767"),
+    ("keepalives_idle=0", "an integer from 1 to 32767"),
+    ("keepalives_interval=5s", "an integer from 1 to 32767"),
+    ("keepalives_count=128", "an integer from 1 to 127"),
+    ("tcp_user_timeout=-1", "an integer from 0 to 2147483647"),
+    ("keepalives=abc", "0 or 1"),
+    ("port=70000", "an integer from 1 to 65535"),
+    ("sslmode=bogus", "one of disable, allow, prefer, require, verify-ca, verify-full"),
+    ("gssencmode=bogus", "one of disable, prefer, require"),
+    ("target_session_attrs=rw", "one of any, read-write, read-only, primary, standby"),
+    ("ssl_min_protocol_version=TLS1.2", "one of TLSv1, TLSv1.1, TLSv1.2, TLSv1.3"),
+])
+def test_postgres_a_bad_libpq_value_is_refused_before_connecting(
+        pg_url: str, query: str, expected: str) -> None:
+    # Before: libpq's own message at the first connection, e.g. 'invalid integer value
+    # "abc" for connection option "keepalives_idle"' or 'setsockopt(TCP_KEEPIDLE) failed'.
+    name, _, value = query.partition("=")
+    message = _refusal(f"{pg_url}?{query}&password={SECRET}")
+    assert f"query parameter {name!r}" in message and repr(value) in message, message
+    assert expected in message, message
+
+
+@pytest.mark.parametrize("query", ["keepalives_idle=abc", "sslmode=bogus", "connect_timeout=-1",
+                                   "keepalives_idel=5"])
+def test_cli_a_bad_libpq_parameter_is_one_line_and_exit_1(
+        pg_url: str, query: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _cli(f"{pg_url}?{query}", capsys, "tables")
+    name = query.partition("=")[0]
+    assert code == 1 and len(err.splitlines()) == 1, (code, err)
+    assert f"query parameter {name!r}" in err and SECRET not in err, err
+
+
+def test_postgres_good_libpq_values_pass(pg_url: str) -> None:
+    engine = make_engine(f"{pg_url}?keepalives=1&keepalives_idle=%2B7&keepalives_count=127"
+                         "&sslmode=disable&target_session_attrs=any&tcp_user_timeout=0")
+    try:
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT 1")).scalar() == 1
+    finally:
+        engine.dispose()

@@ -43,6 +43,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 from pydantic import ValidationError as PydanticValidationError
 
 from partition_notify.core.errors import ConfigurationError
+from partition_notify.core.limits import CONNECT_TIMEOUT_SECONDS
 
 DEFAULT_PORT = 9092
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
@@ -150,7 +151,7 @@ class KafkaEndpoint:
 
     bootstrap: tuple[str, ...]
     client_id: str = "partition-notify"
-    connect_timeout: float = 10.0
+    connect_timeout: float = CONNECT_TIMEOUT_SECONDS
     api_version: tuple[int, ...] | None = None
     group_id: str | None = None
     session_timeout_ms: int | None = None
@@ -186,7 +187,7 @@ class KafkaEndpoint:
 
 
 def parse_url(url: str, *, username: str | None = None, password: str | None = None,
-              connect_timeout: float = 10.0,
+              connect_timeout: float = CONNECT_TIMEOUT_SECONDS,
               client_id: str = "partition-notify") -> KafkaEndpoint:
     """A :class:`KafkaEndpoint` from a ``kafka://`` URL; explicit credentials win over the URL's."""
     parts = urlsplit(url)

@@ -39,6 +39,7 @@ from partition_notify.core.errors import (
     PublishError,
     PublishTimeout,
 )
+from partition_notify.core.limits import CONNECT_TIMEOUT_SECONDS
 
 if TYPE_CHECKING:
     from kafka.producer.future import FutureRecordMetadata
@@ -68,8 +69,8 @@ class KafkaTransport(Transport):
 
     @classmethod
     def from_url(cls, url: str, *, username: str | None = None, password: str | None = None,
-                 connect_timeout: float = 10.0, client_id: str = "partition-notify",
-                 **_: object) -> KafkaTransport:
+                 connect_timeout: float = CONNECT_TIMEOUT_SECONDS,
+                 client_id: str = "partition-notify", **_: object) -> KafkaTransport:
         return cls(parse_url(url, username=username, password=password,
                              connect_timeout=connect_timeout, client_id=client_id))
 

@@ -18,6 +18,8 @@ import stomp
 import stomp.exception
 from partition_notify.transports.base import RawMessage
 
+from partition_notify.core.limits import CONNECT_TIMEOUT_SECONDS
+
 log = logging.getLogger("partition_notify.transports.stomp")
 
 #: Driver errors that mean "the connection is gone"; a retry on a new one may work.
@@ -154,7 +156,7 @@ class Endpoint:
     vhost: str = "/"
     use_ssl: bool = False
     ca_certs: str | None = None
-    connect_timeout: float = 10.0
+    connect_timeout: float = CONNECT_TIMEOUT_SECONDS
     heartbeat_ms: int = 5000
     label: str = "partition-notify"
     reconnect_max_delay: float = 5.0

@@ -42,12 +42,13 @@ from partition_notify.transports.stomp._wire import Endpoint, Sub
 
 from partition_notify.contract import Envelope
 from partition_notify.core.errors import ConfigurationError, PublishError, SubscribeError
+from partition_notify.core.limits import CONNECT_TIMEOUT_SECONDS
 
 DEFAULT_PORTS = {"stomp": 61613, "stomp+ssl": 61614}
 
 
 def parse_url(url: str, *, username: str | None = None, password: str | None = None,
-              connect_timeout: float = 10.0, heartbeat_ms: int = 5000,
+              connect_timeout: float = CONNECT_TIMEOUT_SECONDS, heartbeat_ms: int = 5000,
               client_id: str = "partition-notify") -> Endpoint:
     """An :class:`Endpoint` from a ``stomp://`` URL; explicit credentials win over the URL's."""
     parts = urlsplit(url)
@@ -92,7 +93,7 @@ class StompTransport(Transport):
 
     @classmethod
     def from_url(cls, url: str, *, username: str | None = None, password: str | None = None,
-                 connect_timeout: float = 10.0, heartbeat_ms: int = 5000,
+                 connect_timeout: float = CONNECT_TIMEOUT_SECONDS, heartbeat_ms: int = 5000,
                  client_id: str = "partition-notify", **_: object) -> StompTransport:
         return cls(parse_url(url, username=username, password=password,
                              connect_timeout=connect_timeout, heartbeat_ms=heartbeat_ms,
