@@ -25,7 +25,7 @@ from partition_notify.cli.common import (
     table_arg,
 )
 from partition_notify.core import limits
-from partition_notify.core.errors import ValidationError
+from partition_notify.core.errors import HistoryTimeout, ValidationError
 from partition_notify.subscriber.refs import table_keys
 
 if TYPE_CHECKING:
@@ -128,7 +128,11 @@ def cmd_tail(args: argparse.Namespace) -> int:
         # Tables not registered yet are waited for, as `wait` does.
         say_if_unregistered(app, table_keys(args.tables), args.timeout, "tail")
         sub.wait_for_tables(args.tables, args.timeout)
-        subscription = sub.subscribe(args.tables, history=args.history)
+        try:
+            subscription = sub.subscribe(args.tables, history=args.history)
+        except HistoryTimeout as late:  # still open: it prints the history once merged
+            print(f"partition-notify tail: {late}", file=sys.stderr)
+            subscription = late.subscription
         seen = 0
         while args.count is None or seen < args.count:
             left = None if deadline is None else deadline - time.monotonic()
