@@ -307,7 +307,8 @@ def airflow_push(rt: Runtime) -> tuple[JobFn, float] | None:
     # Standard library only; off (None) without PN_AIRFLOW_URL.
     from partition_notify.integrations.airflow.push import push_job
 
-    return push_job(rt.app.store, rt.metrics.push_dead_lettered.inc, rt.failed)
+    return push_job(rt.app.store, rt.metrics.push_dead_lettered.inc, rt.failed,
+                    rt.metrics.push_unregistered.set)
 
 
 def push_letters_purge(rt: Runtime) -> tuple[JobFn, float]:
