@@ -96,9 +96,11 @@ def health(rt: Runtime) -> tuple[JobFn, float]:
 
 def spark_commits(rt: Runtime) -> tuple[JobFn, float]:
     from partition_notify.http.store import HttpStore
+    from partition_notify.writers.commit_locations import check_spool_dirs
 
     s, tokens = rt.app.settings, HttpStore(rt.app.store)
     extra = [d for d in s.spark_spool_dirs.split(",") if d.strip()]
+    check_spool_dirs(extra)  # a file is refused, a missing one warned about, once
 
     def job() -> None:
         from partition_notify.writers.commit_spool import scan

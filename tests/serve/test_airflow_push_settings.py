@@ -92,8 +92,9 @@ def test_a_mapped_name_that_is_not_db_table_is_refused(sqlite_url: str) -> None:
 def test_the_unregistered_count_follows_registration(
         sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # The metric pn_airflow_push_unregistered_tables: set each run, 0 once registered.
-    from partition_notify.app import build_app
     from partition_notify.integrations.airflow.push import push_job
+
+    from partition_notify.app import build_app
 
     monkeypatch.setenv("PN_AIRFLOW_URL", "http://127.0.0.1:1")
     monkeypatch.setenv("PN_AIRFLOW_ASSETS", '{"sales.orders": "o", "sales.returns": "r"}')
