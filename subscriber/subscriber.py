@@ -113,8 +113,9 @@ class Subscriber:
         (see :mod:`partition_notify.subscriber.refs`).
 
         Returns once the subscription is confirmed by the bus and history is
-        merged (history first, then live, each message once), else raises
-        :class:`HistoryTimeout` (its ``subscription`` still open). Whatever
+        merged (history first, then live, each message once) or, without a
+        callback, once ``max_queued`` of it waits for :meth:`~Subscription.get`;
+        else raises :class:`HistoryTimeout` (``subscription`` still open). Whatever
         ``history`` says, a reconnect never loses what was published
         meanwhile: it is read back from the event log.
         """

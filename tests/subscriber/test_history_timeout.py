@@ -70,3 +70,24 @@ def test_history_merged_in_time_returns(app: App, subscriber: Subscriber) -> Non
     sub = subscriber.subscribe("db.t")
     msg = sub.get(timeout=0)
     assert msg is not None and msg.spec == "ds=old"
+
+
+def test_a_history_longer_than_the_queue_waits_for_its_reader_not_for_the_timeout(
+        app: App) -> None:
+    # Without a callback the history goes into a queue of max_queued: a longer one has
+    # to wait for the reader, who is the caller of subscribe. subscribe returns then
+    # (no HistoryTimeout, no overflow); the reader gets the history first, then live.
+    queued, n = 5, 12
+    app.publisher.register_table("db", "t", ["ds"])
+    for i in range(n):
+        app.publisher.send_mark_set_done("db", "t", {"ds": f"d{i:02}"})
+    with Subscriber(app.store, app.transport, timeout_seconds=2.0, max_queued=queued) as s:
+        sub = s.subscribe("db.t")
+        app.publisher.send_mark_set_done("db", "t", {"ds": "live"})
+        got: list[str] = []
+        while len(got) < n + 1:
+            msg = sub.get(timeout=10)
+            assert msg is not None, f"stopped after {got}"
+            got.append(msg.spec)
+        assert not sub.overflowed.is_set()
+    assert got == [f"ds=d{i:02}" for i in range(n)] + ["ds=live"]
