@@ -7,8 +7,10 @@ caught up. The real cause here: the single dispatcher thread is busy in another
 subscription's slow callback, so the new subscription's history waits behind it.
 Now :class:`HistoryTimeout` names the topic and the timeout and carries the
 subscription, still open: once the dispatcher is free it delivers the history,
-then what came live, nothing lost. Real SQLite and PostgreSQL stores, embedded
-transport.
+then what came live, nothing lost. And a history longer than a callback-less
+subscription's ``max_queued`` waited for its reader, the caller of ``subscribe``, for the
+whole timeout and then overflowed: it now returns once the queue is full. Real SQLite and
+PostgreSQL stores, embedded transport.
 """
 
 from __future__ import annotations
