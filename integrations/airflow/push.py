@@ -367,14 +367,19 @@ def push_job(store: Store, count_dead: Callable[[int], None] | None = None,
             f"PN_AIRFLOW_URL is set but PN_AIRFLOW_ASSETS is empty: expected JSON like "
             f"{ASSETS_EXAMPLE}")
     sink = AirflowPushSink(store, config)
-    missing = unregistered(store, list(config.assets), warn=True)
+    try:
+        missing, warn = unregistered(store, list(config.assets), warn=True), False
+    except ConfigurationError:
+        raise
+    except PartitionNotifyError:  # the store is down at start: the first run checks
+        missing, warn = list(config.assets), True
 
     def job() -> None:
-        nonlocal missing
+        nonlocal missing, warn
         before = sink.dead_lettered
         try:
             if missing:  # read again only while some are missing: one query a run
-                missing = unregistered(store, missing)
+                missing, warn = unregistered(store, missing, warn=warn), False
             if count_unregistered is not None:
                 count_unregistered(len(missing))
             sink.run_once()
