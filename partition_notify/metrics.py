@@ -74,6 +74,11 @@ class Metrics:
             "push sink",
             registry=r,
         )
+        self.push_unregistered = Gauge(
+            "pn_airflow_push_unregistered_tables",
+            "Tables PN_AIRFLOW_ASSETS maps that are not registered (nothing pushed for them)",
+            registry=r,
+        )
         self.relay_lag_events = Gauge(
             "pn_relay_lag_events", "Logged events not yet published", registry=r
         )

@@ -89,12 +89,17 @@ def http_bind(value: object) -> object:
 def spool_dirs(value: object) -> object:
     """``PN_SPARK_SPOOL_DIRS``: absolute directories (``/x`` or ``file:/x``). A relative one
     would depend on serve's working directory (the Spark jar refuses a relative spoolDir
-    too), and the pick-up reads local absolute paths only: it was dropped unsaid."""
+    too), and the pick-up reads local absolute paths only: it was dropped unsaid, as was
+    one on another filesystem (``hdfs://``, ``s3://``). Whether each exists and is a
+    directory is serve's startup check (writers/commit_locations.py), not this one."""
     if isinstance(value, str):
         for entry in (e.strip() for e in value.split(",")):
             if entry and not entry.startswith("/") and ":" not in entry:
                 raise ValueError(f"{entry!r} is a relative directory; expected absolute "
                                  "directories, comma-separated (/srv/spool or file:/srv/spool)")
+            if entry and ":" in entry and not entry.lower().startswith("file:"):
+                raise ValueError(f"{entry!r} is not on the local filesystem (the pick-up reads "
+                                 "local directories only); expected /srv/spool or file:/srv/spool")
     return value
 
 

@@ -41,6 +41,7 @@ from partition_notify.transports import Consumer, RawMessage, Transport
 from partition_notify.contract import AnyMessage, SetDoneMessage, decode, spec
 from partition_notify.core import limits
 from partition_notify.core.errors import (
+    HistoryTimeout,
     MalformedMessageError,
     SubscribeError,
     UnknownTableError,
@@ -112,7 +113,9 @@ class Subscriber:
         (see :mod:`partition_notify.subscriber.refs`).
 
         Returns once the subscription is confirmed by the bus and history is
-        merged (history first, then live, each message once). Whatever
+        merged (history first, then live, each message once) or, without a
+        callback, once ``max_queued`` of it waits for :meth:`~Subscription.get`;
+        else raises :class:`HistoryTimeout` (``subscription`` still open). Whatever
         ``history`` says, a reconnect never loses what was published
         meanwhile: it is read back from the event log.
         """
@@ -149,8 +152,11 @@ class Subscriber:
             return retained[0]
         if timeout <= 0:
             raise self._timed_out(wanted, info, timeout)
-        # Subscribing is bounded by the subscriber's own timeout, not the wait's.
-        sub = self._watch(info, wanted, None, None, True)
+        # Subscribing: the subscriber's timeout; a late-merged history answers by our deadline.
+        try:
+            sub = self._watch(info, wanted, None, None, True)
+        except HistoryTimeout as late:
+            sub = late.subscription
         try:
             msg = sub.get(timeout=max(deadline - time.monotonic(), 0.0))
             if isinstance(msg, SetDoneMessage):
@@ -181,8 +187,8 @@ class Subscriber:
 
         The non-blocking half of :meth:`wait_for_set_done` (for event loops):
         returns once the subscription is confirmed (at most ``timeout`` or the
-        connect timeout); covering messages then go to ``callback`` on the
-        dispatcher thread (or to the subscription's queue). Close it when done.
+        connect timeout; else :class:`HistoryTimeout`); covering messages then go to
+        ``callback`` on the dispatcher thread (or the subscription's queue). Close it when done.
         History: every retained one in event order; with ``newest`` the latest.
         """
         limits.callable_or_none(callback, field="callback")
@@ -298,7 +304,12 @@ class Subscriber:
             self._seq.unfollow(new.topics)
             sub.close()
             raise
-        sub.wait_ready(limit)
+        if not sub.wait_ready(limit):
+            # Open on purpose: the history is still merged; silence said "caught up".
+            raise HistoryTimeout(f"history of topic{'s'[:len(topics) - 1]} {', '.join(topics)} "
+                                 f"not merged within {limit:g} s (the dispatcher is busy, e.g. "
+                                 "in a slow callback); exc.subscription stays open and "
+                                 "delivers it, history first", sub, tuple(topics), limit)
         return sub
 
     def _forget(self, sub: Subscription) -> None:

@@ -150,6 +150,10 @@ class Subscription:
         if self.closed:
             return
         if self.callback is None:
+            if self._pending is not None and self._queue.full():
+                # A history longer than the queue: its reader is subscribe's caller,
+                # still waiting for the merge. Let it return and read (history first).
+                self._ready.set()
             try:
                 self._queue.put(msg, timeout=self._wait)
             except queue.Full:
@@ -181,6 +185,7 @@ class Subscription:
 
     # -- user side ------------------------------------------------------------
     def wait_ready(self, timeout: float) -> bool:
+        """History merged, or (no callback) queued up to ``max_queued`` for the reader."""
         return self._ready.wait(timeout)
 
     def get(self, timeout: float | None = None) -> AnyMessage | None:

@@ -12,12 +12,18 @@ lower-cased and ``s3a:``/``s3n:`` are ``s3:``.
 from __future__ import annotations
 
 import difflib
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from pathlib import Path
 
 from partition_notify.store import TableInfo
 from partition_notify.writers.layout import STAGING
+
+from partition_notify.core.errors import ConfigurationError
+
+log = logging.getLogger(__name__)
 
 #: Ports Hadoop filesystems use when a URI names none.
 DEFAULT_PORTS = {"hdfs": 8020, "webhdfs": 9870, "swebhdfs": 9871}
@@ -171,3 +177,21 @@ class SeenOnce:
 
     def __len__(self) -> int:
         return len(self._keys)
+
+
+def check_spool_dirs(entries: Sequence[str]) -> None:
+    """``PN_SPARK_SPOOL_DIRS`` at startup (the settings already refused relative and
+    non-local entries). One that exists but is no directory can never hold a manifest:
+    refused. A missing one is a WARNING, neither refused nor created: the Spark jar
+    creates it on its first spooled commit, and creating it here could hide a missing
+    mount (manifests written there would never reach us)."""
+    for entry in (e.strip() for e in entries if e.strip()):
+        path = Path(normalise_location(entry)[len("file:"):])
+        if path.exists() and not path.is_dir():
+            raise ConfigurationError(f"invalid settings: PN_SPARK_SPOOL_DIRS: {str(path)!r} "
+                                     "is not a directory; expected a directory Spark spools "
+                                     "commit manifests into")
+        if not path.exists():
+            log.warning("PN_SPARK_SPOOL_DIRS: %s does not exist (yet): nothing is picked up "
+                        "from it until the Spark jar creates it on its first spooled commit",
+                        path, extra={"pn_event": "spark_spool.missing_dir"})

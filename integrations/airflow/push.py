@@ -41,6 +41,7 @@ from partition_notify.integrations.airflow.push_settings import (
     ASSETS_EXAMPLE,
     AirflowPushSettings,
     load_push_settings,
+    unregistered,
 )
 from partition_notify.integrations.shared import payload
 from partition_notify.integrations.withdrawn import taken_back
@@ -351,10 +352,12 @@ def _set_done(ev: LoggedEvent) -> SetDoneMessage | None:
 
 def push_job(store: Store, count_dead: Callable[[int], None] | None = None,
              failed: Callable[[str, BaseException, str | None], None] | None = None,
+             count_unregistered: Callable[[int], None] | None = None,
              ) -> tuple[Callable[[], None], float] | None:
     """``serve``'s job (and its interval) when ``PN_AIRFLOW_URL`` is set, else None.
 
-    ``count_dead(n)`` is told how many events each run dead-lettered (a metric).
+    ``count_dead(n)`` is told how many events each run dead-lettered,
+    ``count_unregistered(n)`` how many mapped tables are not registered (metrics).
     """
     config = load_push_settings()
     if not config.url:
@@ -364,10 +367,21 @@ def push_job(store: Store, count_dead: Callable[[int], None] | None = None,
             f"PN_AIRFLOW_URL is set but PN_AIRFLOW_ASSETS is empty: expected JSON like "
             f"{ASSETS_EXAMPLE}")
     sink = AirflowPushSink(store, config)
+    try:
+        missing, warn = unregistered(store, list(config.assets), warn=True), False
+    except ConfigurationError:
+        raise
+    except PartitionNotifyError:  # the store is down at start: the first run checks
+        missing, warn = list(config.assets), True
 
     def job() -> None:
+        nonlocal missing, warn
         before = sink.dead_lettered
         try:
+            if missing:  # read again only while some are missing: one query a run
+                missing, warn = unregistered(store, missing, warn=warn), False
+            if count_unregistered is not None:
+                count_unregistered(len(missing))
             sink.run_once()
         except PartitionNotifyError as exc:
             if failed is not None:  # serve's: the WARNING and the record --once exits on

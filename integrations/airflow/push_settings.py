@@ -4,7 +4,9 @@ naming the variable, its value (never the password's) and what was expected."""
 
 from __future__ import annotations
 
+import logging
 import os
+from typing import TYPE_CHECKING
 
 from pydantic import Field, SecretStr
 from pydantic import ValidationError as PydanticValidationError
@@ -12,6 +14,11 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings.exceptions import SettingsError
 
 from partition_notify.core.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from partition_notify.store import Store
+
+log = logging.getLogger(__name__)
 
 PREFIX = "PN_AIRFLOW_"
 ASSETS_EXAMPLE = '{"sales.orders": "sales_orders"}'
@@ -65,3 +72,23 @@ def _describe(loc: tuple[int | str, ...], value: object, msg: str) -> str:
     shown = "" if field == "password" else f"={value!r:.80}"  # never a secret's value
     example = f"; expected JSON like {ASSETS_EXAMPLE}" if field == "assets" else ""
     return f"{var}{shown}: {msg}{example}"
+
+
+def unregistered(store: Store, mapped: list[str], *, warn: bool = False) -> list[str]:
+    """The mapped tables (``db.table``) not registered, sorted; ``warn``: one WARNING
+    naming them (serve's startup). Not refused: a producer's first run may register one
+    after serve started, and it is pushed from then on (``pn_airflow_push_unregistered_
+    tables`` counts them meanwhile). A name that is not ``db.table`` never can be: refused."""
+    bad = next((t for t in mapped if len(t.split(".")) != 2 or "" in t.split(".")), None)
+    if bad is not None:
+        raise ConfigurationError(f"invalid settings: {PREFIX}ASSETS: {bad!r} is not a "
+                                 f"table name: expected db.table, e.g. {ASSETS_EXAMPLE}")
+    refs = [(t.split(".")[0], t.split(".")[1]) for t in mapped]
+    found = store.catalog.find_tables(refs)
+    missing = sorted(f"{db}.{name}" for db, name in refs if (db, name) not in found)
+    if missing and warn:
+        log.warning("%sASSETS maps %s, not registered (yet): nothing is pushed for them "
+                    "until they are (partition-notify register %s --keys ..., or the "
+                    "producer's first run)", PREFIX, ", ".join(missing), missing[0],
+                    extra={"pn_event": "airflow_push.unregistered"})
+    return missing

@@ -29,7 +29,7 @@ from partition_notify.integrations.airflow._compat import (
 from partition_notify.integrations.airflow.connection import aget_settings
 
 from partition_notify.core import limits
-from partition_notify.core.errors import PartitionNotifyError, UnknownTableError
+from partition_notify.core.errors import HistoryTimeout, PartitionNotifyError, UnknownTableError
 
 if TYPE_CHECKING:
     from partition_notify.integrations.follow import LogFollower, Watch
@@ -145,10 +145,13 @@ class PartitionSetDoneTrigger(BaseTrigger):  # type: ignore[misc]
             wanted = spec.coerce(self.spec)
             subscriber = shared.subscriber(settings)
             info = subscriber.store.catalog.get_table(db, name)
-            sub = subscriber.watch_set_done(
-                db, name, wanted, on_message, timeout=settings.connect_timeout_seconds,
-                newest=True,  # history: the newest retained one, not the first done
-            )
+            try:
+                sub = subscriber.watch_set_done(
+                    db, name, wanted, on_message, timeout=settings.connect_timeout_seconds,
+                    newest=True,  # history: the newest retained one, not the first done
+                )
+            except HistoryTimeout as late:  # still open: on_message gets it once merged
+                sub = late.subscription
             return info, sub, spec.canonical(wanted)
 
         # Cancelled mid-subscribe: the subscription is closed once it exists.

@@ -25,7 +25,7 @@ from partition_notify.cli.common import (
     table_arg,
 )
 from partition_notify.core import limits
-from partition_notify.core.errors import ValidationError
+from partition_notify.core.errors import HistoryTimeout, ValidationError
 from partition_notify.subscriber.refs import table_keys
 
 if TYPE_CHECKING:
@@ -128,7 +128,11 @@ def cmd_tail(args: argparse.Namespace) -> int:
         # Tables not registered yet are waited for, as `wait` does.
         say_if_unregistered(app, table_keys(args.tables), args.timeout, "tail")
         sub.wait_for_tables(args.tables, args.timeout)
-        subscription = sub.subscribe(args.tables, history=args.history)
+        try:
+            subscription = sub.subscribe(args.tables, history=args.history)
+        except HistoryTimeout as late:  # still open: it prints the history once merged
+            print(f"partition-notify tail: {late}", file=sys.stderr)
+            subscription = late.subscription
         seen = 0
         while args.count is None or seen < args.count:
             left = None if deadline is None else deadline - time.monotonic()
@@ -194,12 +198,23 @@ def cmd_schema(args: argparse.Namespace) -> int:
         print(json.dumps(schemas, indent=2, sort_keys=True))
         return 0
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    for name, schema in schemas.items():
-        (out / f"{name}.schema.json").write_text(
-            json.dumps(schema, indent=2, sort_keys=True) + "\n"
-        )
-        print(out / f"{name}.schema.json")
+    where = f"--out {args.out!r}"
+    # The directory itself, not its parents: a typo in a parent would put the files
+    # somewhere nobody looks (session 24).
+    if not out.parent.is_dir():
+        raise ValidationError(f"{where}: its parent {str(out.parent)!r} does not exist; "
+                              "expected a directory whose parent exists")
+    if out.exists() and not out.is_dir():
+        raise ValidationError(f"{where} is not a directory; expected a directory for "
+                              "one NAME.schema.json per message")
+    try:
+        out.mkdir(exist_ok=True)
+        for name, schema in schemas.items():
+            (out / f"{name}.schema.json").write_text(
+                json.dumps(schema, indent=2, sort_keys=True) + "\n")
+            print(out / f"{name}.schema.json")
+    except OSError as exc:
+        raise ValidationError(f"{where}: cannot write there ({exc.strerror})") from None
     return 0
 
 
@@ -274,7 +289,8 @@ def _serve_args(sp: argparse.ArgumentParser) -> None:
 
 
 def _schema_args(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("--out", help="write one file per message into this directory")
+    sp.add_argument("--out", help="write one NAME.schema.json per message into this "
+                    "directory (made if missing; its parent must exist)")
 
 
 def _demo_args(sp: argparse.ArgumentParser) -> None:

@@ -46,6 +46,11 @@ def cmd_expect_list(args: argparse.Namespace) -> int:
         views = app.deadlines.expectations(*(args.table or (None, None)))
         for v in views:
             print(json.dumps(v.to_json()))
+    if not views:  # stdout stays JSON lines (none: zero lines); the word is for a person
+        where = f"of {args.table[0]}.{args.table[1]}" if args.table else "declared"
+        table = f"{args.table[0]}.{args.table[1]}" if args.table else "DB.TABLE"
+        print(f"no expectations {where} (partition-notify expect add {table} ...)",
+              file=sys.stderr)
     return 0
 
 
@@ -58,8 +63,14 @@ def cmd_expect_remove(args: argparse.Namespace) -> int:
 
 def cmd_expect_status(args: argparse.Namespace) -> int:
     with _app(args) as app:
-        for row in app.deadlines.status(*db_table(args), args.name, args.limit):
+        rows = app.deadlines.status(*db_table(args), args.name, args.limit)
+        for row in rows:
             print(json.dumps(row))
+    if not rows:  # stdout stays JSON lines (none: zero lines); the word is for a person
+        db, table = db_table(args)
+        print(f"no verdicts yet for expectation {args.name!r} of {db}.{table} (one is kept "
+              "per logical date once its deadline passed; serve's deadline check writes "
+              "it, or partition-notify expect check)", file=sys.stderr)
     return 0
 
 

@@ -117,10 +117,12 @@ def cmd_commits_apply(args: argparse.Namespace) -> int:
 def cmd_commits_scan(args: argparse.Namespace) -> int:
     from partition_notify.cli.common import open_app as _app
     from partition_notify.http.store import HttpStore
+    from partition_notify.writers.commit_locations import check_spool_dirs
     from partition_notify.writers.commit_spool import scan
 
     with _app(args) as app:
         s = app.settings
+        check_spool_dirs(_extra(s.spark_spool_dirs))
         stats = scan(app.publisher, _extra(s.spark_spool_dirs) + list(args.dirs),
                      keys=HttpStore(app.store).signing_keys(), default_fs=s.default_fs,
                      deadline_seconds=s.spark_spool_scan_deadline_seconds,

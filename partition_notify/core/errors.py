@@ -29,6 +29,8 @@ boundary with ``raise ... from exc`` so callers never need to import a driver::
     │   │                           invalid destination); names the event(s)
     │   └── SubscribeError          could not subscribe / confirm subscription
     ├── WaitTimeout                 wait_for_set_done ran out of time
+    ├── HistoryTimeout              subscribe's history was not merged in time; the
+    │                               subscription stays open (``.subscription``)
     ├── SubscriptionOverflowError   a subscription without a callback fell
     │                               max_queued messages behind and closed
     ├── PartitionLateError          a wait with fail-on-late saw PARTITION_LATE
@@ -46,6 +48,8 @@ tree is checked against the classes below by tests/core/test_error_tree.py.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 
 class PartitionNotifyError(Exception):
@@ -160,6 +164,21 @@ class SubscribeError(TransportError):
 
 class WaitTimeout(PartitionNotifyError, TimeoutError):
     """The awaited set-done message did not arrive before the deadline."""
+
+
+class HistoryTimeout(PartitionNotifyError, TimeoutError):
+    """``subscribe`` confirmed the subscription but its history (retained set-dones, then
+    the event log since it subscribed) was not merged within the subscriber's timeout,
+    e.g. the dispatcher thread was busy in another subscription's callback. Nothing is
+    lost: ``subscription`` stays open and delivers the history, then what came live,
+    once merged; close it if you do not want it."""
+
+    def __init__(self, message: str, subscription: object, topics: tuple[str, ...],
+                 timeout: float) -> None:
+        super().__init__(message)
+        self.subscription: Any = subscription
+        self.topics = topics
+        self.timeout = timeout
 
 
 class SubscriptionOverflowError(PartitionNotifyError):

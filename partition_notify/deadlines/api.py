@@ -16,6 +16,7 @@ from partition_notify.contract import (
     spec,
 )
 from partition_notify.core.errors import (
+    HistoryTimeout,
     InvalidSpecError,
     PartitionLateError,
     ValidationError,
@@ -143,7 +144,10 @@ class Deadlines:
             wanted = spec.coerce(partial_spec)
             spec.check_against(wanted, info.partition_keys, full=False, table=info.qualified)
             canon = spec.canonical(wanted)
-            live = sub.subscribe((info.db, info.name), history=False)
+            try:
+                live = sub.subscribe((info.db, info.name), history=False)
+            except HistoryTimeout as late:  # open still: answers within this deadline
+                live = late.subscription
             # The newest: a set done again carries the newer revision.
             body = self.log_store.retention.newest_covering(info, spec.covering_specs(wanted))
             if body is not None:

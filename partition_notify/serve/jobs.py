@@ -96,9 +96,11 @@ def health(rt: Runtime) -> tuple[JobFn, float]:
 
 def spark_commits(rt: Runtime) -> tuple[JobFn, float]:
     from partition_notify.http.store import HttpStore
+    from partition_notify.writers.commit_locations import check_spool_dirs
 
     s, tokens = rt.app.settings, HttpStore(rt.app.store)
     extra = [d for d in s.spark_spool_dirs.split(",") if d.strip()]
+    check_spool_dirs(extra)  # a file is refused, a missing one warned about, once
 
     def job() -> None:
         from partition_notify.writers.commit_spool import scan
@@ -307,7 +309,8 @@ def airflow_push(rt: Runtime) -> tuple[JobFn, float] | None:
     # Standard library only; off (None) without PN_AIRFLOW_URL.
     from partition_notify.integrations.airflow.push import push_job
 
-    return push_job(rt.app.store, rt.metrics.push_dead_lettered.inc, rt.failed)
+    return push_job(rt.app.store, rt.metrics.push_dead_lettered.inc, rt.failed,
+                    rt.metrics.push_unregistered.set)
 
 
 def push_letters_purge(rt: Runtime) -> tuple[JobFn, float]:

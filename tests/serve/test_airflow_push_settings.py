@@ -6,6 +6,7 @@ sink is refused before it would call Airflow, so no Airflow is needed."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -61,3 +62,51 @@ def test_bad_json_in_the_env_file_is_named_there(sqlite_url: str, tmp_path: Path
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert "PN_AIRFLOW_ASSETS (in .env)" in lines[0] and "expected JSON" in lines[0], lines
+
+
+def test_an_unregistered_mapped_table_is_a_startup_warning(sqlite_url: str) -> None:
+    # Session 24: it passed silently (the failing token call hid it). Not refused: a
+    # producer's first run may register it after serve started; pushed from then on.
+    from partition_notify.app import build_app
+
+    with build_app(store_url=sqlite_url, transport_url="embedded://") as app:
+        app.publisher.register_table("sales", "orders", ["ds"])
+    done = _serve_once(sqlite_url, PN_AIRFLOW_ASSETS=json.dumps(
+        {"sales.orders": "orders", "sales.returns": "returns", "sales.refunds": 7}))
+    warned = [line for line in done.stderr.splitlines() if "not registered" in line]
+    assert len(warned) == 1, done.stderr
+    assert "WARNING" in warned[0], warned
+    assert "PN_AIRFLOW_ASSETS maps sales.refunds, sales.returns, not registered" in warned[0]
+    assert "partition-notify register sales.refunds --keys" in warned[0], warned
+    assert "sales.orders" not in warned[0], warned
+
+
+def test_a_mapped_name_that_is_not_db_table_is_refused(sqlite_url: str) -> None:
+    done = _serve_once(sqlite_url, PN_AIRFLOW_ASSETS='{"orders": "orders"}')
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "PN_AIRFLOW_ASSETS: 'orders' is not a table name: expected db.table" in lines[0], lines
+
+
+def test_the_unregistered_count_follows_registration(
+        sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The metric pn_airflow_push_unregistered_tables: set each run, 0 once registered.
+    from partition_notify.integrations.airflow.push import push_job
+
+    from partition_notify.app import build_app
+
+    monkeypatch.setenv("PN_AIRFLOW_URL", "http://127.0.0.1:1")
+    monkeypatch.setenv("PN_AIRFLOW_ASSETS", '{"sales.orders": "o", "sales.returns": "r"}')
+    counts: list[int] = []
+    with build_app(store_url=sqlite_url, transport_url="embedded://") as app:
+        made = push_job(app.store, failed=lambda *a: None, count_unregistered=counts.append)
+        assert made is not None
+        job, _ = made
+        job()
+        app.publisher.register_table("sales", "orders", ["ds"])
+        job()
+        app.publisher.register_table("sales", "returns", ["ds"])
+        job()
+        job()
+    assert counts == [2, 1, 0, 0]

@@ -37,3 +37,35 @@ def test_a_relative_spool_dir_is_refused(sqlite_url: str, tmp_path: Path,
 def test_absolute_dirs_and_file_uris_are_accepted(sqlite_url: str, tmp_path: Path) -> None:
     done = _cli(sqlite_url, f"{tmp_path}/a,file://{tmp_path}/b,", "serve", "--once")
     assert done.returncode == 0, done.stderr
+
+
+# Session 24: an entry that is a file, or on another filesystem, passed silently too.
+@pytest.mark.parametrize("args", [("serve", "--once"), ("commits", "scan")])
+def test_a_spool_dir_that_is_a_file_is_refused(sqlite_url: str, tmp_path: Path,
+                                               args: tuple[str, ...]) -> None:
+    (tmp_path / "afile").write_text("x")
+    done = _cli(sqlite_url, f"{tmp_path},{tmp_path}/afile", *args)
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert f"PN_SPARK_SPOOL_DIRS: {str(tmp_path / 'afile')!r} is not a directory" in lines[0]
+
+
+@pytest.mark.parametrize("entry", ["hdfs://nn:8020/spool", "s3://bucket/spool"])
+def test_a_spool_dir_on_another_filesystem_is_refused(sqlite_url: str, entry: str) -> None:
+    done = _cli(sqlite_url, entry, "serve", "--once")
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert f"PN_SPARK_SPOOL_DIRS={entry!r}" in lines[0] and "local" in lines[0], lines
+
+
+def test_a_missing_spool_dir_is_a_startup_warning(sqlite_url: str, tmp_path: Path) -> None:
+    # Not created: the Spark jar creates it on its first spooled commit, and creating
+    # it here could hide a mount that is missing. Not refused either, for that reason.
+    done = _cli(sqlite_url, f"{tmp_path}/not-yet", "serve", "--once")
+    assert done.returncode == 0, done.stderr
+    warned = [line for line in done.stderr.splitlines() if "not-yet" in line]
+    assert len(warned) == 1, done.stderr
+    assert "WARNING" in warned[0] and "does not exist" in warned[0], warned
+    assert not (tmp_path / "not-yet").exists()
