@@ -129,17 +129,13 @@ def local_roots(app: App) -> Roots:
     return root
 
 
-#: How a job reports a failed run (``Runtime.failed``: the WARNING and the record
-#: ``serve --once`` exits on); without one, the WARNING alone.
+#: How a job reports a failed run: ``Runtime.failed``, the one place that writes the
+#: WARNING line and keeps the record ``serve --once`` exits on.
 Failed = Callable[[str, BaseException, "str | None"], None]
 
 
-def _warn(what: str, exc: BaseException, event: str | None = None) -> None:
-    log.warning("%s: %s", what, exc, extra={"pn_event": event} if event else None)
-
-
 def housekeeping_job(app: App, metrics: Metrics, size: int, pause: Pause,
-                     failed: Failed = _warn) -> None:
+                     failed: Failed) -> None:
     """Purge the event log, idle cursors, Spark commits, verdicts and idempotency keys;
     export the table sizes."""
     started = time.monotonic()
@@ -158,7 +154,7 @@ def housekeeping_job(app: App, metrics: Metrics, size: int, pause: Pause,
                  extra={"pn_event": "housekeeping.purged"})
 
 
-def spool_sweep_job(app: App, metrics: Metrics, failed: Failed = _warn) -> None:
+def spool_sweep_job(app: App, metrics: Metrics, failed: Failed) -> None:
     """Delete old rejected manifests and abandoned partial writes in spool directories."""
     from partition_notify.writers.commit_spool import spool_dirs, sweep
 
