@@ -18,7 +18,6 @@ import time
 from collections.abc import Callable
 from dataclasses import astuple, dataclass, fields
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from partition_notify.core.errors import NotFoundError, PartitionNotifyError, ValidationError
@@ -26,7 +25,7 @@ from partition_notify.deadlines.schema import ExpectationCheckRow
 from partition_notify.deadlines.store import DeadlineStore
 from partition_notify.revisions.retention import purge_aborted
 from partition_notify.revisions.schema import RevisionTxnRow
-from partition_notify.revisions.vacuum import FileRemover, Roots, remove_retired
+from partition_notify.revisions.vacuum import FileRemover, LocalFiles, Roots, remove_retired
 from partition_notify.rules.schema import RuleFiringRow, RuleInputRow
 from partition_notify.rules.store import RuleStore
 from partition_notify.store.housekeeping import BetweenBatches
@@ -118,14 +117,15 @@ def purge_all(app: App, size: int, pause: Pause) -> Purged:
 def local_roots(app: App) -> Roots:
     """A revision table's location as a local directory; None for a name the catalog
     does not know (a SNAPSHOT dataset's) or a location elsewhere (hdfs://, s3a://):
-    ``serve`` deletes no file there."""
-    def root(table: str) -> Path | None:
+    ``serve`` deletes no file there (a Spark job does: writers/vacuum.py)."""
+    def root(table: str) -> LocalFiles | None:
         db, _, name = table.partition(".")
         try:
             location = app.store.catalog.get_table(db, name).location
         except (NotFoundError, ValidationError):
             return None
-        return local_dir(location, app.settings.default_fs) if location else None
+        path = local_dir(location, app.settings.default_fs) if location else None
+        return None if path is None else LocalFiles(path)
     return root
 
 
