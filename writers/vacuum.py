@@ -24,6 +24,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from partition_notify.publisher import Publisher
+from partition_notify.revisions.retention import remove_aborted_files
 from partition_notify.revisions.vacuum import FileRemover, Outcome, TableFiles, remove_retired
 from partition_notify.store.uow import UnitOfWork
 from partition_notify.writers.hadoop import HadoopFs
@@ -80,8 +81,9 @@ def vacuum_retired(target: HasPublisher | Publisher, db: str, table: str, *,
                    spark: SparkSession | None = None,
                    retention_seconds: float = RETIRED_FILE_RETENTION_SECONDS) -> int:
     """Delete the files overwrites of ``db.table`` retired more than
-    ``retention_seconds`` ago (default: ``PN_RETIRED_FILE_RETENTION_SECONDS``'s),
-    through the table location's Hadoop FileSystem; returns how many were deleted."""
+    ``retention_seconds`` ago (default: ``PN_RETIRED_FILE_RETENTION_SECONDS``'s), and
+    the files of its write transactions aborted that long ago, through the table
+    location's Hadoop FileSystem; returns how many were deleted."""
     if not retention_seconds > 0:
         raise ConfigurationError(
             f"retention_seconds must be > 0 (snapshots read retired files until then), "
@@ -99,8 +101,12 @@ def vacuum_retired(target: HasPublisher | Publisher, db: str, table: str, *,
     remover = FileRemover(lambda name: files if name == info.qualified else None)
     store = publisher.store
     now = store.clock()
-    remove_retired(partial(UnitOfWork, store.engine, write=True), remover, now,
-                   now - retention_seconds, batch_size=BATCH_SIZE)
+    write_uow = partial(UnitOfWork, store.engine, write=True)
+    remove_retired(write_uow, remover, now, now - retention_seconds, batch_size=BATCH_SIZE)
+    # Aborted writes' files too: no snapshot reads them; serve purges their rows
+    # later (PN_REVISION_ABORT_RETENTION_SECONDS) and cannot delete them here.
+    remove_aborted_files(write_uow, remover, info.qualified, now - retention_seconds, now,
+                         batch_size=BATCH_SIZE)
     return remover.removed
 
 

@@ -88,3 +88,31 @@ def test_within_the_retention_the_spark_job_deletes_nothing(
     assert vacuum_retired(spark_app, "sales", "orders", spark=spark) == 0
     again = read_snapshot(spark, spark_app, "sales", "orders", snapshot=snap)
     assert again.frame.count() == 3, "the pinned snapshot still reads the retired rows"
+
+
+def test_an_aborted_writes_files_there_are_deleted_by_the_spark_job_too(
+        spark: Any, spark_app: Any, tmp_path: Path) -> None:
+    """A write aborted after its files were placed (a crash in the commit step): no
+    snapshot reads them, plain readers of the directory do; serve cannot delete them."""
+    from partition_notify.revisions.files import RevisionFiles
+
+    local = tmp_path / "wh"
+    location = f"{_viewfs(spark, local)}/orders"
+    spark_app.publisher.register_table("sales", "orders", KEYS, location=location)
+    rm = spark_app.revisions
+    tx = rm.begin_write_transaction("sales.orders", ["data"])
+    rel = "datestamp=20110228/region=us/part-w9.parquet"
+    RevisionFiles(rm).record("sales.orders", tx.revision, "w9", lambda: [rel])
+    (local / "orders" / rel).parent.mkdir(parents=True)
+    (local / "orders" / rel).write_bytes(b"PAR1")
+    rm.abort_write_transaction(tx)
+
+    later = time.time() + 8 * 86400
+    with build_app(store_url=str(spark_app.settings.store_url), transport_url="embedded://",
+                   clock=lambda: later) as serve:
+        assert purge_all(serve, 100, None).revision_files == 0
+        assert (local / "orders" / rel).is_file()
+        from partition_notify.writers import vacuum_retired
+
+        assert vacuum_retired(serve, "sales", "orders", spark=spark) == 1
+    assert not (local / "orders" / rel).exists()
