@@ -153,8 +153,8 @@ class Settings(BaseSettings):
         description="serve: forget an aborted write transaction and its file rows this long "
         "after it ended (not while a partition carries its revision); its data files first")
     retired_file_retention_seconds: int = Field(RETIRED_FILE_RETENTION_SECONDS, gt=0,
-        le=MAX_RETENTION_SECONDS, description="serve: delete the files an overwrite moved to "
-        "_pn_retired/ this long after it committed (local locations; older snapshots then fail)")
+        le=MAX_RETENTION_SECONDS, description="delete files an overwrite moved to _pn_retired/ "
+        "this long after it committed (serve: local; vacuum_retired: Spark); older snapshots fail")
     expectation_check_retention_seconds: int = Field(
         90 * DAY, gt=0, le=MAX_RETENTION_SECONDS,
         description="serve: keep deadline verdicts this long (never less than the deadline "

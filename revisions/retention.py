@@ -23,9 +23,10 @@ retention with an aborted transaction in hand could commit it. The default
 (30 days, as long as a Spark job id is remembered) is far beyond any
 keep-alive; a write recovered later than that is announced again anyway.
 Just before its rows go, the data files the rows name are deleted
-(revisions/vacuum.py: local table locations only, only inside the table's
+(revisions/vacuum.py: local table locations, only inside the table's
 location; a revision whose file could not be deleted keeps its rows until a
-later pass deletes it or gives up).
+later pass deletes it or gives up). Elsewhere (``hdfs://``) a Spark job's
+``vacuum_retired`` deletes them earlier, keeping the rows (:func:`remove_aborted_files`).
 """
 
 from __future__ import annotations
@@ -71,6 +72,29 @@ def purge_aborted(write_uow: Callable[[], UnitOfWork], before: float, *, batch_s
 
     in_batches(write_uow, batch, batch_size=batch_size, between_batches=between_batches)
     return deleted[0]
+
+
+def remove_aborted_files(write_uow: Callable[[], UnitOfWork], remover: FileRemover,
+                         table: str, before: float, now: float, *, batch_size: int) -> None:
+    """Delete the data files of ``table``'s aborted transactions that ended before
+    ``before``, keeping the rows (:func:`purge_aborted` purges them later): for a job
+    that deletes where ``serve`` cannot (writers/vacuum.py). Batches walk revisions."""
+    after: list[int] = []
+
+    def batch(uow: UnitOfWork, n: int) -> int:
+        t = RevisionTxnRow
+        where = and_(t.state == ABORTED, t.ended_at < before, t.table_name == table)
+        if after:
+            where = and_(where, t.revision > after[-1])
+        revisions = list(uow.session.scalars(
+            select(t.revision).where(where).order_by(t.revision).limit(n)))
+        if revisions:
+            after.append(revisions[-1])
+        for revision in revisions:
+            remover.settle(*_files(uow, (table, revision)), now)
+        return len(revisions)
+
+    in_batches(write_uow, batch, batch_size=batch_size)
 
 
 def _oldest(uow: UnitOfWork, before: float, after: Key | None, n: int) -> list[Key]:
@@ -129,4 +153,4 @@ def _delete(uow: UnitOfWork, keys: list[tuple[str, int]]) -> int:
     return len(keys)
 
 
-__all__ = ["purge_aborted"]
+__all__ = ["purge_aborted", "remove_aborted_files"]

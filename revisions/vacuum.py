@@ -20,12 +20,15 @@ is unlinked, never a directory. A refused row is logged once and never
 tried again. A failed deletion is logged once and retried on later passes,
 at most ``MAX_REMOVE_ATTEMPTS`` times; then it is logged again and given up
 (the file stays; an aborted write's rows are purged). A file already gone
-counts as removed. Only local locations (``/x``, ``file:/x``) are served;
-elsewhere (``hdfs://``, ``s3a://``) the files stay, as before.
+counts as removed. ``serve`` deletes in local locations (``/x``, ``file:/x``:
+:class:`LocalFiles`); elsewhere (``hdfs://``, ``s3a://``) a Spark job does, through
+the location's Hadoop FileSystem (writers/vacuum.py), and ``serve`` leaves those
+tables' rows to it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -33,9 +36,13 @@ import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
-from partition_notify.revisions.schema import RevisionFileRow, RevisionReplacementRow
+from partition_notify.revisions.schema import (
+    RevisionFileRow,
+    RevisionReplacementRow,
+    RevisionTableRow,
+)
 from partition_notify.store.housekeeping import BetweenBatches, in_batches
 from partition_notify.store.uow import UnitOfWork
 from sqlalchemy import and_, select, tuple_, update
@@ -46,21 +53,50 @@ log = logging.getLogger(__name__)
 RETIRED_DIR = "_pn_retired"
 #: Failed deletions of one file before it is given up (one try per housekeeping pass).
 MAX_REMOVE_ATTEMPTS = 30
-#: The local directory of a revision table's location, or None (unknown, not local).
-Roots = Callable[[str], Path | None]
 Outcome = Literal["removed", "gone", "refused", "failed"]
+
+
+class TableFiles(Protocol):
+    """One table location's files. ``dirs``: the directories below the location,
+    each one checked entry (:func:`expected_dirs`); ``name``: one checked entry."""
+
+    def remove(self, dirs: list[str], name: str) -> Outcome:
+        """Delete the file (never a directory); :class:`ValueError`: refused."""
+
+    def drop_empty(self, dirs: list[str]) -> None:
+        """Remove the directory ``dirs`` if it is empty; nothing else."""
+
+
+#: A revision table's files, or None: not this remover's to delete (unknown, elsewhere).
+Roots = Callable[[str], TableFiles | None]
+
+
+@dataclass(frozen=True)
+class LocalFiles:
+    """A local table directory: every directory below it opened without following links."""
+
+    root: Path
+
+    def remove(self, dirs: list[str], name: str) -> Outcome:
+        return remove_in(self.root, dirs, name)
+
+    def drop_empty(self, dirs: list[str]) -> None:
+        if any(self.root.joinpath(*dirs[:i]).is_symlink() for i in range(1, len(dirs) + 1)):
+            return
+        with contextlib.suppress(OSError):  # not empty, or gone: rmdir removes nothing else
+            self.root.joinpath(*dirs).rmdir()
 
 
 @dataclass
 class FileRemover:
-    """Deletes the files rows name, within their tables' local locations."""
+    """Deletes the files rows name, within their tables' locations."""
 
     roots: Roots
     #: Files deleted (not counting ones already gone), for the housekeeping metric.
     removed: int = 0
-    _root_of: dict[str, Path | None] = field(default_factory=dict)
+    _root_of: dict[str, TableFiles | None] = field(default_factory=dict)
 
-    def root(self, table: str) -> Path | None:
+    def root(self, table: str) -> TableFiles | None:
         if table not in self._root_of:  # one pass: a few tables, looked up once
             self._root_of[table] = self.roots(table)
         return self._root_of[table]
@@ -77,11 +113,11 @@ class FileRemover:
             done = self._mark(row, outcome, reason, now) and done
         return done
 
-    def _remove(self, root: Path, row: RevisionFileRow,
+    def _remove(self, root: TableFiles, row: RevisionFileRow,
                 expected: Callable[[RevisionFileRow], list[str]]) -> tuple[Outcome, str]:
         try:
             dirs = expected(row)
-            return remove_in(root, dirs, _component(row.name, "file name")), ""
+            return root.remove(dirs, _component(row.name, "file name")), ""
         except ValueError as exc:
             return "refused", str(exc)
         except OSError as exc:
@@ -174,12 +210,17 @@ def remove_retired(write_uow: Callable[[], UnitOfWork], remover: FileRemover, no
     many overwritten partitions were dealt with. Batches walk (committed_at, id)."""
     with write_uow() as uow:
         _date_old_commits(uow, now)
+        # Only the tables this remover deletes in: the others' rows stay for theirs
+        # (a Spark job's for hdfs://, s3a://), and are not read at every pass.
+        names = uow.session.scalars(select(RevisionTableRow.table_name)).all()
+        mine = [name for name in names if remover.root(name) is not None]
     after: list[tuple[float, int]] = []
     done = [0]
 
     def batch(uow: UnitOfWork, n: int) -> int:
         r = RevisionReplacementRow
-        where = and_(r.vacuumed_at.is_(None), r.committed_at < before)
+        where = and_(r.vacuumed_at.is_(None), r.committed_at < before,
+                     r.table_name.in_(mine))
         if after:
             where = and_(where, tuple_(r.committed_at, r.id) > tuple_(*after[-1]))
         rows = list(uow.session.scalars(select(r).where(where)
@@ -188,15 +229,15 @@ def remove_retired(write_uow: Callable[[], UnitOfWork], remover: FileRemover, no
             after.append((float(rows[-1].committed_at or 0.0), rows[-1].id))
         for rep in rows:
             root = remover.root(rep.table_name)
-            if root is None:  # not a local location: its files stay, snapshots read them
-                rep.vacuumed_at = now
-            elif remover.settle(_retired_files(uow, rep), _retired_expected(rep), now):
+            if root is not None and remover.settle(_retired_files(uow, rep),
+                                                   _retired_expected(rep), now):
                 rep.vacuumed_at = now
                 done[0] += 1
                 _drop_empty(root, rep)
         return len(rows)
 
-    in_batches(write_uow, batch, batch_size=batch_size, between_batches=between_batches)
+    if mine:
+        in_batches(write_uow, batch, batch_size=batch_size, between_batches=between_batches)
     return done[0]
 
 
@@ -219,27 +260,20 @@ def _retired_expected(rep: RevisionReplacementRow) -> Callable[[RevisionFileRow]
     return expected
 
 
-def _drop_empty(root: Path, rep: RevisionReplacementRow) -> None:
-    """Remove ``_pn_retired/<write_id>`` and ``_pn_retired`` once empty (rmdir
-    removes nothing else; a symlink on the way stops it)."""
+def _drop_empty(root: TableFiles, rep: RevisionReplacementRow) -> None:
+    """Remove ``_pn_retired/<write_id>`` and ``_pn_retired`` once empty."""
     try:
         dirs = expected_dirs(rep.partition, rep.retired_to)
     except ValueError:
         return
-    for depth in (len(dirs), len(dirs) - 1):
-        path = root.joinpath(*dirs[:depth])
-        if any(root.joinpath(*dirs[:i]).is_symlink() for i in range(1, depth + 1)):
-            return
-        try:
-            path.rmdir()
-        except OSError:
-            return
+    root.drop_empty(dirs)
+    root.drop_empty(dirs[:-1])
 
 
 def _date_old_commits(uow: UnitOfWork, now: float) -> None:
     """Rows written before 0017 have no commit time: their retention starts now,
     once their overwrite is committed (no transaction row left, revision allocated)."""
-    from partition_notify.revisions.schema import RevisionTableRow, RevisionTxnRow
+    from partition_notify.revisions.schema import RevisionTxnRow
 
     r, t, c = RevisionReplacementRow, RevisionTxnRow, RevisionTableRow
     open_txn = select(t.revision).where(t.table_name == r.table_name, t.revision == r.revision)
@@ -249,5 +283,5 @@ def _date_old_commits(uow: UnitOfWork, now: float) -> None:
         r.revision <= allocated).values(committed_at=now))
 
 
-__all__ = ["MAX_REMOVE_ATTEMPTS", "RETIRED_DIR", "FileRemover", "Roots",
-           "expected_dirs", "remove_retired"]
+__all__ = ["MAX_REMOVE_ATTEMPTS", "RETIRED_DIR", "FileRemover", "LocalFiles", "Roots",
+           "TableFiles", "expected_dirs", "remove_retired"]

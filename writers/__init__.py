@@ -8,8 +8,9 @@ Quick use from a PySpark job::
 """
 
 from partition_notify.writers.commit import WriteResult
+from partition_notify.writers.vacuum import vacuum_retired
 from partition_notify.writers.writer import NotifyingWriter
 
 from partition_notify.core.errors import CommitIncompleteError
 
-__all__ = ["CommitIncompleteError", "NotifyingWriter", "WriteResult"]
+__all__ = ["CommitIncompleteError", "NotifyingWriter", "WriteResult", "vacuum_retired"]

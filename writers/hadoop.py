@@ -81,6 +81,17 @@ class HadoopFs:
                 return None
             raise
 
+    def kind(self, path: str) -> str | None:
+        """"file", "dir" or "link" (the link itself, where the FileSystem has links);
+        None: absent."""
+        try:
+            status = self.fs.getFileLinkStatus(self._Path(path))
+        except Exception as exc:
+            if _java_class(exc) == "java.io.FileNotFoundException":
+                return None
+            raise
+        return "link" if status.isSymlink() else "dir" if status.isDirectory() else "file"
+
     def touch(self, path: str, now_ms: int) -> None:
         self.fs.setTimes(self._Path(path), now_ms, -1)
 

@@ -350,14 +350,16 @@ def _set_done(ev: LoggedEvent) -> SetDoneMessage | None:
     return msg if isinstance(msg, SetDoneMessage) else None
 
 
-def push_job(store: Store, count_dead: Callable[[int], None] | None = None,
-             failed: Callable[[str, BaseException, str | None], None] | None = None,
+def push_job(store: Store, count_dead: Callable[[int], None],
+             failed: Callable[[str, BaseException, str | None], None],
              count_unregistered: Callable[[int], None] | None = None,
              ) -> tuple[Callable[[], None], float] | None:
     """``serve``'s job (and its interval) when ``PN_AIRFLOW_URL`` is set, else None.
 
     ``count_dead(n)`` is told how many events each run dead-lettered,
-    ``count_unregistered(n)`` how many mapped tables are not registered (metrics).
+    ``count_unregistered(n)`` how many mapped tables are not registered (metrics);
+    ``failed`` is told of a failed run (``Runtime.failed``: the WARNING line and the
+    record ``serve --once`` exits on). The run is retried at the next interval.
     """
     config = load_push_settings()
     if not config.url:
@@ -384,13 +386,9 @@ def push_job(store: Store, count_dead: Callable[[int], None] | None = None,
                 count_unregistered(len(missing))
             sink.run_once()
         except PartitionNotifyError as exc:
-            if failed is not None:  # serve's: the WARNING and the record --once exits on
-                failed("Airflow push failed (retried next run)", exc, "airflow_push.failed")
-            else:
-                log.warning("Airflow push failed (retried next run): %s", exc,
-                            extra={"pn_event": "airflow_push.failed"})
+            failed("Airflow push failed (retried next run)", exc, "airflow_push.failed")
         finally:
-            if count_dead is not None and sink.dead_lettered > before:
+            if sink.dead_lettered > before:
                 count_dead(sink.dead_lettered - before)
 
     return job, config.interval_seconds

@@ -18,7 +18,6 @@ import time
 from collections.abc import Callable
 from dataclasses import astuple, dataclass, fields
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from partition_notify.core.errors import NotFoundError, PartitionNotifyError, ValidationError
@@ -26,7 +25,7 @@ from partition_notify.deadlines.schema import ExpectationCheckRow
 from partition_notify.deadlines.store import DeadlineStore
 from partition_notify.revisions.retention import purge_aborted
 from partition_notify.revisions.schema import RevisionTxnRow
-from partition_notify.revisions.vacuum import FileRemover, Roots, remove_retired
+from partition_notify.revisions.vacuum import FileRemover, LocalFiles, Roots, remove_retired
 from partition_notify.rules.schema import RuleFiringRow, RuleInputRow
 from partition_notify.rules.store import RuleStore
 from partition_notify.store.housekeeping import BetweenBatches
@@ -118,28 +117,25 @@ def purge_all(app: App, size: int, pause: Pause) -> Purged:
 def local_roots(app: App) -> Roots:
     """A revision table's location as a local directory; None for a name the catalog
     does not know (a SNAPSHOT dataset's) or a location elsewhere (hdfs://, s3a://):
-    ``serve`` deletes no file there."""
-    def root(table: str) -> Path | None:
+    ``serve`` deletes no file there (a Spark job does: writers/vacuum.py)."""
+    def root(table: str) -> LocalFiles | None:
         db, _, name = table.partition(".")
         try:
             location = app.store.catalog.get_table(db, name).location
         except (NotFoundError, ValidationError):
             return None
-        return local_dir(location, app.settings.default_fs) if location else None
+        path = local_dir(location, app.settings.default_fs) if location else None
+        return None if path is None else LocalFiles(path)
     return root
 
 
-#: How a job reports a failed run (``Runtime.failed``: the WARNING and the record
-#: ``serve --once`` exits on); without one, the WARNING alone.
+#: How a job reports a failed run: ``Runtime.failed``, the one place that writes the
+#: WARNING line and keeps the record ``serve --once`` exits on.
 Failed = Callable[[str, BaseException, "str | None"], None]
 
 
-def _warn(what: str, exc: BaseException, event: str | None = None) -> None:
-    log.warning("%s: %s", what, exc, extra={"pn_event": event} if event else None)
-
-
 def housekeeping_job(app: App, metrics: Metrics, size: int, pause: Pause,
-                     failed: Failed = _warn) -> None:
+                     failed: Failed) -> None:
     """Purge the event log, idle cursors, Spark commits, verdicts and idempotency keys;
     export the table sizes."""
     started = time.monotonic()
@@ -158,7 +154,7 @@ def housekeeping_job(app: App, metrics: Metrics, size: int, pause: Pause,
                  extra={"pn_event": "housekeeping.purged"})
 
 
-def spool_sweep_job(app: App, metrics: Metrics, failed: Failed = _warn) -> None:
+def spool_sweep_job(app: App, metrics: Metrics, failed: Failed) -> None:
     """Delete old rejected manifests and abandoned partial writes in spool directories."""
     from partition_notify.writers.commit_spool import spool_dirs, sweep
 

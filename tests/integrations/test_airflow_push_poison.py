@@ -147,7 +147,9 @@ def test_serve_job_logs_and_counts_each_dead_letter(
                         "ASSETS": '{"sales.returns": 999997}'}.items():
         monkeypatch.setenv(f"PN_AIRFLOW_{name}", value)
     counted: list[int] = []
-    made = push_job(pn_app.store, counted.append)
+    failures: list[str] = []
+    made = push_job(pn_app.store, counted.append,
+                    lambda what, exc, event: failures.append(f"{what}: {exc}"))
     assert made is not None
     job, _ = made
     job()  # cursors start at the log's end
@@ -155,6 +157,7 @@ def test_serve_job_logs_and_counts_each_dead_letter(
     job()
     job()
     assert counted == [1]  # serve adds these to pn_airflow_push_dead_lettered_total
+    assert failures == []  # a dead letter is not a failed run
     (line,) = [r for r in caplog.records
                if getattr(r, "pn_event", None) == "airflow_push.dead_lettered"]
     assert line.levelname == "ERROR" and line.event_id == bad.event_id  # type: ignore[attr-defined]

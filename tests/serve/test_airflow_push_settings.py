@@ -100,7 +100,8 @@ def test_the_unregistered_count_follows_registration(
     monkeypatch.setenv("PN_AIRFLOW_ASSETS", '{"sales.orders": "o", "sales.returns": "r"}')
     counts: list[int] = []
     with build_app(store_url=sqlite_url, transport_url="embedded://") as app:
-        made = push_job(app.store, failed=lambda *a: None, count_unregistered=counts.append)
+        made = push_job(app.store, lambda n: None, failed=lambda *a: None,
+                        count_unregistered=counts.append)
         assert made is not None
         job, _ = made
         job()

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import time
 from functools import partial
+from pathlib import Path
 from typing import Any
 
-from partition_notify.revisions.vacuum import FileRemover, remove_retired
+from partition_notify.revisions.vacuum import FileRemover, LocalFiles, remove_retired
 from partition_notify.store import Store
 from partition_notify.store.uow import UnitOfWork
 from sqlalchemy import event, text
@@ -23,7 +24,8 @@ ROWS = 100_000
 TABLE = "pn_revision_replacements"
 
 
-def test_a_pass_over_dealt_with_overwrites_reads_about_none(pg_store: Store) -> None:
+def test_a_pass_over_dealt_with_overwrites_reads_about_none(pg_store: Store,
+                                                            tmp_path: Path) -> None:
     now = time.time()
     with pg_store.engine.begin() as conn:
         conn.execute(text("INSERT INTO pn_revision_tables (table_name, last_revision, "
@@ -42,7 +44,7 @@ def test_a_pass_over_dealt_with_overwrites_reads_about_none(pg_store: Store) -> 
     event.listen(pg_store.engine, "before_cursor_execute", grab)
     try:
         remove_retired(partial(UnitOfWork, pg_store.engine, write=True),
-                       FileRemover(lambda _: None), now, now, batch_size=5000)
+                       FileRemover(lambda _: LocalFiles(tmp_path)), now, now, batch_size=5000)
     finally:
         event.remove(pg_store.engine, "before_cursor_execute", grab)
     assert len(sent) == 2, sent  # dating pre-0017 commits, one batch

@@ -1,0 +1,59 @@
+"""serve leaves the retired files of a table it cannot reach to the Spark job that can.
+
+Defect (found in session 23): for a table on ``hdfs://`` (``s3a://``, ...) ``serve``'s
+housekeeping marked an overwrite's retired files dealt with, deleting nothing, so
+no later pass (nor ``vacuum_retired`` from a Spark job, tests/spark/test_vacuum_hadoop.py)
+would ever delete them. Now their rows stay as they are, and serve's passes do not
+read them. Real SQLite and PostgreSQL, the injected clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from partition_notify.revisions.files import RevisionFiles
+from sqlalchemy import text
+
+from partition_notify.app import App, build_app
+from partition_notify.core.limits import RETIRED_FILE_RETENTION_SECONDS
+from partition_notify.serve.housekeeping import purge_all
+from tests.support.clock import FakeClock
+
+T = "sales.orders"
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(1_800_000_000.0)
+
+
+@pytest.fixture
+def app(store_url: str, clock: FakeClock) -> Iterator[App]:
+    application = build_app(store_url=store_url, transport_url="embedded://", clock=clock)
+    yield application
+    application.close()
+
+
+def _unvacuumed(app: App) -> int:
+    with app.store.engine.connect() as conn:
+        return int(conn.execute(text(
+            "SELECT count(*) FROM pn_revision_replacements WHERE vacuumed_at IS NULL"
+        )).scalar() or 0)
+
+
+def test_an_overwrite_on_hdfs_is_left_for_the_spark_job(app: App, clock: FakeClock) -> None:
+    rm, files = app.revisions, RevisionFiles(app.revisions)
+    app.publisher.register_table("sales", "orders", ["ds"], location="hdfs://nn/wh/orders")
+    first = rm.begin_write_transaction(T, ["data"])
+    files.record(T, first.revision, "w1", lambda: ["ds=1/part-w1.parquet"])
+    rm.commit_write_transaction(first)
+    second = rm.begin_write_transaction(T, ["data"])
+    files.retire(T, second.revision, "w2", ["ds=1"], "_pn_retired/w2")
+    files.record(T, second.revision, "w2", lambda: ["ds=1/part-w2.parquet"])
+    rm.commit_write_transaction(second)
+
+    clock.advance(RETIRED_FILE_RETENTION_SECONDS + 1)
+    for _ in range(2):
+        assert purge_all(app, 10, None).revision_files == 0
+        assert _unvacuumed(app) == 1, "still to be dealt with, by the job that can"
