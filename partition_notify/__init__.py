@@ -52,6 +52,7 @@ from partition_notify.core.errors import (
     UnknownTableError,
     ValidationError,
     WaitTimeout,
+    WriteOvertakenError,
 )
 
 if TYPE_CHECKING:
@@ -139,6 +140,7 @@ __all__ = [
     "UnknownTableError",
     "ValidationError",
     "WaitTimeout",
+    "WriteOvertakenError",
     "WriteResult",
     "build_app",
     "load_settings",
