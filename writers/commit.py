@@ -205,6 +205,8 @@ def _place_in_revision(fs: HadoopFs, manifest: Manifest, files: RevisionFiles,
                                 keep=keep)
             clock.step("replace")
             fs.merge_into(f"{staging}/{DATA}", manifest.location, manifest.attempt)
+    else:
+        clock.step("replace")  # a resumed write whose data is in: nothing to move
     if retire:
         fs.create(f"{staging}/{REPLACED}", b"", exclusive=False)
     clock.step("move")
@@ -212,7 +214,8 @@ def _place_in_revision(fs: HadoopFs, manifest: Manifest, files: RevisionFiles,
 
 def discard_overtaken(fs: HadoopFs, manifest: Manifest, files: RevisionFiles | None) -> None:
     """A refused (overtaken) write: delete its staged data and abort the revision it owns."""
-    fs.discard_merge(manifest.location, manifest.attempt)
+    if not fs.exists(f"{manifest.staging}/{DATA}"):  # its merge had begun: the job dir is its
+        fs.discard_merge(manifest.location, manifest.attempt)
     fs.delete(manifest.staging)
     if files is None or manifest.revision is None or not manifest.owns_revision:
         return  # a revision the caller passed is the caller's to abort
