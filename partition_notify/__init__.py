@@ -53,6 +53,7 @@ from partition_notify.core.errors import (
     UnknownTableError,
     ValidationError,
     WaitTimeout,
+    WriteOvertakenError,
 )
 
 if TYPE_CHECKING:
@@ -141,6 +142,7 @@ __all__ = [
     "UnknownTableError",
     "ValidationError",
     "WaitTimeout",
+    "WriteOvertakenError",
     "WriteResult",
     "build_app",
     "load_settings",

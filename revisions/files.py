@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Literal
 
 from partition_notify.revisions.manager import RevisionManager
@@ -27,7 +28,12 @@ from partition_notify.revisions.model import DEFAULT_FAMILY, Snapshot, WriteTran
 from partition_notify.revisions.repositories import RevisionUnitOfWork
 from partition_notify.revisions.schema import ABORTED, RevisionFileRow, RevisionReplacementRow
 
-from partition_notify.core.errors import ConflictError, NotFoundError, SnapshotFilesRemovedError
+from partition_notify.core.errors import (
+    ConflictError,
+    NotFoundError,
+    SnapshotFilesRemovedError,
+    WriteOvertakenError,
+)
 from partition_notify.core.limits import RETIRED_FILE_RETENTION_SECONDS
 
 log = logging.getLogger(__name__)
@@ -68,18 +74,35 @@ class RevisionFiles:
 
     def retire(self, table: str, revision: int, write_id: str, partitions: Sequence[str],
                retired_to: str) -> set[str]:
-        """``revision`` replaces ``partitions``; their older files move under ``retired_to``.
+        """:meth:`Placement.retire` in a placement of its own (no files move)."""
+        with self.placing(table, revision, write_id, partitions) as place:
+            return place.retire(partitions, retired_to)
 
-        Returns the paths (``<partition>/<name>``) that must stay: files of a write of a
-        later revision (begun after this overwrite, recorded before its files moved in),
-        which every snapshot from that revision on reads where they land.
+    @contextmanager
+    def placing(self, table: str, revision: int, write_id: str,
+                partitions: Sequence[str]) -> Iterator[Placement]:
+        """Hold ``table``'s revision lock while the write's data moves into ``partitions``.
+
+        Placement and an overwrite's retirement are one step per table: the rows
+        an overwrite retires and the files it moves aside are the same set, and a
+        write's files land where its rows say. A write that an overwrite of a later
+        revision overtook (it replaced one of ``partitions`` before this write's data
+        was placed, or moved this write's recorded files aside) is refused with
+        :class:`WriteOvertakenError` before anything moves: placed now, its rows would
+        come back into the partition the overwrite replaced, or be said to lie where
+        they are not. The changes of :meth:`Placement.retire` commit on leaving.
+
+        The lock is the row ``begin``/``commit`` lock too (on SQLite, the database's
+        write lock): it waits at most the store's lock deadline (3 x
+        PN_CONNECT_TIMEOUT_SECONDS) and is held for the file moves, renames only.
         """
         with self._uow(write=True) as uow:
-            if not uow.replacements.has_write(table, write_id):
-                uow.replacements.add_many([
-                    {"table_name": table, "revision": revision, "write_id": write_id,
-                     "partition": p, "retired_to": retired_to} for p in partitions])
-            return set(uow.files.retire(table, partitions, write_id, retired_to, revision))
+            uow.revisions.lock_table(table, self.manager.clock(), create=False)
+            later = uow.replacements.later(table, partitions, revision, write_id)
+            moved = uow.files.first_retired(table, write_id)
+            if later or moved is not None:
+                raise _overtaken(table, revision, write_id, later, moved)
+            yield Placement(uow, table, revision, write_id)
 
     def visible(self, table: str, snapshot: Snapshot, family: str = DEFAULT_FAMILY) -> list[str]:
         """Paths (relative to the table location) of the files ``snapshot`` covers.
@@ -153,6 +176,44 @@ class RevisionFiles:
         return tx.revision
 
 
+class Placement:
+    """A write's placement under its table's lock (:meth:`RevisionFiles.placing`)."""
+
+    def __init__(self, uow: RevisionUnitOfWork, table: str, revision: int,
+                 write_id: str) -> None:
+        self.uow, self.table, self.revision, self.write_id = uow, table, revision, write_id
+
+    def retire(self, partitions: Sequence[str], retired_to: str) -> set[str]:
+        """The write (an overwrite) replaces ``partitions``; their older files move under
+        ``retired_to``. Returns the paths (``<partition>/<name>``) that must stay: the
+        write's own files and those of later revisions (begun after this overwrite,
+        placed before it), which every snapshot from their revision on reads there."""
+        uow, table, write_id = self.uow, self.table, self.write_id
+        if not uow.replacements.has_write(table, write_id):
+            uow.replacements.add_many([
+                {"table_name": table, "revision": self.revision, "write_id": write_id,
+                 "partition": p, "retired_to": retired_to} for p in partitions])
+        return set(uow.files.retire(table, partitions, write_id, retired_to, self.revision))
+
+
+def _overtaken(table: str, revision: int, write_id: str, later: list[RevisionReplacementRow],
+               moved: RevisionFileRow | None) -> WriteOvertakenError:
+    if later:
+        first = later[0]
+        what = (f"revision {first.revision} (write {first.write_id}) overwrote partition "
+                f"{first.partition}" + (f" and {len(later) - 1} more" if len(later) > 1 else "")
+                + " after this write began and before its data was placed")
+    else:
+        assert moved is not None
+        what = (f"an overwrite moved its recorded file {moved.path} aside before its data "
+                "was placed")
+    return WriteOvertakenError(
+        f"write {write_id} to {table} at revision {revision} was overtaken: {what}. Placed "
+        "now, its rows would be back in a partition the overwrite replaced; nothing of it "
+        "was placed (a revision the write began is aborted; one passed to write() is the "
+        "caller's to abort). Write it again to add its rows on top of the overwrite")
+
+
 def _removed(table: str, revision: int, removed: list[RevisionFileRow],
              total: int) -> SnapshotFilesRemovedError:
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(removed[0].removed_at or 0.0))
@@ -187,4 +248,4 @@ def visible_rows(files: Iterable[RevisionFileRow], replaced: Iterable[RevisionRe
             if snapshot.includes(f.revision, family) and f.revision >= latest.get(f.partition, 0)]
 
 
-__all__ = ["RevisionFiles", "State", "visible_paths", "visible_rows"]
+__all__ = ["Placement", "RevisionFiles", "State", "visible_paths", "visible_rows"]

@@ -23,7 +23,7 @@ from partition_notify.revisions.schema import (
 )
 from partition_notify.store.schema import TableRow
 from partition_notify.store.uow import UnitOfWork
-from sqlalchemy import delete, exists, insert, select, update
+from sqlalchemy import delete, exists, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -223,15 +223,25 @@ class RevisionFileRepository:
         ``retired_to``; returns the paths (``<partition>/<name>``) of later revisions'
         files there, which stay where they are (a write begun after the overwrite)."""
         later: list[str] = []
+        f = RevisionFileRow
         for chunk in _chunks(partitions):
-            in_chunk = (RevisionFileRow.table_name == table, RevisionFileRow.partition.in_(chunk),
-                        RevisionFileRow.retired_to.is_(None), RevisionFileRow.write_id != write_id)
-            self.session.execute(update(RevisionFileRow).where(
-                *in_chunk, RevisionFileRow.revision < revision).values(retired_to=retired_to))
+            in_chunk = (f.table_name == table, f.partition.in_(chunk), f.retired_to.is_(None))
+            self.session.execute(update(f).where(
+                *in_chunk, f.write_id != write_id, f.revision < revision,
+            ).values(retired_to=retired_to))
+            # The overwrite's own files too: a resumed overwrite whose merge had begun
+            # retires again (its rows rolled back with the placement) and must keep them.
             later += [f"{p}/{n}" for p, n in self.session.execute(
-                select(RevisionFileRow.partition, RevisionFileRow.name).where(
-                    *in_chunk, RevisionFileRow.revision > revision))]
+                select(f.partition, f.name).where(
+                    *in_chunk, or_(f.revision > revision, f.write_id == write_id)))]
         return later
+
+    def first_retired(self, table: str, write_id: str) -> RevisionFileRow | None:
+        """A file of the write that an overwrite's rows moved aside, if any."""
+        f = RevisionFileRow
+        return self.session.scalars(select(f).where(
+            f.table_name == table, f.write_id == write_id, f.retired_to.is_not(None),
+        ).order_by(f.id).limit(1)).first()
 
     def retag(self, table: str, old: int, new: int) -> None:
         self.session.execute(
@@ -273,6 +283,17 @@ class RevisionReplacementRepository:
             )
             .values(revision=new)
         )
+
+    def later(self, table: str, partitions: Sequence[str], revision: int,
+              write_id: str) -> list[RevisionReplacementRow]:
+        """Overwrites of ``partitions`` by other writes of revisions above ``revision``."""
+        r = RevisionReplacementRow
+        found: list[RevisionReplacementRow] = []
+        for chunk in _chunks(partitions):
+            found += self.session.scalars(select(r).where(
+                r.table_name == table, r.partition.in_(chunk), r.revision > revision,
+                r.write_id != write_id).order_by(r.revision, r.id).limit(_IN_CHUNK))
+        return found
 
     def committed(self, table: str, revision: int, now: float) -> None:
         self.session.execute(

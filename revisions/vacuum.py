@@ -197,10 +197,23 @@ def remove_in(root: Path, dirs: list[str], name: str) -> Outcome:
         if stat.S_ISDIR(mode):
             raise ValueError(f"{name!r} is a directory; only files are deleted")
         os.unlink(name, dir_fd=fds[-1])
+        _remove_checksum(fds[-1], name)
         return "removed"
     finally:
         for fd in reversed(fds):
             os.close(fd)
+
+
+def _remove_checksum(dir_fd: int, name: str) -> None:
+    """Hadoop's local filesystem keeps a checksum ``.<name>.crc`` beside each file it
+    writes and moves it with the file: it goes with the file, else the emptied
+    ``_pn_retired/<write_id>`` directory stays forever. Only a regular file."""
+    crc = f".{name}.crc"
+    try:
+        if stat.S_ISREG(os.stat(crc, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+            os.unlink(crc, dir_fd=dir_fd)
+    except OSError:
+        pass  # absent, or not ours to force: the data file is what counts
 
 
 def remove_retired(write_uow: Callable[[], UnitOfWork], remover: FileRemover, now: float,

@@ -10,7 +10,11 @@ over a dead writer's manifest (:mod:`partition_notify.writers.recovery`) runs th
    (transactional writes: into ``<partition>/_pn_retired/<write_id>/``, where
    older snapshots still read them) or delete the partitions, then mark that
    done (never again after the merge began: it would remove the new data);
-2. move the staged tree into the table (one FileOutputCommitter merge);
+2. move the staged tree into the table (one FileOutputCommitter merge).
+   Transactional writes do 1-2 under their table's placement lock, and a write
+   that an overwrite of a later revision overtook is refused there, before
+   anything moves (``WriteOvertakenError``: its staged data deleted, the
+   revision it owns aborted);
 3. catalog tables: ``ALTER TABLE ADD IF NOT EXISTS PARTITION``; refresh;
 4. log and publish one add-partition message per partition (after the data
    is readable); on a resumed write, skip what the log already holds;
@@ -36,7 +40,7 @@ from partition_notify.writers.lease import Lease
 from partition_notify.writers.target import add_catalog_partitions
 
 from partition_notify.contract import AddPartitionMessage, SetDoneMessage, decode, spec
-from partition_notify.core.errors import PublishError
+from partition_notify.core.errors import PublishError, WriteOvertakenError
 
 if TYPE_CHECKING:
     from partition_notify.revisions.files import RevisionFiles
@@ -81,7 +85,12 @@ def complete(publisher: Publisher, fs: HadoopFs, spark: SparkSession, manifest: 
     directory is deleted, so a failure there leaves the write to recovery."""
     clock = _StepClock()
     specs = manifest.specs()  # parsed before anything moves: a bad manifest stops here
-    _place_data(fs, spark, manifest, specs, files, clock)
+    try:
+        _place_data(fs, spark, manifest, specs, files, clock)
+    except WriteOvertakenError:
+        lease.stop()
+        discard_overtaken(fs, manifest, files)
+        raise
     info = publisher.table(manifest.db, manifest.table)
     announced, done, delivery_error = _log(publisher, info, manifest, specs, resumed)
     clock.step("log")
@@ -119,12 +128,16 @@ def _place_data(fs: HadoopFs, spark: SparkSession, manifest: Manifest,
     if files is not None and manifest.revision is not None:
         files.record(manifest.revision_table, manifest.revision, manifest.write_id,
                      lambda: staged_files(fs, manifest))
-    clock.step("record")
-    if manifest.mode == "overwrite" and not fs.exists(f"{staging}/{REPLACED}"):
-        _replace(fs, manifest, files)
-    clock.step("replace")
-    fs.merge_into(f"{staging}/{DATA}", manifest.location, manifest.attempt)
-    clock.step("move")
+        clock.step("record")
+        _place_in_revision(fs, manifest, files, manifest.revision, clock)
+    else:
+        clock.step("record")
+        if manifest.mode == "overwrite" and not fs.exists(f"{staging}/{REPLACED}"):
+            fs.delete_many(manifest.locations())
+            fs.create(f"{staging}/{REPLACED}", b"", exclusive=False)
+        clock.step("replace")
+        fs.merge_into(f"{staging}/{DATA}", manifest.location, manifest.attempt)
+        clock.step("move")
     if manifest.catalog_table is not None:
         add_catalog_partitions(spark, manifest.catalog_table, manifest.keys, specs,
                                manifest.locations())
@@ -170,16 +183,48 @@ def _log(publisher: Publisher, info: TableInfo, manifest: Manifest,
     return announced, done, failures[0] if failures else None
 
 
-def _replace(fs: HadoopFs, manifest: Manifest, files: RevisionFiles | None) -> None:
-    """Overwrite: take the old data out of the partitions about to receive the new."""
-    if files is not None and manifest.revision is not None:
-        # Older snapshots still read these files where they go.
-        later = files.retire(manifest.revision_table, manifest.revision, manifest.write_id,
-                             manifest.partitions, manifest.retired)
-        fs.retire_files(manifest.location, manifest.partitions, manifest.retired, keep=later)
+def _place_in_revision(fs: HadoopFs, manifest: Manifest, files: RevisionFiles,
+                       revision: int, clock: _StepClock) -> None:
+    """Steps 1-2 of a transactional write, under its table's placement lock.
+
+    The overwrite's retirement (rows and files) and the merge are one locked step,
+    so no other write's files land between them; a write an overwrite of a later
+    revision overtook is refused before anything moves (:class:`WriteOvertakenError`).
+    The done-marker of the retirement is made once its rows committed: a resumed
+    overwrite retires again (the rows are idempotent and its own files stay).
+    """
+    staging = manifest.staging
+    retire = manifest.mode == "overwrite" and not fs.exists(f"{staging}/{REPLACED}")
+    if retire or fs.merge_pending(f"{staging}/{DATA}", manifest.location, manifest.attempt):
+        with files.placing(manifest.revision_table, revision, manifest.write_id,
+                           manifest.partitions) as place:
+            if retire:
+                # Older snapshots still read these files where they go.
+                keep = place.retire(manifest.partitions, manifest.retired)
+                fs.retire_files(manifest.location, manifest.partitions, manifest.retired,
+                                keep=keep)
+            clock.step("replace")
+            fs.merge_into(f"{staging}/{DATA}", manifest.location, manifest.attempt)
     else:
-        fs.delete_many(manifest.locations())
-    fs.create(f"{manifest.staging}/{REPLACED}", b"", exclusive=False)
+        clock.step("replace")  # a resumed write whose data is in: nothing to move
+    if retire:
+        fs.create(f"{staging}/{REPLACED}", b"", exclusive=False)
+    clock.step("move")
+
+
+def discard_overtaken(fs: HadoopFs, manifest: Manifest, files: RevisionFiles | None) -> None:
+    """A refused (overtaken) write: delete its staged data and abort the revision it owns."""
+    if not fs.exists(f"{manifest.staging}/{DATA}"):  # its merge had begun: the job dir is its
+        fs.discard_merge(manifest.location, manifest.attempt)
+    fs.delete(manifest.staging)
+    if files is None or manifest.revision is None or not manifest.owns_revision:
+        return  # a revision the caller passed is the caller's to abort
+    state, tx = files.transaction(manifest.revision_table, manifest.revision)
+    if tx is not None:
+        files.manager.abort_write_transaction(tx)
+    log.error("write %s: %s revision %d of %s: overtaken by a later overwrite, not placed",
+              manifest.write_id, "aborted" if tx is not None else f"left {state}",
+              manifest.revision, manifest.revision_table)
 
 
 def staged_files(fs: HadoopFs, manifest: Manifest) -> list[str]:

@@ -187,6 +187,14 @@ class HadoopFs:
                                 thread_name_prefix="pn-retire") as pool:
             return sum(pool.map(retire, todo))
 
+    def merge_pending(self, source: str, dest: str, attempt: int) -> bool:
+        """Whether :meth:`merge_into` has anything left to move (a resumed write)."""
+        return self.exists(source) or self.exists(f"{dest}/_temporary/{attempt}/{TASK_DIR}")
+
+    def discard_merge(self, dest: str, attempt: int) -> None:
+        """Delete what a merge begun by job attempt ``attempt`` left in ``dest/_temporary``."""
+        self.delete(f"{dest}/_temporary/{attempt}")
+
     def merge_into(self, source: str, dest: str, attempt: int) -> None:
         """Move the tree ``source`` into ``dest``, merging directories that exist.
 

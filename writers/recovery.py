@@ -31,7 +31,7 @@ from partition_notify.writers.hadoop import HadoopFs
 from partition_notify.writers.layout import ADOPTED, LOCK, MANIFEST, STAGING, Manifest, staging_dir
 from partition_notify.writers.lease import Lease
 
-from partition_notify.core.errors import ConflictError
+from partition_notify.core.errors import ConflictError, WriteOvertakenError
 
 if TYPE_CHECKING:
     from partition_notify.revisions.files import RevisionFiles
@@ -68,11 +68,15 @@ def recover(publisher: Publisher, fs: HadoopFs, spark: SparkSession, location: s
                 continue
             log.warning("write %s under %s committed but did not finish; completing it",
                         write_id, location)
-            if files is None or manifest.revision is None or not manifest.owns_revision:
-                done.append(complete(publisher, fs, spark, manifest, lease=lease, resumed=True))
-            else:
-                done.append(_complete_at_committed_revision(publisher, fs, spark, manifest,
-                                                            lease, files))
+            try:
+                if files is None or manifest.revision is None or not manifest.owns_revision:
+                    done.append(complete(publisher, fs, spark, manifest, lease=lease,
+                                         resumed=True))
+                else:
+                    done.append(_complete_at_committed_revision(publisher, fs, spark, manifest,
+                                                                lease, files))
+            except WriteOvertakenError as exc:  # discarded (commit.py): not this caller's
+                log.error("write %s under %s: %s", write_id, location, exc)
         finally:
             lease.stop()
     return done

@@ -62,6 +62,7 @@ from partition_notify.core.errors import (
     ConflictError,
     UnknownTableError,
     ValidationError,
+    WriteOvertakenError,
 )
 
 if TYPE_CHECKING:
@@ -207,15 +208,16 @@ class NotifyingWriter:
 
         staged = self._stage(frame, fs, target, mode=mode, set_done=done_spec,
                              revision=revision, owns_revision=attempt is not None)
-        finish = None
+        finish = None if attempt is None else self._settler(attempt.tx, target.info.id)
         if attempt is not None:
             attempt.committing = True
-            finish = self._settler(attempt.tx, target.info.id)
         manifest = staged.manifest
         try:
             return complete(self.publisher, fs, spark, manifest, lease=staged.lease,
                             resumed=False, spark_seconds=staged.spark_seconds,
                             list_seconds=staged.list_seconds, files=self.files, finish=finish)
+        except WriteOvertakenError:
+            raise  # nothing was placed: there is nothing to recover
         except Exception as exc:
             raise CommitIncompleteError(
                 f"write {manifest.write_id} to {target.info.qualified}: Spark committed the "

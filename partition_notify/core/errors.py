@@ -17,6 +17,8 @@ boundary with ``raise ... from exc`` so callers never need to import a driver::
     │   └── SnapshotFilesRemovedError  a pinned snapshot's files were deleted after
     │                               PN_RETIRED_FILE_RETENTION_SECONDS
     ├── ConflictError               e.g. re-registering a table differently
+    │   └── WriteOvertakenError     an overwrite of a later revision replaced the
+    │                               write's partition first: refused, revision aborted
     ├── StoreError                  the database failed or is unreachable
     │   └── CatalogChanged          a table's registration kept changing under a
     │                               publish (retried 3 times; nothing was logged)
@@ -104,6 +106,12 @@ class SnapshotFilesRemovedError(NotFoundError):
 
 class ConflictError(PartitionNotifyError):
     """The request contradicts what is already stored."""
+
+
+class WriteOvertakenError(ConflictError):
+    """A transactional write's data would land in a partition that an overwrite of a
+    later revision already replaced: nothing of it was placed, its revision is
+    aborted (revisions/files.py ``RevisionFiles.placing``)."""
 
 
 class StoreError(PartitionNotifyError):

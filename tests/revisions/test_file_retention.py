@@ -285,3 +285,36 @@ def test_tables_without_a_local_location_keep_their_files_and_purge_their_rows(
     clock.advance(app.settings.revision_abort_retention_seconds + 1)
     purged = purge_all(app, 10, None)
     assert purged.revision_txns == 1 and purged.revision_files == 0
+
+
+def test_a_retired_files_hadoop_checksum_goes_with_it(app: App, clock: FakeClock,
+                                                      table: Path) -> None:
+    """Hadoop's local filesystem writes ``.<name>.crc`` beside each file and moves it
+    along with it: left behind, the emptied ``_pn_retired/<write_id>`` stayed for ever.
+    Another dot-file there, and a checksum that is a symlink, are not the file's: they
+    stay (and so does the directory)."""
+    rm, files = app.revisions, RevisionFiles(app.revisions)
+    first = rm.begin_write_transaction(T, ["data"])
+    _write(table, files, first.revision, "w1", "ds=1", "ds=2")
+    for ds in ("ds=1", "ds=2"):
+        (table / ds / ".part-w1.parquet.crc").write_bytes(b"crc")
+    rm.commit_write_transaction(first)
+    second = rm.begin_write_transaction(T, ["data"])
+    files.retire(T, second.revision, "w2", ["ds=1", "ds=2"], "_pn_retired/w2")
+    for ds in ("ds=1", "ds=2"):
+        retired = table / ds / "_pn_retired" / "w2"
+        retired.mkdir(parents=True)
+        for f in (table / ds).glob("*part-w1*"):
+            f.rename(retired / f.name)
+    outside = table / "elsewhere.crc"
+    outside.write_bytes(b"not ours")
+    (table / "ds=2" / "_pn_retired" / "w2" / ".part-w1.parquet.crc").unlink()
+    (table / "ds=2" / "_pn_retired" / "w2" / ".part-w1.parquet.crc").symlink_to(outside)
+    rm.commit_write_transaction(second)
+
+    clock.advance(RETENTION + 1)
+    purge_all(app, 10, None)
+    assert not (table / "ds=1" / "_pn_retired").exists(), "file, checksum and directory go"
+    left = sorted(p.name for p in (table / "ds=2" / "_pn_retired" / "w2").iterdir())
+    assert left == [".part-w1.parquet.crc"], "a symlinked checksum is not followed or removed"
+    assert outside.read_bytes() == b"not ours"
