@@ -193,6 +193,7 @@ def remove_in(root: Path, dirs: list[str], name: str) -> Outcome:
         try:
             mode = os.stat(name, dir_fd=fds[-1], follow_symlinks=False).st_mode
         except FileNotFoundError:
+            _remove_checksum(fds[-1], name)  # deleted by hand, its checksum left behind
             return "gone"
         if stat.S_ISDIR(mode):
             raise ValueError(f"{name!r} is a directory; only files are deleted")

@@ -318,3 +318,23 @@ def test_a_retired_files_hadoop_checksum_goes_with_it(app: App, clock: FakeClock
     left = sorted(p.name for p in (table / "ds=2" / "_pn_retired" / "w2").iterdir())
     assert left == [".part-w1.parquet.crc"], "a symlinked checksum is not followed or removed"
     assert outside.read_bytes() == b"not ours"
+
+
+def test_the_checksum_of_a_retired_file_already_gone_goes_too(app: App, clock: FakeClock,
+                                                              table: Path) -> None:
+    """Someone deleted a retired data file by hand and left its ``.crc``: the file
+    counts as removed, and its checksum must not keep the directory for ever."""
+    rm, files = app.revisions, RevisionFiles(app.revisions)
+    first = rm.begin_write_transaction(T, ["data"])
+    _write(table, files, first.revision, "w1", "ds=1")
+    (table / "ds=1" / ".part-w1.parquet.crc").write_bytes(b"crc")
+    rm.commit_write_transaction(first)
+    second = rm.begin_write_transaction(T, ["data"])
+    retired = _overwrite(table, files, second.revision, "w2", "ds=1")
+    (table / "ds=1" / ".part-w1.parquet.crc").rename(retired[0].parent / ".part-w1.parquet.crc")
+    rm.commit_write_transaction(second)
+    retired[0].unlink()
+
+    clock.advance(RETENTION + 1)
+    purge_all(app, 10, None)
+    assert not (table / "ds=1" / "_pn_retired").exists(), "checksum and directory go"
