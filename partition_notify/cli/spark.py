@@ -144,6 +144,22 @@ def cmd_commits_ignored(args: argparse.Namespace) -> int:
     return 0
 
 
+def _spool_dir(value: str) -> str:
+    """A spool directory named on the command line: an absolute local one that is there
+    (a typo, a file or ``hdfs://`` scanned nothing and said so with an empty result)."""
+    from partition_notify.writers.commit_spool import local_dir
+
+    path = local_dir(value) if value.startswith(("/", "file:")) else None
+    if path is None:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an absolute local directory (a path or a file: URI)")
+    if not path.is_dir():
+        state = "not a directory" if path.exists() else "not there"
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is {state}; expected a directory Spark spools commit manifests into")
+    return value
+
+
 def _extra(dirs: str) -> list[str]:
     return [d for d in dirs.split(",") if d.strip()]
 
@@ -199,10 +215,10 @@ def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser]) ->
     sp.add_argument("file", help="manifest file, or - for stdin")
     sp = grp.add_parser("scan", help="pick up spooled manifests once (what serve does)")
     sp.set_defaults(fn=cmd_commits_scan, command="commits scan")
-    sp.add_argument("dirs", nargs="*", help="extra spool directories")
+    sp.add_argument("dirs", nargs="*", type=_spool_dir, help="extra spool directories")
     sp.add_argument("--retry-ignored", action="store_true",
                     help="apply the manifests set aside as ignored (e.g. after registering "
                     "their table) instead of the new ones")
     sp = grp.add_parser("ignored", help="list the manifests kept because no table matched")
     sp.set_defaults(fn=cmd_commits_ignored, command="commits ignored")
-    sp.add_argument("dirs", nargs="*", help="extra spool directories")
+    sp.add_argument("dirs", nargs="*", type=_spool_dir, help="extra spool directories")
