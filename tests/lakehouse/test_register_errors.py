@@ -64,3 +64,31 @@ def test_keys_that_are_not_the_delta_tables_partition_columns_are_refused(
          "region,datestamp", "--format", "delta", "--location", location],
         env=full, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert ok.returncode == 0, ok.stderr  # the same columns, in the order subscribers use
+
+
+def test_keys_that_no_partition_field_of_the_iceberg_table_has_are_refused(
+        tmp_path: Path) -> None:
+    from pyiceberg.catalog import load_catalog
+
+    from tests.lakehouse.helpers import iceberg_table, rows
+
+    (tmp_path / "wh").mkdir()
+    props = {"type": "sql", "uri": f"sqlite:///{tmp_path}/catalog.db",
+             "warehouse": (tmp_path / "wh").as_uri()}
+    table = iceberg_table(load_catalog("lake", **props))  # datestamp_day, region
+    table.append(rows(table, ("2026-01-01", "us", 1)))
+    env = {f"PN_ICEBERG_CATALOG__LAKE__{k.upper()}": v for k, v in props.items()}
+    # Before: registered (exit 0) with the column's name instead of the field's, and the
+    # follower then stopped at the table's next commit at every run ("partition spec 0
+    # has fields [...], which do not give the registered key 'datestamp'").
+    done = register(tmp_path, "--format", "iceberg", "--catalog", "lake", **env)
+    assert done.returncode == 1, done.stdout + done.stderr[-2000:]
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "'datestamp'" in done.stderr and "datestamp_day" in done.stderr, done.stderr
+    full = {**os.environ, **env, "PN_STORE_URL": f"sqlite:///{tmp_path}/store.db",
+            "PN_TRANSPORT_URL": "embedded://", "PYTHONPATH": str(ROOT)}
+    ok = subprocess.run(
+        [sys.executable, "-m", "partition_notify.cli", "register", "sales.orders", "--keys",
+         "datestamp_day", "--format", "iceberg", "--catalog", "lake"],
+        env=full, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert ok.returncode == 0, ok.stderr  # a subset of the fields: the files' partitions
