@@ -127,9 +127,23 @@ class App:
                     f"table {info.qualified}: its keys cannot change while rule(s) "
                     f"{', '.join(users)} use it; remove them first (partition-notify rule "
                     "remove TABLE NAME), then add them again with the new keys")
+            if wanted != info.partition_keys:
+                self._check_followed_keys(info, list(wanted))
         return self.publisher.alter_table(
             db, table, partition_keys=partition_keys, topic=topic, location=location,
             retention_seconds=retention_seconds)
+
+    def _check_followed_keys(self, info: TableInfo, keys: list[str]) -> None:
+        """New keys of a table serve follows (register --format) are checked against the
+        table as register checks them: keys its commits cannot give would stop the
+        follower at the next commit."""
+        from partition_notify.writers.lakehouse.follower import head_of
+        from partition_notify.writers.lakehouse.store import LakehouseTables
+
+        f = LakehouseTables(self.store).get(info.id)
+        if f is not None:
+            head_of(f.format, catalog=f.catalog, identifier=f.identifier,
+                    location=f.location, keys=keys)
 
     def close(self) -> None:
         # Pending marks first: they need the store, which closes last.

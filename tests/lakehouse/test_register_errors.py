@@ -92,3 +92,35 @@ def test_keys_that_no_partition_field_of_the_iceberg_table_has_are_refused(
          "datestamp_day", "--format", "iceberg", "--catalog", "lake"],
         env=full, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert ok.returncode == 0, ok.stderr  # a subset of the fields: the files' partitions
+
+
+def test_alter_keys_of_a_followed_iceberg_table_are_checked_like_registers(
+        tmp_path: Path) -> None:
+    from pyiceberg.catalog import load_catalog
+
+    from tests.lakehouse.helpers import iceberg_table, rows
+
+    (tmp_path / "wh").mkdir()
+    props = {"type": "sql", "uri": f"sqlite:///{tmp_path}/catalog.db",
+             "warehouse": (tmp_path / "wh").as_uri()}
+    table = iceberg_table(load_catalog("lake", **props))  # datestamp_day, region
+    table.append(rows(table, ("2026-01-01", "us", 1)))
+    env = {f"PN_ICEBERG_CATALOG__LAKE__{k.upper()}": v for k, v in props.items()}
+    full = {**os.environ, **env, "PN_STORE_URL": f"sqlite:///{tmp_path}/store.db",
+            "PN_TRANSPORT_URL": "embedded://", "PYTHONPATH": str(ROOT)}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "partition_notify.cli", *args],
+                              env=full, cwd=ROOT, capture_output=True, text=True,
+                              timeout=120, check=False)
+
+    assert cli("register", "sales.orders", "--keys", "datestamp_day", "--format",
+               "iceberg", "--catalog", "lake").returncode == 0
+    # Before: altered (exit 0) to keys the table's commits cannot give; the follower
+    # then stopped at the next commit at every run.
+    bad = cli("alter", "sales.orders", "--keys", "datestamp,region")
+    assert bad.returncode == 1, bad.stdout + bad.stderr[-2000:]
+    assert bad.stderr.count("\n") == 1 and "'datestamp'" in bad.stderr, bad.stderr
+    assert "keys=datestamp_day\t" in cli("tables").stdout
+    good = cli("alter", "sales.orders", "--keys", "datestamp_day,region")
+    assert good.returncode == 0, good.stderr
