@@ -44,6 +44,11 @@ def cmd_register(args: argparse.Namespace) -> int:
             args.location)
         start = head_of(fmt, catalog=catalog, identifier=ident, location=location,
                         keys=args.keys)
+        if start < 0:  # followed from its first commit: also what a typo looks like
+            where = (f"{ident} in catalog {catalog}" if fmt == "iceberg" else location)
+            print(f"partition-notify register: warning: {fmt} table {where} has no commit "
+                  "yet (or does not exist: check the name); it is followed from its first "
+                  "commit", file=sys.stderr)
     elif args.catalog or args.identifier:
         raise ValidationError("--catalog and --identifier need --format iceberg")
     with open_app(args) as app:

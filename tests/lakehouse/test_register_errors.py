@@ -124,3 +124,34 @@ def test_alter_keys_of_a_followed_iceberg_table_are_checked_like_registers(
     assert "keys=datestamp_day\t" in cli("tables").stdout
     good = cli("alter", "sales.orders", "--keys", "datestamp_day,region")
     assert good.returncode == 0, good.stderr
+
+
+@pytest.mark.parametrize("fmt", ["iceberg", "delta"])
+def test_a_followed_table_with_no_commit_yet_is_registered_with_a_warning(
+        tmp_path: Path, fmt: str) -> None:
+    """A table not created yet is followed from its first commit (README), so a typo in
+    --identifier or --location registered silently and announced nothing, ever: register
+    says on stderr that it found no commit there."""
+    from pyiceberg.catalog import load_catalog
+
+    from tests.lakehouse.helpers import iceberg_table, rows
+
+    (tmp_path / "wh").mkdir()
+    props = {"type": "sql", "uri": f"sqlite:///{tmp_path}/catalog.db",
+             "warehouse": (tmp_path / "wh").as_uri()}
+    table = iceberg_table(load_catalog("lake", **props))
+    table.append(rows(table, ("2026-01-01", "us", 1)))
+    env = {f"PN_ICEBERG_CATALOG__LAKE__{k.upper()}": v for k, v in props.items()}
+    where = (["--catalog", "lake", "--identifier", "sales.ordres"] if fmt == "iceberg"
+             else ["--location", str(tmp_path / "ordres")])
+    done = subprocess.run(
+        [sys.executable, "-m", "partition_notify.cli", "register", "sales.orders", "--keys",
+         "datestamp_day", "--format", fmt, *where],
+        env={**os.environ, **env, "PN_STORE_URL": f"sqlite:///{tmp_path}/store.db",
+             "PN_TRANSPORT_URL": "embedded://", "PYTHONPATH": str(ROOT)},
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "after_commit=-1" in done.stdout, done.stdout
+    assert done.stderr.startswith("partition-notify register: warning: "), done.stderr
+    assert done.stderr.count("\n") == 1 and "ordres" in done.stderr, done.stderr
+    assert "first commit" in done.stderr, done.stderr
