@@ -112,7 +112,7 @@ def test_the_ops_page_skips_the_stopped_commit_with_its_form(
         assert_problem(
             c.post("/ui/ops/lakehouse-skip", data={**form, "version": "1e3"}),
             422,
-            "version",
+            "form.version",
             "'1e3'",
         )
         r = c.post("/ui/ops/lakehouse-skip", data=form)
