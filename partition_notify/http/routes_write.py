@@ -172,6 +172,8 @@ def alter(table: str, body: AlterBody, _: Admin, ctx: Ctx) -> JSONResponse:
         ctx.app.publisher.table(db, name)
     _checked_fields(f"{db}.{name}", body.partitionKeys, body.retentionSeconds, body.topic,
                     body.location)
+    with about("body.location"):
+        ctx.app.check_followed_location(db, name, body.location)
     try:
         # The app's alter: it also refuses new keys under a completeness rule.
         info = ctx.app.alter_table(

@@ -217,3 +217,6 @@ def test_new_keys_of_a_followed_table_are_checked_against_the_table(
                        503, "body.partitionKeys", "cannot be read")
         ok = c.patch(f"/v1/tables/{readable}", json={"partitionKeys": ["region", "datestamp"]})
         assert ok.status_code == 200, ok.text
+        # Its location is the follower's _delta_log: it does not move under it.
+        assert_problem(c.patch(f"/v1/tables/{readable}", json={"location": "/elsewhere"}),
+                       409, "body.location", location)

@@ -155,3 +155,31 @@ def test_a_followed_table_with_no_commit_yet_is_registered_with_a_warning(
     assert done.stderr.startswith("partition-notify register: warning: "), done.stderr
     assert done.stderr.count("\n") == 1 and "ordres" in done.stderr, done.stderr
     assert "first commit" in done.stderr, done.stderr
+
+
+def test_the_location_of_a_followed_delta_table_does_not_change_under_its_follower(
+        tmp_path: Path) -> None:
+    """alter --location of a table followed as Delta changed the table's location but not
+    the follower's (it kept reading the old _delta_log), silently: refused, naming it."""
+    from deltalake import write_deltalake
+
+    from tests.lakehouse.helpers import delta_rows
+
+    location = str(tmp_path / "orders")
+    write_deltalake(location, delta_rows(("20260101", "us", 1)),
+                    partition_by=["datestamp", "region"])
+    full = {**os.environ, "PN_STORE_URL": f"sqlite:///{tmp_path}/store.db",
+            "PN_TRANSPORT_URL": "embedded://", "PYTHONPATH": str(ROOT)}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "partition_notify.cli", *args],
+                              env=full, cwd=ROOT, capture_output=True, text=True,
+                              timeout=120, check=False)
+
+    assert cli("register", "sales.orders", "--keys", "datestamp,region", "--format",
+               "delta", "--location", location).returncode == 0
+    moved = cli("alter", "sales.orders", "--location", str(tmp_path / "elsewhere"))
+    assert moved.returncode == 1, moved.stdout + moved.stderr[-2000:]
+    assert moved.stderr.count("\n") == 1 and location in moved.stderr, moved.stderr
+    same = cli("alter", "sales.orders", "--location", location, "--retention-seconds", "60")
+    assert same.returncode == 0, same.stderr
