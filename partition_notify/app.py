@@ -127,9 +127,38 @@ class App:
                     f"table {info.qualified}: its keys cannot change while rule(s) "
                     f"{', '.join(users)} use it; remove them first (partition-notify rule "
                     "remove TABLE NAME), then add them again with the new keys")
+            if wanted != info.partition_keys:
+                self._check_followed_keys(info, list(wanted))
+        self.check_followed_location(db, table, location)
         return self.publisher.alter_table(
             db, table, partition_keys=partition_keys, topic=topic, location=location,
             retention_seconds=retention_seconds)
+
+    def _check_followed_keys(self, info: TableInfo, keys: list[str]) -> None:
+        """New keys of a table serve follows (register --format) are checked against the
+        table as register checks them: keys its commits cannot give would stop the
+        follower at the next commit."""
+        from partition_notify.writers.lakehouse.follower import head_of
+        from partition_notify.writers.lakehouse.store import LakehouseTables
+
+        f = LakehouseTables(self.store).get(info.id)
+        if f is not None:
+            head_of(f.format, catalog=f.catalog, identifier=f.identifier,
+                    location=f.location, keys=keys)
+
+    def check_followed_location(self, db: str, table: str, location: str | None) -> None:
+        """A table followed as Delta is read from its location: a new one would change
+        the table's location but not the follower's, which kept the old _delta_log."""
+        from partition_notify.writers.lakehouse.store import LakehouseTables
+
+        if location is None:
+            return
+        info = self.publisher.table(db, table)
+        f = LakehouseTables(self.store).get(info.id)
+        if f is not None and f.format == "delta" and location != f.location:
+            raise ConflictError(
+                f"table {info.qualified} is followed as a delta table at {f.location}; its "
+                "location cannot change (register the new location as a new table)")
 
     def close(self) -> None:
         # Pending marks first: they need the store, which closes last.

@@ -44,6 +44,11 @@ def cmd_register(args: argparse.Namespace) -> int:
             args.location)
         start = head_of(fmt, catalog=catalog, identifier=ident, location=location,
                         keys=args.keys)
+        if start < 0:  # followed from its first commit: also what a typo looks like
+            where = (f"{ident} in catalog {catalog}" if fmt == "iceberg" else location)
+            print(f"partition-notify register: warning: {fmt} table {where} has no commit "
+                  "yet (or does not exist: check the name); it is followed from its first "
+                  "commit", file=sys.stderr)
     elif args.catalog or args.identifier:
         raise ValidationError("--catalog and --identifier need --format iceberg")
     with open_app(args) as app:
@@ -285,7 +290,8 @@ def _tail_args(sp: argparse.ArgumentParser) -> None:
 
 
 def _serve_args(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("--once", action="store_true", help="run each job once and exit")
+    sp.add_argument("--once", action="store_true",
+                    help="run each job once and exit (1 if a run failed)")
 
 
 def _schema_args(sp: argparse.ArgumentParser) -> None:
@@ -321,7 +327,9 @@ COMMANDS: tuple[tuple[str, Handler, str, Callable[[argparse.ArgumentParser], Non
     ("tail", cmd_tail, "print messages of tables as they arrive (JSON lines)", _tail_args),
     ("tables", cmd_tables, "list registered tables", _no_args),
     ("purge", cmd_purge, "delete expired set-done rows now (in batches)", _no_args),
-    ("serve", cmd_serve, "run the relay, retention purge and health jobs", _serve_args),
+    ("serve", cmd_serve, ("run the relay, purges, Spark commit pick-up, completeness rules, "
+               "deadlines, Iceberg/Delta followers and health checks; the HTTP API and "
+               "/ui with PN_HTTP_BIND"), _serve_args),
     ("schema", cmd_schema, "print the JSON Schema of every message", _schema_args),
     ("demo", cmd_demo, "end-to-end demo on the embedded defaults (SQLite, no broker)",
      _demo_args),

@@ -22,6 +22,7 @@ from partition_notify.core.errors import (
     ValidationError,
     WaitTimeout,
 )
+from partition_notify.core.limits import excerpt
 from partition_notify.deadlines.checker import DeadlineChecker, DeadlineMetrics
 from partition_notify.deadlines.schedule import Deadline, Schedule, check_template, render
 from partition_notify.deadlines.store import CheckInfo, DeadlineStore, ExpectationInfo
@@ -89,14 +90,15 @@ class Deadlines:
         # Render the next instance: the template must give a spec of this table.
         inst = next(schedule.instances(_now(self.log_store), _now(self.log_store, days=400)), None)
         if inst is None:
-            raise ValidationError(f"schedule {cron!r} has no deadline in the next 400 days")
+            raise ValidationError(f"schedule {excerpt(cron)} has no deadline in the next 400 days")
         rendered = render(spec_template, inst.logical_date, inst.interval_end)
         try:
             s = spec.parse(rendered)
             spec.check_against(s, info.partition_keys, full=False, table=info.qualified)
         except InvalidSpecError as exc:
             raise InvalidSpecError(
-                f"spec template {spec_template!r} renders to {rendered!r}: {exc}"
+                f"spec template {excerpt(spec_template)} renders to {excerpt(rendered)}: "
+                f"{exc}"
             ) from exc
         exp = self.store.add(info, name, spec_template, cron, timezone,
                              schedule.deadline.to_json())

@@ -19,6 +19,10 @@ from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from partition_notify.core.errors import ValidationError
+from partition_notify.core.limits import excerpt
+
+#: Longest schedule: its column (pn_expectations.cron) holds this many characters.
+MAX_CRON_CHARS = 128
 
 _MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 _DAYS = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]
@@ -72,7 +76,7 @@ class Cron:
         parts = expr.split() if isinstance(expr, str) else []
         if len(parts) != 5:
             raise ValidationError(
-                f"schedule {expr!r}: expected a 5-field crontab 'minute hour day month "
+                f"schedule {excerpt(expr)}: expected a 5-field crontab 'minute hour day month "
                 "weekday', e.g. '0 0 * * *'"
             )
         try:
@@ -80,7 +84,10 @@ class Cron:
                 _field(p, lo, hi, nm, n) for p, (n, lo, hi, nm) in zip(parts, _FIELDS, strict=True)
             ]
         except ValueError as exc:
-            raise ValidationError(f"schedule {expr!r}: {exc}") from exc
+            raise ValidationError(f"schedule {excerpt(expr)}: {exc}") from exc
+        if len(expr) > MAX_CRON_CHARS:
+            raise ValidationError(f"schedule {excerpt(expr)}: at most {MAX_CRON_CHARS} "
+                                  "characters")
         self.expr, self.tz = expr, tz
         self.minutes, self.hours, self.doms, self.months = (sorted(s) for s in sets[:4])
         self.dows = {d % 7 for d in sets[4]}
@@ -110,7 +117,7 @@ class Cron:
                 for fire in self._fires_on(d):
                     if fire > instant:
                         return fire
-        raise ValidationError(f"schedule {self.expr!r} never fires within {MAX_YEARS} years")
+        raise ValidationError(f"schedule {excerpt(self.expr)} never fires within {MAX_YEARS} years")
 
     def previous_before(self, instant: datetime) -> datetime:
         """The last fire strictly before ``instant``."""
@@ -121,4 +128,4 @@ class Cron:
                 for fire in self._fires_on(d, reverse=True):
                     if fire < instant:
                         return fire
-        raise ValidationError(f"schedule {self.expr!r} never fired within {MAX_YEARS} years")
+        raise ValidationError(f"schedule {excerpt(self.expr)} never fired within {MAX_YEARS} years")

@@ -29,6 +29,9 @@ from partition_notify.core import limits
 from partition_notify.core.errors import ValidationError
 from partition_notify.deadlines.cron import Cron
 
+#: Longest spec template: its column (pn_expectations.spec_template) holds this many.
+MAX_TEMPLATE_CHARS = 1000
+
 #: Template variables, from the logical date L and the interval end N.
 VARIABLES: dict[str, str] = {
     "ds": "L as YYYY-MM-DD",
@@ -116,7 +119,7 @@ def zone(name: str) -> ZoneInfo:
     # (IsADirectoryError) and a name past the filesystem's limit is "too long".
     except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
         raise ValidationError(
-            f"time zone {name!r} is not an IANA zone name (e.g. UTC, Europe/Berlin)"
+            f"time zone {limits.excerpt(name)} is not an IANA zone name (e.g. UTC, Europe/Berlin)"
         ) from exc
 
 
@@ -142,15 +145,19 @@ def check_template(template: str) -> str:
     # A spec value may hold a NUL (escaped in specs), but the template is stored as
     # text: SQLite kept it, PostgreSQL refused it as a store failure.
     limits.text(template, field="spec template")
+    if len(template) > MAX_TEMPLATE_CHARS:
+        raise ValidationError(f"spec template {limits.excerpt(template)}: at most "
+                              f"{MAX_TEMPLATE_CHARS} characters")
     unknown = sorted({m.group(1) for m in _VAR.finditer(template)} - VARIABLES.keys())
     if unknown:
         raise ValidationError(
-            f"spec template {template!r} uses unknown variable(s) {unknown}; "
+            f"spec template {limits.excerpt(template)} uses unknown variable(s) {unknown}; "
             f"known: {', '.join(VARIABLES)}"
         )
     rest = _VAR.sub("", template)
     if "{{" in rest or "}}" in rest:
-        raise ValidationError(f"spec template {template!r} has an unbalanced '{{{{' or '}}}}'")
+        raise ValidationError(f"spec template {limits.excerpt(template)} has a '{{{{' or "
+                              "'}}' that is not a {{ variable }} (a name like ds_nodash)")
     return template
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
+from partition_notify.deadlines.cron import MAX_CRON_CHARS
+from partition_notify.deadlines.schedule import MAX_TEMPLATE_CHARS
 from partition_notify.store.schema import Base, BigId
 
-#: Longest spec template.
-MAX_TEMPLATE_CHARS = 1000
+__all__ = ["MAX_TEMPLATE_CHARS", "ExpectationCheckRow", "ExpectationRow"]
 
 
 class ExpectationRow(Base):
@@ -23,7 +24,7 @@ class ExpectationRow(Base):
     table_id: Mapped[int] = mapped_column(ForeignKey("pn_tables.id", ondelete="CASCADE"))
     name: Mapped[str] = mapped_column(String(128))
     spec_template: Mapped[str] = mapped_column(String(MAX_TEMPLATE_CHARS))
-    cron: Mapped[str] = mapped_column(String(128))
+    cron: Mapped[str] = mapped_column(String(MAX_CRON_CHARS))
     timezone: Mapped[str] = mapped_column(String(64))
     deadline: Mapped[dict[str, object]] = mapped_column(JSON)
     created_at: Mapped[float] = mapped_column(Float)

@@ -56,7 +56,7 @@ def add_expectation(table: str, body: ExpectationBody, _: Writer, ctx: Ctx) -> J
     except ConflictError as exc:  # an expectation of that name exists
         raise from_error(exc, "body.name") from exc
     except ValidationError as exc:
-        raise from_error(exc, _field(str(exc))) from exc
+        raise from_error(exc, field_of(str(exc))) from exc
     return JSONResponse(view.to_json(), status_code=201)
 
 
@@ -67,7 +67,7 @@ _FIELDS = (("expectation name ", "body.name"), ("spec template ", "body.specTemp
            ("deadline ", "body.deadline"))
 
 
-def _field(message: str) -> str:
+def field_of(message: str) -> str:
     return next((field for start, field in _FIELDS if message.startswith(start)), "body")
 
 

@@ -27,12 +27,17 @@ from partition_notify.contract import (
     validate_topic,
 )
 from partition_notify.core import limits
-from partition_notify.core.errors import ConflictError
+from partition_notify.core.errors import (
+    ConfigurationError,
+    ConflictError,
+    TableReadTimeout,
+    ValidationError,
+)
 from partition_notify.http.auth import Principal, require_role
 from partition_notify.http.common import message_json, table_info, table_json, table_ref
 from partition_notify.http.context import HttpContext, context
 from partition_notify.http.idempotency import IdempotencyKey, fingerprint, idempotent_write
-from partition_notify.http.problems import about, from_error
+from partition_notify.http.problems import ApiProblem, about, from_error
 from partition_notify.store import TableInfo
 from partition_notify.store.provider import InTxn
 
@@ -167,13 +172,18 @@ def alter(table: str, body: AlterBody, _: Admin, ctx: Ctx) -> JSONResponse:
         ctx.app.publisher.table(db, name)
     _checked_fields(f"{db}.{name}", body.partitionKeys, body.retentionSeconds, body.topic,
                     body.location)
+    with about("body.location"):
+        ctx.app.check_followed_location(db, name, body.location)
     try:
         # The app's alter: it also refuses new keys under a completeness rule.
         info = ctx.app.alter_table(
             db, name, partition_keys=body.partitionKeys, topic=body.topic,
             location=body.location, retention_seconds=body.retentionSeconds)
-    except ConflictError as exc:  # the one left: new keys for a table in use
-        raise from_error(exc, "body.partitionKeys") from exc
+    except (ConflictError, ValidationError) as exc:  # new keys: in use, or not the
+        raise from_error(exc, "body.partitionKeys") from exc  # followed table's fields
+    except (ConfigurationError, TableReadTimeout) as exc:  # the followed table's catalog
+        raise ApiProblem(503, "table-unreadable", "Table cannot be read",  # or log
+                         " ".join(str(exc).split()), field="body.partitionKeys") from exc
     return JSONResponse(table_json(info))
 
 

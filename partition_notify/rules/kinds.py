@@ -85,6 +85,8 @@ def withdrawn_set_dones(msg: PartitionWithdrawnMessage) -> list[spec.Spec]:
 
 
 def _bad(field: str, value: object, expected: str) -> ValidationError:
+    if value is None:  # not given at all: "rule by None" read like a value
+        return ValidationError(f"rule {field} is missing: expected {expected}")
     return ValidationError(f"rule {field} {excerpt(value)}: expected {expected}")
 
 

@@ -38,3 +38,13 @@ def test_metrics_port_out_of_range_is_one_line(
     code = main(["--store-url", f"sqlite:///{tmp_path}/s.db", "tables"])
     err = capsys.readouterr().err.splitlines()  # type: ignore[attr-defined]
     assert code == EXIT_ERROR and len(err) == 1 and "PN_METRICS_PORT" in err[0], err
+
+
+def test_serve_help_names_what_serve_runs_as_the_readme_does() -> None:
+    """README: "relay, purges, Spark pick-up, health, rules, deadlines ...; --once: each
+    job once, exit 1 if a run failed"; the help said only relay, purge and health."""
+    serve = dict(_parsers(build_parser()))["partition-notify serve"]
+    text = " ".join(serve.format_help().split())
+    for part in ("completeness rules", "deadlines", "Iceberg/Delta", "PN_HTTP_BIND",
+                 "1 if a run failed"):
+        assert part in text, (part, text)

@@ -83,7 +83,7 @@ def test_template_variables() -> None:
     (lambda: Schedule("0 0 30 2 *", "UTC", Deadline.parse("+1h")).next_deadline(
         utc(2026, 1, 1)), "never fires"),
     (lambda: check_template("d={{ dss }}"), "unknown variable(s) ['dss']"),
-    (lambda: check_template("d={{ ds"), "unbalanced"),
+    (lambda: check_template("d={{ ds"), "not a {{ variable }}"),
     (lambda: check_template(" "), "spec template is empty"),
 ])
 def test_bad_schedule_input_is_specific(call: object, fragment: str) -> None:

@@ -112,7 +112,7 @@ def test_the_ops_page_skips_the_stopped_commit_with_its_form(
         assert_problem(
             c.post("/ui/ops/lakehouse-skip", data={**form, "version": "1e3"}),
             422,
-            "version",
+            "form.version",
             "'1e3'",
         )
         r = c.post("/ui/ops/lakehouse-skip", data=form)
@@ -188,3 +188,35 @@ def test_a_skip_to_where_a_table_resumes_says_every_commit_it_skipped(
         r = c.post("/ui/ops/lakehouse-skip", data=form, follow_redirects=True)
     assert r.status_code == 200, r.text
     assert f"Done: skipped delta commits 8..9 of {table}." in r.text, r.text
+
+
+def test_new_keys_of_a_followed_table_are_checked_against_the_table(
+        server: Server, tmp_path: Path) -> None:
+    """PATCH partitionKeys of a table serve follows: keys the table's commits cannot give
+    are a 422 naming the field (they would stop the follower at the next commit); a
+    table that cannot be read to check them is a 503, never a 500."""
+    from deltalake import write_deltalake
+
+    from tests.lakehouse.helpers import delta_rows
+
+    tables = LakehouseTables(server.app.store)
+    location = str(tmp_path / "orders")
+    write_deltalake(location, delta_rows(("20260101", "us", 1)),
+                    partition_by=["datestamp", "region"])
+    readable = server.table()  # keys datestamp, region: the table's partition columns
+    info = server.app.publisher.table(*readable.split("."))
+    tables.register(info, "delta", location=location, start=0)
+    unreadable = server.table()
+    info = server.app.publisher.table(*unreadable.split("."))
+    tables.register(info, "delta", location="nosuchscheme://b/t", start=0)
+    with server.client() as c:
+        assert_problem(c.patch(f"/v1/tables/{readable}", json={"partitionKeys": ["datestamp"]}),
+                       422, "body.partitionKeys", "partition columns")
+        assert_problem(c.patch(f"/v1/tables/{unreadable}",
+                               json={"partitionKeys": ["datestamp"]}),
+                       503, "body.partitionKeys", "cannot be read")
+        ok = c.patch(f"/v1/tables/{readable}", json={"partitionKeys": ["region", "datestamp"]})
+        assert ok.status_code == 200, ok.text
+        # Its location is the follower's _delta_log: it does not move under it.
+        assert_problem(c.patch(f"/v1/tables/{readable}", json={"location": "/elsewhere"}),
+                       409, "body.location", location)

@@ -35,3 +35,17 @@ def test_the_events_page_offers_every_type(server: Server) -> None:
         got = server.client().get(f"/ui/tables/{table}/events?type={t}",
                                   cookies={"pn_ui_token": server.tokens["read"]})
         assert got.status_code == 200, (t, got.text[:300])
+
+
+def test_a_table_filter_with_a_control_character_is_a_422_naming_q(server: Server) -> None:
+    """``/ui/tables?q=`` with a NUL: PostgreSQL refuses the byte in a string and the
+    page answered 503 "store unavailable"; SQLite's LIKE stopped at it and listed every
+    table. No table name holds a control character: the filter names its culprit."""
+    table = server.table()
+    cookies = {"pn_ui_token": server.tokens["read"]}
+    with server.client(None, cookies=cookies) as c:
+        for q in ("\x00", f"{table}\x00", "a\tb"):
+            r = c.get("/ui/tables", params={"q": q})
+            assert r.status_code == 422, (q, r.status_code, r.text[:300])
+            assert r.json()["field"] == "query.q" and "control" in r.json()["detail"], r.text
+        assert table in c.get("/ui/tables", params={"q": f" {table} "}).text

@@ -108,3 +108,32 @@ def test_a_hundred_tables_of_a_postgresql_catalog_share_its_few_connections(
     finally:
         probe.dispose()
         postgres.drop(url)
+
+
+@pytest.mark.parametrize("store_url", ["sqlite", "postgresql"], indirect=True)
+def test_one_iceberg_table_registered_twice_is_followed_by_both(
+        app: App, tmp_path: Path) -> None:
+    """Two registrations of one catalog table (other keys or topics, or a first try
+    with the wrong keys left in place): the cheap change check answers for each of
+    them. It kept one table id per identifier, so the other got "not in the catalog"
+    for ever and never read a commit after its first catch-up."""
+    (tmp_path / "wh").mkdir()
+    env = catalog_env("lake", f"sqlite:///{tmp_path}/catalog.db", tmp_path / "wh")
+    cat = load_catalog("lake", **catalog_properties("lake", env))
+    table = iceberg_table(cat, "lake.orders")
+    table.append(rows(table, ("2026-01-01", "us", 1)))
+    for name in ("orders_a", "orders_b"):
+        info = app.publisher.register_table("lake", name, ICEBERG_KEYS)
+        LakehouseTables(app.store).register(info, "iceberg", catalog="lake",
+                                            identifier="lake.orders")
+    follower = Follower(app.publisher, "iceberg", catalogs=Catalogs(env))
+    follower.run_once()  # cursors start at the table's current commit
+    follower.run_once()  # both caught up, with the catalog's answer in hand
+
+    table.append(rows(table, ("2026-01-02", "us", 2)))
+    follower.run_once()
+
+    head = table.current_snapshot().snapshot_id
+    expected = [Logged("add", "datestamp_day=2026-01-02/region=us", head)]
+    assert logged(app, "lake.orders_a") == expected
+    assert logged(app, "lake.orders_b") == expected

@@ -83,6 +83,19 @@ def test_bad_input_is_one_line(app: App, store_url: str) -> None:
     assert app.rules.rules() == []
 
 
+def test_a_missing_parameter_is_named_missing(app: App, store_url: str) -> None:
+    # Before: "rule by None: expected a non-empty list of partition keys".
+    app.publisher.register_table("web", "clicks", ["datestamp", "region"])
+    for args, name in ((["--kind", "quiet", "--quiet-seconds", "10"], "by"),
+                       (["--kind", "quiet", "--by", "datestamp"], "quietSeconds"),
+                       (["--kind", "all-of", "--key", "region", "--by", "datestamp"],
+                        "values")):
+        done = cli(store_url, "rule", "add", "web.clicks", "--name", "x", *args)
+        one_line_error(done, 1, f"rule {name} is missing: expected")
+        assert "None" not in done.stderr, done.stderr
+    assert app.rules.rules() == []
+
+
 #: An error quotes at most this much of one input, plus its count (defect: 20,000 echoed).
 MAX_QUOTED = 120
 

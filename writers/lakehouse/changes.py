@@ -72,11 +72,13 @@ def _sql_catalog_locations(catalogs: Catalogs, name: str,
     catalog = catalogs.loaded(name)
     if not isinstance(catalog, SqlCatalog):
         return {}
-    ids: dict[tuple[str, str], int] = {}
+    # A catalog table may be registered more than once (other keys, another topic):
+    # every registration of it gets the catalog's answer.
+    ids: dict[tuple[str, str], list[int]] = {}
     for f in group:
         assert f.identifier is not None
         namespace, _, table = f.identifier.rpartition(".")
-        ids[(namespace, table)] = f.table_id
+        ids.setdefault((namespace, table), []).append(f.table_id)
     out: dict[int, str] = {}
     keys = list(ids)
     t = IcebergTables
@@ -86,7 +88,8 @@ def _sql_catalog_locations(catalogs: Catalogs, name: str,
                 t.catalog_name == catalog.name,
                 tuple_(t.table_namespace, t.table_name).in_(keys[i:i + _CHUNK]))
             for namespace, table, location in session.execute(stmt):
-                out[ids[(namespace, table)]] = location or "-"
+                for table_id in ids[(namespace, table)]:
+                    out[table_id] = location or "-"
     # A table not in the catalog (not created yet): "-" too, until it appears.
     return {f.table_id: out.get(f.table_id, "-") for f in group}
 

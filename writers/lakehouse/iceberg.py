@@ -107,8 +107,19 @@ class IcebergReader:
         return None if snap is None else snap.snapshot_id
 
     def check_keys(self) -> None:
-        """Nothing at registration: after a partition evolution the keys may rightly
-        differ from the current spec's fields; each file is checked when read (specs.py)."""
+        """At registration: every key must be a field of one of the table's specs (after
+        a partition evolution the keys may rightly differ from the current spec's; each
+        file is checked when read, specs.py). A key no spec has can never be given: the
+        follower would stop at the table's next commit. No table yet: no fields."""
+        if self._table is None:
+            return
+        fields = {f.name for spec in self._table.specs().values() for f in spec.fields}
+        unknown = [k for k in self.keys if k not in fields]
+        if unknown:
+            raise InvalidSpecError(
+                f"{self.identifier}: keys {unknown} are not partition fields of the table "
+                f"(its fields: {sorted(fields)}); register it with the field names as the "
+                "keys, e.g. datestamp_day for day(ts)")
 
     def table_uuid(self) -> str | None:
         """The table's ``table-uuid``; None while it does not exist."""

@@ -17,10 +17,12 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from partition_notify.core.errors import ConflictError, ValidationError
 from partition_notify.core.limits import MAX_INT64
 from partition_notify.http.common import table_info
 from partition_notify.http.context import HttpContext, context
-from partition_notify.http.problems import ApiProblem, about
+from partition_notify.http.problems import ApiProblem, about, from_error
+from partition_notify.http.routes_deadlines import field_of
 from partition_notify.http.ui import spool
 from partition_notify.http.ui.reads import StatusReadRepository, StatusReads
 from partition_notify.http.ui.render import page, to_sign_in
@@ -133,7 +135,8 @@ def _int_field(form: dict[str, str], field: str, what: str) -> int:
     # 19 digits can still be past a signed 64-bit id (an OverflowError in the driver).
     if not (raw.isascii() and raw.isdigit()) or len(raw) > 19 or int(raw) > MAX_INT64:
         raise ApiProblem(422, "invalid-input", "Invalid input",
-                         f"form.{field}: expected {what}, got {raw[:20]!r}", field=field)
+                         f"form.{field}: expected {what}, got {raw[:20]!r}",
+                         field=f"form.{field}")
     return int(raw)
 
 
@@ -142,8 +145,14 @@ def _letter_action(form: dict[str, str]) -> tuple[str, int]:
     if action not in ("redrive", "discard"):
         raise ApiProblem(422, "invalid-input", "Invalid input",
                          f"form.action: expected redrive or discard, got {action[:20]!r}",
-                         field="action")
+                         field="form.action")
     return action, _int_field(form, "event_id", "an event id")
+
+
+#: The JSON API's field of an expectation -> the form's.
+_FORM_FIELDS = {"body.name": "form.name", "body.specTemplate": "form.spec_template",
+                "body.cron": "form.cron", "body.timezone": "form.timezone",
+                "body.deadline": "form.deadline", "body": "form"}
 
 
 @router.post("/tables/{table}/expectations")
@@ -152,13 +161,17 @@ async def add_expectation(request: Request, table: str, ctx: Ctx) -> Response:
 
     def add() -> str:
         info = table_info(ctx, table)
-        with about("form"):
+        try:
             ctx.app.deadlines.add(
                 info.db, info.name, name=form.get("name", "").strip(),
                 spec_template=form.get("spec_template", "").strip(),
                 cron=form.get("cron", "").strip(), timezone=form.get("timezone", "UTC").strip(),
                 deadline=form.get("deadline", "").strip(),
             )
+        except ConflictError as exc:  # an expectation of that name exists
+            raise from_error(exc, "form.name") from exc
+        except ValidationError as exc:  # the API's fields, named as the form's
+            raise from_error(exc, _FORM_FIELDS[field_of(str(exc))]) from exc
         return info.qualified
 
     name = await run_in_threadpool(add)

@@ -97,6 +97,7 @@ def tables(request: Request, ctx: Ctx, q: Annotated[str, Query(max_length=300)] 
     who = viewer(request, ctx)
     if who is None:
         return to_sign_in(request)
+    _check_filter(q)
     reads = StatusReads(ctx.app.store)
     with reads.uow() as uow:
         repo = StatusReadRepository(uow.session)
@@ -109,6 +110,17 @@ def tables(request: Request, ctx: Ctx, q: Annotated[str, Query(max_length=300)] 
     return page(request, who, "tables.html", tables=infos, stats=stats, q=q, page=page_no,
                 pages=pages, total=total, relay_pending=pending, relay_age=age, late=late,
                 late_total=late_total)
+
+
+def _check_filter(q: str) -> None:
+    """No table name holds a control character; PostgreSQL refuses a NUL in a string
+    (a store error) and SQLite's LIKE stops at it (every table matches)."""
+    bad = sorted({c for c in q if ord(c) < 32 or ord(c) == 127})
+    if bad:
+        raise ApiProblem(422, "invalid-input", "Invalid input",
+                         f"query.q: {q[:80]!r} has control character(s) "
+                         f"{''.join(bad)!r}; expected part of a db.table name",
+                         field="query.q")
 
 
 @router.get("/tables/{table}")

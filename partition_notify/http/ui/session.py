@@ -89,4 +89,5 @@ def check_admin_post(request: Request, who: Principal | None, form: dict[str, st
     sent = form.get("csrf", "")
     if not hmac.compare_digest(sent, csrf_token(request)):
         raise ApiProblem(403, "forbidden", "Forbidden",
-                         "form.csrf: missing or wrong CSRF token (reload the page)", field="csrf")
+                         "form.csrf: missing or wrong CSRF token (reload the page)",
+                         field="form.csrf")
