@@ -241,7 +241,8 @@ def event_json(request: Request, table: str,
         body = StatusReadRepository(uow.session).event(info.id, event_id)
     if body is None:
         raise ApiProblem(404, "not-found", "Not found",
-                         f"path.event_id: table {info.qualified} has no event {event_id}")
+                         f"path.event_id: table {info.qualified} has no event {event_id}",
+                         field="path.event_id")
     return Response(json.dumps(json.loads(body), indent=2), media_type="application/json")
 
 
