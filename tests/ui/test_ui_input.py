@@ -84,6 +84,8 @@ def test_an_event_the_table_does_not_have_is_a_404_naming_the_path_field(
         r = client.get(f"/ui/tables/{table}/events/{MAX_INT64}.json")
     assert r.status_code == 404, r.text[:300]
     assert r.json()["field"] == "path.event_id", r.json()
+    r = httpx.get(f"{server.base}/ui/static/nope.css", timeout=30)
+    assert (r.status_code, r.json()["field"]) == (404, "path.name"), r.text[:300]
 
 
 def test_a_stream_resuming_after_an_id_beyond_64_bits_is_refused(server: Server) -> None:

@@ -51,7 +51,8 @@ def home() -> RedirectResponse:
 @router.get("/static/{name}")
 def static(name: str) -> Response:
     if name not in STATIC:
-        raise ApiProblem(404, "not-found", "Not found", f"path.name: no static file {name!r}")
+        raise ApiProblem(404, "not-found", "Not found", f"path.name: no static file {name!r}",
+                         field="path.name")
     return static_file(name)
 
 
