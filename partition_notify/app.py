@@ -97,7 +97,8 @@ class App:
         followed = LakehouseTables(self.store).get(info.id)
         if followed is not None:
             raise ConflictError(
-                f"table {info.qualified} is followed as a {followed.format} table "
+                f"table {info.qualified} is followed as "
+                f"{'an Iceberg' if followed.format == 'iceberg' else 'a Delta'} table "
                 "(register --format); unregistering a followed table is not supported")
         readers = [f"{r.table}:{r.name}" for r in self.rules.rules()
                    if r.table != info.qualified and info.qualified in _inputs(r.params)]
@@ -157,7 +158,7 @@ class App:
         f = LakehouseTables(self.store).get(info.id)
         if f is not None and f.format == "delta" and location != f.location:
             raise ConflictError(
-                f"table {info.qualified} is followed as a delta table at {f.location}; its "
+                f"table {info.qualified} is followed as a Delta table at {f.location}; its "
                 "location cannot change (register the new location as a new table)")
 
     def close(self) -> None:

@@ -22,6 +22,7 @@ from partition_notify.contract.topics import TopicPolicy
 from partition_notify.core import limits
 from partition_notify.core.errors import ConfigurationError
 from partition_notify.core.limits import (
+    DEFAULT_RETENTION_SECONDS,
     IDEMPOTENCY_TTL_SECONDS,
     MAX_RETENTION_SECONDS,
     RETIRED_FILE_RETENTION_SECONDS,
@@ -40,7 +41,6 @@ from partition_notify.settings_checks import (
 )
 
 DAY = 24 * 3600
-DEFAULT_RETENTION_SECONDS = 7 * DAY
 #: Relay lease when none is set: max(RELAY_MIN_LEASE_SECONDS, 3 x publish timeout)
 #: (publisher/relay.py computes it; tests/cli/test_help_defaults.py checks both agree).
 RELAY_MIN_LEASE_SECONDS = 60

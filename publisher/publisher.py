@@ -46,7 +46,7 @@ class PublisherConfig:
     service_principal: str = ""
     topic_prefix: str = "hcat"
     topic_policy: TopicPolicy = TopicPolicy.PER_TABLE
-    default_retention_seconds: int = 7 * 24 * 3600
+    default_retention_seconds: int = limits.DEFAULT_RETENTION_SECONDS
     publish_timeout_seconds: float = 10.0
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     #: Marks of broker-confirmed events are written in batches this often (and

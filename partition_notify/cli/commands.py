@@ -232,7 +232,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def _register_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("table", type=table_arg, help="db.table")
     sp.add_argument("--keys", type=keys_arg, required=True, help="partition keys, in order: a,b")
-    sp.add_argument("--retention-seconds", type=int, help="how long set-done is kept")
+    sp.add_argument("--retention-seconds", type=int,
+                    help="how long set-done is kept, in seconds "
+                    "(default PN_DEFAULT_RETENTION_SECONDS)")
     sp.add_argument("--topic", help="explicit topic instead of the naming policy")
     sp.add_argument("--location", help="table location: where Spark writes it (the commit "
                     "protocol matches writes by it); with --format delta the table's root, "

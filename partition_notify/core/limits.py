@@ -12,6 +12,9 @@ from collections.abc import Sized
 
 from partition_notify.core.errors import ValidationError
 
+#: How long a table's set-done rows are kept when registered without its own
+#: retention (PN_DEFAULT_RETENTION_SECONDS; register --retention-seconds).
+DEFAULT_RETENTION_SECONDS = 7 * 86400
 #: Both backends store counts and ids as signed 64-bit integers.
 MAX_INT64 = 2**63 - 1
 #: A century: far beyond any sensible retention, and ``now + retention`` stays

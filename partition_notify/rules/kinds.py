@@ -312,7 +312,8 @@ def _all_of(target: str, inputs: tuple[str, ...], params: Mapping[str, object],
     by = _key_list("by", params.get("by"))
     if key in by:
         raise _bad("by", list(by), f"keys other than the counted key {key!r}")
-    _has_keys("key", [key, *by], inputs[0], table_keys)
+    _has_keys("key", [key], inputs[0], table_keys)
+    _has_keys("by", by, inputs[0], table_keys)  # each named as the option the user gave
     _has_keys("by", by, target, table_keys)
     return AllOf(target, inputs, key, tuple(values), by)
 

@@ -167,3 +167,21 @@ def test_a_seconds_refusal_states_the_bound_readably():
     assert str(info.value) == (f"'-5': expected a number of seconds from 0 to {MAX_SECONDS:,} "
                                f"({MAX_SECONDS // (365 * 86400)} years)")
     assert "e+" not in str(info.value)
+
+
+def test_register_names_where_the_retention_default_comes_from(capsys):
+    """``register --retention-seconds`` said only "how long set-done is kept": not in
+    what unit, nor what a table registered without it gets."""
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["register", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "seconds (default PN_DEFAULT_RETENTION_SECONDS)" in text, text
+    assert "PN_DEFAULT_RETENTION_SECONDS" in _readme_table()["`PN_DEFAULT_RETENTION_SECONDS`"] \
+        or "`PN_DEFAULT_RETENTION_SECONDS`" in _readme_table()
+
+
+def test_the_publishers_retention_default_is_the_settings():
+    from partition_notify.publisher.publisher import PublisherConfig
+
+    assert PublisherConfig().default_retention_seconds \
+        == Settings.model_fields["default_retention_seconds"].default

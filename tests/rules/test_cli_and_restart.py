@@ -96,6 +96,18 @@ def test_a_missing_parameter_is_named_missing(app: App, store_url: str) -> None:
     assert app.rules.rules() == []
 
 
+def test_a_misspelt_key_or_by_key_is_named_as_the_option_given(app: App, store_url: str) -> None:
+    # Before: --by keys were quoted as the counted key ("rule key ['regon', 'datestamp']").
+    app.publisher.register_table("web", "clicks", ["datestamp", "region"])
+    base = ["--kind", "all-of", "--values", "us,eu"]
+    for args, line in (
+            (["--key", "regon", "--by", "datestamp"], "rule key ['regon']: expected"),
+            (["--key", "region", "--by", "datestmp"], "rule by ['datestmp']: expected")):
+        done = cli(store_url, "rule", "add", "web.clicks", "--name", "x", *base, *args)
+        one_line_error(done, 1, line)
+    assert app.rules.rules() == []
+
+
 #: An error quotes at most this much of one input, plus its count (defect: 20,000 echoed).
 MAX_QUOTED = 120
 

@@ -76,6 +76,18 @@ def test_event_ids_beyond_64_bits_are_refused_not_a_500(server: Server, path: st
             assert r.headers["content-type"].startswith("application/problem+json")
 
 
+def test_an_event_the_table_does_not_have_is_a_404_naming_the_path_field(
+        server: Server) -> None:
+    # Before: the problem body had no "field" (every other 404 of a path names its own).
+    table = server.table()
+    with ui(server) as client:
+        r = client.get(f"/ui/tables/{table}/events/{MAX_INT64}.json")
+    assert r.status_code == 404, r.text[:300]
+    assert r.json()["field"] == "path.event_id", r.json()
+    r = httpx.get(f"{server.base}/ui/static/nope.css", timeout=30)
+    assert (r.status_code, r.json()["field"]) == (404, "path.name"), r.text[:300]
+
+
 def test_a_stream_resuming_after_an_id_beyond_64_bits_is_refused(server: Server) -> None:
     table = server.table()
     with ui(server) as client:

@@ -51,7 +51,8 @@ def home() -> RedirectResponse:
 @router.get("/static/{name}")
 def static(name: str) -> Response:
     if name not in STATIC:
-        raise ApiProblem(404, "not-found", "Not found", f"path.name: no static file {name!r}")
+        raise ApiProblem(404, "not-found", "Not found", f"path.name: no static file {name!r}",
+                         field="path.name")
     return static_file(name)
 
 
@@ -241,7 +242,8 @@ def event_json(request: Request, table: str,
         body = StatusReadRepository(uow.session).event(info.id, event_id)
     if body is None:
         raise ApiProblem(404, "not-found", "Not found",
-                         f"path.event_id: table {info.qualified} has no event {event_id}")
+                         f"path.event_id: table {info.qualified} has no event {event_id}",
+                         field="path.event_id")
     return Response(json.dumps(json.loads(body), indent=2), media_type="application/json")
 
 
