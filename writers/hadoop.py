@@ -73,35 +73,34 @@ class HadoopFs:
     def rename(self, src: str, dst: str) -> bool:
         return bool(self.fs.rename(self._Path(src), self._Path(dst)))
 
-    def mtime_ms(self, path: str) -> int | None:
+    def _unless_missing(self, call: Any, path: str) -> Any:
+        """``call(Path(path))``, or None when the FileSystem says the path is not there."""
         try:
-            return int(self.fs.getFileStatus(self._Path(path)).getModificationTime())
+            return call(self._Path(path))
         except Exception as exc:
             if _java_class(exc) == "java.io.FileNotFoundException":
                 return None
             raise
 
+    def mtime_ms(self, path: str) -> int | None:
+        status = self._unless_missing(self.fs.getFileStatus, path)
+        return None if status is None else int(status.getModificationTime())
+
     def kind(self, path: str) -> str | None:
         """"file", "dir" or "link" (the link itself, where the FileSystem has links);
         None: absent."""
-        try:
-            status = self.fs.getFileLinkStatus(self._Path(path))
-        except Exception as exc:
-            if _java_class(exc) == "java.io.FileNotFoundException":
-                return None
-            raise
+        status = self._unless_missing(self.fs.getFileLinkStatus, path)
+        if status is None:
+            return None
         return "link" if status.isSymlink() else "dir" if status.isDirectory() else "file"
 
     def touch(self, path: str, now_ms: int) -> None:
         self.fs.setTimes(self._Path(path), now_ms, -1)
 
     def read(self, path: str) -> bytes | None:
-        try:
-            stream = self.fs.open(self._Path(path))
-        except Exception as exc:
-            if _java_class(exc) == "java.io.FileNotFoundException":
-                return None
-            raise
+        stream = self._unless_missing(self.fs.open, path)
+        if stream is None:
+            return None
         try:
             return bytes(stream.readAllBytes())
         finally:

@@ -19,7 +19,7 @@ naming the retention instead of reading fewer rows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -40,25 +40,31 @@ if TYPE_CHECKING:
 BATCH_SIZE = 100
 
 
-@dataclass(frozen=True)
+@dataclass
 class HadoopFiles:
     """A table location on any Hadoop FileSystem. A directory on the way that is a
     link (where the FileSystem reports links; HDFS has them off by default, object
     stores have none) is refused, as :func:`revisions.vacuum.remove_in` refuses one."""
 
     fs: HadoopFs
+    #: Directories already found to be directories in this run: each is one round trip,
+    #: and a partition's retired files all lie below the same few.
+    _dirs: set[tuple[str, ...]] = field(default_factory=set)
 
     def _path(self, parts: list[str]) -> str:
         return "/".join([self.fs.root, *parts])
 
     def remove(self, dirs: list[str], name: str) -> Outcome:
         for depth in range(1, len(dirs) + 1):
+            if tuple(dirs[:depth]) in self._dirs:
+                continue
             kind = self.fs.kind(self._path(dirs[:depth]))
             if kind is None:
                 return "gone"
             if kind != "dir":
                 raise ValueError(f"{dirs[depth - 1]!r} below the table location is not a "
                                  "directory (a link is not followed)")
+            self._dirs.add(tuple(dirs[:depth]))
         path = self._path([*dirs, name])
         kind = self.fs.kind(path)
         if kind is None:
@@ -75,6 +81,7 @@ class HadoopFiles:
             self.fs.delete(path, recursive=False)
         except Exception:  # any FileSystem's "not empty" error
             return
+        self._dirs.discard(tuple(dirs))
 
 
 def vacuum_retired(target: HasPublisher | Publisher, db: str, table: str, *,

@@ -17,13 +17,31 @@ from tests.support.net import free_port
 CATALOG = "PN_ICEBERG_CATALOG__BAD__"
 
 
-def register(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+def cli(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``partition-notify *args`` on the test's SQLite store, with ``env`` added."""
     full = {**os.environ, "PN_STORE_URL": f"sqlite:///{tmp_path}/store.db",
             "PN_TRANSPORT_URL": "embedded://", "PYTHONPATH": str(ROOT), **env}
-    return subprocess.run(
-        [sys.executable, "-m", "partition_notify.cli", "register", "sales.orders",
-         "--keys", "datestamp", *args], env=full, cwd=ROOT, capture_output=True, text=True,
-        timeout=120, check=False)
+    return subprocess.run([sys.executable, "-m", "partition_notify.cli", *args], env=full,
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+
+
+def register(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return cli(tmp_path, "register", "sales.orders", "--keys", "datestamp", *args, **env)
+
+
+def lake(tmp_path: Path) -> dict[str, str]:
+    """An Iceberg table (keys datestamp_day, region) with one commit in SQL catalog
+    "lake"; the PN_ICEBERG_CATALOG__LAKE__* settings that reach it."""
+    from pyiceberg.catalog import load_catalog
+
+    from tests.lakehouse.helpers import iceberg_table, rows
+
+    (tmp_path / "wh").mkdir()
+    props = {"type": "sql", "uri": f"sqlite:///{tmp_path}/catalog.db",
+             "warehouse": (tmp_path / "wh").as_uri()}
+    table = iceberg_table(load_catalog("lake", **props))
+    table.append(rows(table, ("2026-01-01", "us", 1)))
+    return {f"PN_ICEBERG_CATALOG__LAKE__{k.upper()}": v for k, v in props.items()}
 
 
 @pytest.mark.parametrize("case", ["unknown-scheme", "sql-catalog", "rest-catalog"])
@@ -57,27 +75,14 @@ def test_keys_that_are_not_the_delta_tables_partition_columns_are_refused(
     assert done.returncode == 1, done.stdout + done.stderr[-2000:]
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
     assert "partition columns ['datestamp', 'region']" in done.stderr, done.stderr
-    full = {**os.environ, "PN_STORE_URL": f"sqlite:///{tmp_path}/store.db",
-            "PN_TRANSPORT_URL": "embedded://", "PYTHONPATH": str(ROOT)}
-    ok = subprocess.run(
-        [sys.executable, "-m", "partition_notify.cli", "register", "sales.orders", "--keys",
-         "region,datestamp", "--format", "delta", "--location", location],
-        env=full, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    ok = cli(tmp_path, "register", "sales.orders", "--keys", "region,datestamp", "--format",
+             "delta", "--location", location)
     assert ok.returncode == 0, ok.stderr  # the same columns, in the order subscribers use
 
 
 def test_keys_that_no_partition_field_of_the_iceberg_table_has_are_refused(
         tmp_path: Path) -> None:
-    from pyiceberg.catalog import load_catalog
-
-    from tests.lakehouse.helpers import iceberg_table, rows
-
-    (tmp_path / "wh").mkdir()
-    props = {"type": "sql", "uri": f"sqlite:///{tmp_path}/catalog.db",
-             "warehouse": (tmp_path / "wh").as_uri()}
-    table = iceberg_table(load_catalog("lake", **props))  # datestamp_day, region
-    table.append(rows(table, ("2026-01-01", "us", 1)))
-    env = {f"PN_ICEBERG_CATALOG__LAKE__{k.upper()}": v for k, v in props.items()}
+    env = lake(tmp_path)  # datestamp_day, region
     # Before: registered (exit 0) with the column's name instead of the field's, and the
     # follower then stopped at the table's next commit at every run ("partition spec 0
     # has fields [...], which do not give the registered key 'datestamp'").
@@ -85,44 +90,27 @@ def test_keys_that_no_partition_field_of_the_iceberg_table_has_are_refused(
     assert done.returncode == 1, done.stdout + done.stderr[-2000:]
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
     assert "'datestamp'" in done.stderr and "datestamp_day" in done.stderr, done.stderr
-    full = {**os.environ, **env, "PN_STORE_URL": f"sqlite:///{tmp_path}/store.db",
-            "PN_TRANSPORT_URL": "embedded://", "PYTHONPATH": str(ROOT)}
-    ok = subprocess.run(
-        [sys.executable, "-m", "partition_notify.cli", "register", "sales.orders", "--keys",
-         "datestamp_day", "--format", "iceberg", "--catalog", "lake"],
-        env=full, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    ok = cli(tmp_path, "register", "sales.orders", "--keys", "datestamp_day", "--format",
+             "iceberg", "--catalog", "lake", **env)
     assert ok.returncode == 0, ok.stderr  # a subset of the fields: the files' partitions
 
 
 def test_alter_keys_of_a_followed_iceberg_table_are_checked_like_registers(
         tmp_path: Path) -> None:
-    from pyiceberg.catalog import load_catalog
+    env = lake(tmp_path)  # datestamp_day, region
 
-    from tests.lakehouse.helpers import iceberg_table, rows
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return cli(tmp_path, *args, **env)
 
-    (tmp_path / "wh").mkdir()
-    props = {"type": "sql", "uri": f"sqlite:///{tmp_path}/catalog.db",
-             "warehouse": (tmp_path / "wh").as_uri()}
-    table = iceberg_table(load_catalog("lake", **props))  # datestamp_day, region
-    table.append(rows(table, ("2026-01-01", "us", 1)))
-    env = {f"PN_ICEBERG_CATALOG__LAKE__{k.upper()}": v for k, v in props.items()}
-    full = {**os.environ, **env, "PN_STORE_URL": f"sqlite:///{tmp_path}/store.db",
-            "PN_TRANSPORT_URL": "embedded://", "PYTHONPATH": str(ROOT)}
-
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "partition_notify.cli", *args],
-                              env=full, cwd=ROOT, capture_output=True, text=True,
-                              timeout=120, check=False)
-
-    assert cli("register", "sales.orders", "--keys", "datestamp_day", "--format",
+    assert run("register", "sales.orders", "--keys", "datestamp_day", "--format",
                "iceberg", "--catalog", "lake").returncode == 0
     # Before: altered (exit 0) to keys the table's commits cannot give; the follower
     # then stopped at the next commit at every run.
-    bad = cli("alter", "sales.orders", "--keys", "datestamp,region")
+    bad = run("alter", "sales.orders", "--keys", "datestamp,region")
     assert bad.returncode == 1, bad.stdout + bad.stderr[-2000:]
     assert bad.stderr.count("\n") == 1 and "'datestamp'" in bad.stderr, bad.stderr
-    assert "keys=datestamp_day\t" in cli("tables").stdout
-    good = cli("alter", "sales.orders", "--keys", "datestamp_day,region")
+    assert "keys=datestamp_day\t" in run("tables").stdout
+    good = run("alter", "sales.orders", "--keys", "datestamp_day,region")
     assert good.returncode == 0, good.stderr
 
 
@@ -132,24 +120,11 @@ def test_a_followed_table_with_no_commit_yet_is_registered_with_a_warning(
     """A table not created yet is followed from its first commit (README), so a typo in
     --identifier or --location registered silently and announced nothing, ever: register
     says on stderr that it found no commit there."""
-    from pyiceberg.catalog import load_catalog
-
-    from tests.lakehouse.helpers import iceberg_table, rows
-
-    (tmp_path / "wh").mkdir()
-    props = {"type": "sql", "uri": f"sqlite:///{tmp_path}/catalog.db",
-             "warehouse": (tmp_path / "wh").as_uri()}
-    table = iceberg_table(load_catalog("lake", **props))
-    table.append(rows(table, ("2026-01-01", "us", 1)))
-    env = {f"PN_ICEBERG_CATALOG__LAKE__{k.upper()}": v for k, v in props.items()}
+    env = lake(tmp_path)
     where = (["--catalog", "lake", "--identifier", "sales.ordres"] if fmt == "iceberg"
              else ["--location", str(tmp_path / "ordres")])
-    done = subprocess.run(
-        [sys.executable, "-m", "partition_notify.cli", "register", "sales.orders", "--keys",
-         "datestamp_day", "--format", fmt, *where],
-        env={**os.environ, **env, "PN_STORE_URL": f"sqlite:///{tmp_path}/store.db",
-             "PN_TRANSPORT_URL": "embedded://", "PYTHONPATH": str(ROOT)},
-        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    done = cli(tmp_path, "register", "sales.orders", "--keys", "datestamp_day", "--format",
+               fmt, *where, **env)
     assert done.returncode == 0, done.stderr
     assert "after_commit=-1" in done.stdout, done.stdout
     assert done.stderr.startswith("partition-notify register: warning: "), done.stderr
@@ -168,18 +143,14 @@ def test_the_location_of_a_followed_delta_table_does_not_change_under_its_follow
     location = str(tmp_path / "orders")
     write_deltalake(location, delta_rows(("20260101", "us", 1)),
                     partition_by=["datestamp", "region"])
-    full = {**os.environ, "PN_STORE_URL": f"sqlite:///{tmp_path}/store.db",
-            "PN_TRANSPORT_URL": "embedded://", "PYTHONPATH": str(ROOT)}
 
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "partition_notify.cli", *args],
-                              env=full, cwd=ROOT, capture_output=True, text=True,
-                              timeout=120, check=False)
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return cli(tmp_path, *args)
 
-    assert cli("register", "sales.orders", "--keys", "datestamp,region", "--format",
+    assert run("register", "sales.orders", "--keys", "datestamp,region", "--format",
                "delta", "--location", location).returncode == 0
-    moved = cli("alter", "sales.orders", "--location", str(tmp_path / "elsewhere"))
+    moved = run("alter", "sales.orders", "--location", str(tmp_path / "elsewhere"))
     assert moved.returncode == 1, moved.stdout + moved.stderr[-2000:]
     assert moved.stderr.count("\n") == 1 and location in moved.stderr, moved.stderr
-    same = cli("alter", "sales.orders", "--location", location, "--retention-seconds", "60")
+    same = run("alter", "sales.orders", "--location", location, "--retention-seconds", "60")
     assert same.returncode == 0, same.stderr

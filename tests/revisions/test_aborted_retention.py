@@ -12,16 +12,14 @@ PostgreSQL, the injected clock: the retention passes without waiting.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from partition_notify.revisions import snapshot_partitions
 from partition_notify.revisions.files import RevisionFiles
 from sqlalchemy import text
 
-from partition_notify.app import App, build_app
+from partition_notify.app import App
 from partition_notify.serve.housekeeping import purge_all
-from tests.support.clock import FakeClock
+from tests.support.clock import FakeClock, app_on_clock
 
 T = "sales.orders"
 
@@ -31,11 +29,7 @@ def clock() -> FakeClock:
     return FakeClock(1_800_000_000.0)
 
 
-@pytest.fixture
-def app(store_url: str, clock: FakeClock) -> Iterator[App]:
-    application = build_app(store_url=store_url, transport_url="embedded://", clock=clock)
-    yield application
-    application.close()
+app = pytest.fixture(name="app")(app_on_clock)
 
 
 def _count(app: App, sql: str) -> int:

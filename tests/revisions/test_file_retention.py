@@ -14,18 +14,17 @@ deleted. Real SQLite and PostgreSQL, real files, the injected clock.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from partition_notify.revisions.files import RevisionFiles
 from sqlalchemy import text
 
-from partition_notify.app import App, build_app
+from partition_notify.app import App
 from partition_notify.cli.entry import main
 from partition_notify.core.errors import NotFoundError
 from partition_notify.serve.housekeeping import purge_all
-from tests.support.clock import FakeClock
+from tests.support.clock import FakeClock, app_on_clock
 
 T = "sales.orders"
 DAY = 86400
@@ -38,11 +37,7 @@ def clock() -> FakeClock:
     return FakeClock(1_800_000_000.0)
 
 
-@pytest.fixture
-def app(store_url: str, clock: FakeClock) -> Iterator[App]:
-    application = build_app(store_url=store_url, transport_url="embedded://", clock=clock)
-    yield application
-    application.close()
+app = pytest.fixture(name="app")(app_on_clock)
 
 
 @pytest.fixture

@@ -9,16 +9,14 @@ read them. Real SQLite and PostgreSQL, the injected clock.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from partition_notify.revisions.files import RevisionFiles
 from sqlalchemy import text
 
-from partition_notify.app import App, build_app
+from partition_notify.app import App
 from partition_notify.core.limits import RETIRED_FILE_RETENTION_SECONDS
 from partition_notify.serve.housekeeping import purge_all
-from tests.support.clock import FakeClock
+from tests.support.clock import FakeClock, app_on_clock
 
 T = "sales.orders"
 
@@ -28,11 +26,7 @@ def clock() -> FakeClock:
     return FakeClock(1_800_000_000.0)
 
 
-@pytest.fixture
-def app(store_url: str, clock: FakeClock) -> Iterator[App]:
-    application = build_app(store_url=store_url, transport_url="embedded://", clock=clock)
-    yield application
-    application.close()
+app = pytest.fixture(name="app")(app_on_clock)
 
 
 def _unvacuumed(app: App) -> int:

@@ -8,7 +8,6 @@ test with a real timer is tests/serve/test_quiet_rule_serve.py).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 
 import pytest
 
@@ -16,7 +15,7 @@ from partition_notify.app import App, build_app
 from partition_notify.core.errors import ValidationError
 from partition_notify.rules.evaluator import RunReport
 from tests.rules.test_evaluator import derived
-from tests.support.clock import FakeClock
+from tests.support.clock import FakeClock, app_on_clock
 
 QUIET = 60
 
@@ -26,11 +25,7 @@ def clock() -> FakeClock:
     return FakeClock(1_800_000_000.0)
 
 
-@pytest.fixture
-def app(store_url: str, clock: FakeClock) -> Iterator[App]:
-    application = build_app(store_url=store_url, transport_url="embedded://", clock=clock)
-    yield application
-    application.close()
+app = pytest.fixture(name="app")(app_on_clock)
 
 
 def quiet_rule(app: App) -> None:

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from partition_notify.app import App
+
 
 class FakeClock:
     """A clock the test moves by hand: expiry without waiting."""
@@ -14,3 +20,13 @@ class FakeClock:
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
+
+
+def app_on_clock(store_url: str, clock: FakeClock) -> Iterator[App]:
+    """An embedded-transport app whose store runs on ``clock``; as a module's fixture:
+    ``app = pytest.fixture(name="app")(app_on_clock)`` (with a ``clock`` fixture)."""
+    from partition_notify.app import build_app
+
+    application = build_app(store_url=store_url, transport_url="embedded://", clock=clock)
+    yield application
+    application.close()
