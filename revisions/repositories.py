@@ -236,6 +236,19 @@ class RevisionFileRepository:
                     *in_chunk, or_(f.revision > revision, f.write_id == write_id)))]
         return later
 
+    def staying(self, table: str, partitions: Sequence[str], write_id: str,
+                revision: int) -> list[str]:
+        """The paths in ``partitions`` an overwrite (``write_id`` at ``revision``) leaves
+        where they are: its own files and later revisions' (what :meth:`retire` returns)."""
+        f = RevisionFileRow
+        found: list[str] = []
+        for chunk in _chunks(partitions):
+            found += [f"{p}/{n}" for p, n in self.session.execute(
+                select(f.partition, f.name).where(
+                    f.table_name == table, f.partition.in_(chunk), f.retired_to.is_(None),
+                    or_(f.revision > revision, f.write_id == write_id)))]
+        return found
+
     def first_retired(self, table: str, write_id: str) -> RevisionFileRow | None:
         """A file of the write that an overwrite's rows moved aside, if any."""
         f = RevisionFileRow
