@@ -88,6 +88,7 @@ class RevisionFiles:
 
     @contextmanager
     def placing(self, table: str, revision: int, write_id: str, partitions: Sequence[str], *,
+                merge_begun: bool = False,
                 wait_seconds: float = PLACEMENT_WAIT_SECONDS) -> Iterator[Placement]:
         """Hold ``table``'s placement lease while the write's data moves into ``partitions``.
 
@@ -101,6 +102,12 @@ class RevisionFiles:
         they are not. The changes of :meth:`Placement.retire` commit on leaving, with
         the lease's release.
 
+        An overwrite aborted on request overtakes nothing: no snapshot includes it, so
+        the write is placed, and rows its retirement set on this write's files (recorded,
+        not yet placed) are cleared. Unless ``merge_begun`` (a resumed write whose merge
+        had begun): some of its files may have been placed and moved aside, so the
+        rows cannot be trusted to be clearable and the write is refused as before.
+
         The lease (revisions/placement.py) is a row taken in a short transaction: the
         block's renames hold no database lock, so the rest of the store (other tables,
         on SQLite the whole database) stays writable. Another placement of the table
@@ -108,9 +115,10 @@ class RevisionFiles:
         """
         def check(uow: RevisionUnitOfWork) -> None:
             later = uow.replacements.later(table, partitions, revision, write_id)
-            moved = uow.files.first_retired(table, write_id)
+            moved = uow.files.first_retired(table, write_id, void_too=merge_begun)
             if later or moved is not None:
                 raise _overtaken(table, revision, write_id, later, moved)
+            uow.files.unretire(table, write_id)  # only a void overwrite moved any
 
         lease = PlacementLease.take(self.manager.engine, self.manager.clock, table, write_id,
                                     check, seconds=self.lease_seconds,

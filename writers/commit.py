@@ -196,8 +196,10 @@ def _place_in_revision(fs: HadoopFs, manifest: Manifest, files: RevisionFiles,
     staging = manifest.staging
     retire = manifest.mode == "overwrite" and not fs.exists(f"{staging}/{REPLACED}")
     if retire or fs.merge_pending(f"{staging}/{DATA}", manifest.location, manifest.attempt):
+        # Begun, some of its files may already lie in the table (revisions/files.py).
+        begun = not fs.exists(f"{staging}/{DATA}")
         with files.placing(manifest.revision_table, revision, manifest.write_id,
-                           manifest.partitions) as place:
+                           manifest.partitions, merge_begun=begun) as place:
             if retire:
                 # Older snapshots still read these files where they go.
                 keep = place.retire(manifest.partitions, manifest.retired)
