@@ -78,13 +78,17 @@ class PlacementLease:
                 # The revision row lock orders this with begin/commit/abort of the table.
                 uow.revisions.lock_table(table, now, create=False)
                 row = uow.session.get(RevisionPlacementRow, table, with_for_update=True)
-                if row is None or row.holder == holder or row.expires_at <= now:
+                taken = row is None or row.holder == holder or row.expires_at <= now
+                if taken:
                     check(uow)
                     _take(uow, row, table, holder, token, now, seconds)
-                    lease = cls(engine, clock, table, holder, token, seconds)
-                    lease._thread.start()
-                    return lease
-                other, until = row.holder, row.expires_at
+                else:
+                    assert row is not None
+                    other, until = row.holder, row.expires_at
+            if taken:  # committed: only now is there a lease to renew
+                lease = cls(engine, clock, table, holder, token, seconds)
+                lease._thread.start()
+                return lease
             if time.monotonic() >= give_up:
                 raise ConflictError(
                     f"the placement lease of {table} is held by write {other} (renewed "
