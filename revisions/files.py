@@ -25,6 +25,11 @@ from typing import Literal
 
 from partition_notify.revisions.manager import RevisionManager
 from partition_notify.revisions.model import DEFAULT_FAMILY, Snapshot, WriteTransaction
+from partition_notify.revisions.placement import (
+    PLACEMENT_LEASE_SECONDS,
+    PLACEMENT_WAIT_SECONDS,
+    PlacementLease,
+)
 from partition_notify.revisions.repositories import RevisionUnitOfWork
 from partition_notify.revisions.schema import ABORTED, RevisionFileRow, RevisionReplacementRow
 
@@ -44,8 +49,11 @@ State = Literal["running", "committed", "expired", "aborted"]
 class RevisionFiles:
     """File bookkeeping and revision settling for writers, over a revision manager's store."""
 
-    def __init__(self, manager: RevisionManager) -> None:
+    def __init__(self, manager: RevisionManager, *,
+                 lease_seconds: float = PLACEMENT_LEASE_SECONDS) -> None:
         self.manager = manager
+        #: How long a placement's lease lasts past each renewal (every quarter of it).
+        self.lease_seconds = lease_seconds
 
     def _uow(self, *, write: bool) -> RevisionUnitOfWork:
         return RevisionUnitOfWork(self.manager.engine, write=write)
@@ -79,9 +87,10 @@ class RevisionFiles:
             return place.retire(partitions, retired_to)
 
     @contextmanager
-    def placing(self, table: str, revision: int, write_id: str,
-                partitions: Sequence[str]) -> Iterator[Placement]:
-        """Hold ``table``'s revision lock while the write's data moves into ``partitions``.
+    def placing(self, table: str, revision: int, write_id: str, partitions: Sequence[str], *,
+                merge_begun: bool = False,
+                wait_seconds: float = PLACEMENT_WAIT_SECONDS) -> Iterator[Placement]:
+        """Hold ``table``'s placement lease while the write's data moves into ``partitions``.
 
         Placement and an overwrite's retirement are one step per table: the rows
         an overwrite retires and the files it moves aside are the same set, and a
@@ -90,19 +99,37 @@ class RevisionFiles:
         was placed, or moved this write's recorded files aside) is refused with
         :class:`WriteOvertakenError` before anything moves: placed now, its rows would
         come back into the partition the overwrite replaced, or be said to lie where
-        they are not. The changes of :meth:`Placement.retire` commit on leaving.
+        they are not. The changes of :meth:`Placement.retire` commit on leaving, with
+        the lease's release.
 
-        The lock is the row ``begin``/``commit`` lock too (on SQLite, the database's
-        write lock): it waits at most the store's lock deadline (3 x
-        PN_CONNECT_TIMEOUT_SECONDS) and is held for the file moves, renames only.
+        An overwrite aborted on request overtakes nothing: no snapshot includes it, so
+        the write is placed, and rows its retirement set on this write's files (recorded,
+        not yet placed) are cleared. Unless ``merge_begun`` (a resumed write whose merge
+        had begun): some of its files may have been placed and moved aside, so the
+        rows cannot be trusted to be clearable and the write is refused as before.
+
+        The lease (revisions/placement.py) is a row taken in a short transaction: the
+        block's renames hold no database lock, so the rest of the store (other tables,
+        on SQLite the whole database) stays writable. Another placement of the table
+        waits for it, up to ``wait_seconds`` (:class:`ConflictError` past that).
         """
-        with self._uow(write=True) as uow:
-            uow.revisions.lock_table(table, self.manager.clock(), create=False)
+        def check(uow: RevisionUnitOfWork) -> None:
             later = uow.replacements.later(table, partitions, revision, write_id)
-            moved = uow.files.first_retired(table, write_id)
+            moved = uow.files.first_retired(table, write_id, void_too=merge_begun)
             if later or moved is not None:
                 raise _overtaken(table, revision, write_id, later, moved)
-            yield Placement(uow, table, revision, write_id)
+            uow.files.unretire(table, write_id)  # only a void overwrite moved any
+
+        lease = PlacementLease.take(self.manager.engine, self.manager.clock, table, write_id,
+                                    check, seconds=self.lease_seconds,
+                                    wait_seconds=wait_seconds)
+        place = Placement(self, lease, table, revision, write_id)
+        try:
+            yield place
+        except BaseException:
+            lease.release(None)
+            raise
+        lease.release(place.commit)
 
     def visible(self, table: str, snapshot: Snapshot, family: str = DEFAULT_FAMILY) -> list[str]:
         """Paths (relative to the table location) of the files ``snapshot`` covers.
@@ -177,23 +204,38 @@ class RevisionFiles:
 
 
 class Placement:
-    """A write's placement under its table's lock (:meth:`RevisionFiles.placing`)."""
+    """A write's placement under its table's lease (:meth:`RevisionFiles.placing`)."""
 
-    def __init__(self, uow: RevisionUnitOfWork, table: str, revision: int,
+    def __init__(self, files: RevisionFiles, lease: PlacementLease, table: str, revision: int,
                  write_id: str) -> None:
-        self.uow, self.table, self.revision, self.write_id = uow, table, revision, write_id
+        self.files, self.lease = files, lease
+        self.table, self.revision, self.write_id = table, revision, write_id
+        self._retired: tuple[list[str], str] | None = None
 
     def retire(self, partitions: Sequence[str], retired_to: str) -> set[str]:
         """The write (an overwrite) replaces ``partitions``; their older files move under
         ``retired_to``. Returns the paths (``<partition>/<name>``) that must stay: the
         write's own files and those of later revisions (begun after this overwrite,
-        placed before it), which every snapshot from their revision on reads there."""
-        uow, table, write_id = self.uow, self.table, self.write_id
+        placed before it), which every snapshot from their revision on reads there.
+
+        The rows are written when the placement ends (the lease's release): no other
+        placement of the table runs meanwhile, so the files in ``partitions`` are the
+        ones read here."""
+        self._retired = (list(partitions), retired_to)
+        with self.files._uow(write=False) as uow:
+            return set(uow.files.staying(self.table, partitions, self.write_id,
+                                         self.revision))
+
+    def commit(self, uow: RevisionUnitOfWork) -> None:
+        """Record the retirement (if any) in the lease's releasing transaction."""
+        if self._retired is None:
+            return
+        (partitions, retired_to), table, write_id = self._retired, self.table, self.write_id
         if not uow.replacements.has_write(table, write_id):
             uow.replacements.add_many([
                 {"table_name": table, "revision": self.revision, "write_id": write_id,
                  "partition": p, "retired_to": retired_to} for p in partitions])
-        return set(uow.files.retire(table, partitions, write_id, retired_to, self.revision))
+        uow.files.retire(table, partitions, write_id, retired_to, self.revision)
 
 
 def _overtaken(table: str, revision: int, write_id: str, later: list[RevisionReplacementRow],

@@ -23,7 +23,7 @@ from partition_notify.revisions.schema import (
 )
 from partition_notify.store.schema import TableRow
 from partition_notify.store.uow import UnitOfWork
-from sqlalchemy import delete, exists, insert, or_, select, update
+from sqlalchemy import Select, delete, exists, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -236,12 +236,38 @@ class RevisionFileRepository:
                     *in_chunk, or_(f.revision > revision, f.write_id == write_id)))]
         return later
 
-    def first_retired(self, table: str, write_id: str) -> RevisionFileRow | None:
-        """A file of the write that an overwrite's rows moved aside, if any."""
+    def staying(self, table: str, partitions: Sequence[str], write_id: str,
+                revision: int) -> list[str]:
+        """The paths in ``partitions`` an overwrite (``write_id`` at ``revision``) leaves
+        where they are: its own files and later revisions' (what :meth:`retire` returns)."""
         f = RevisionFileRow
-        return self.session.scalars(select(f).where(
+        found: list[str] = []
+        for chunk in _chunks(partitions):
+            found += [f"{p}/{n}" for p, n in self.session.execute(
+                select(f.partition, f.name).where(
+                    f.table_name == table, f.partition.in_(chunk), f.retired_to.is_(None),
+                    or_(f.revision > revision, f.write_id == write_id)))]
+        return found
+
+    def first_retired(self, table: str, write_id: str, *,
+                      void_too: bool = True) -> RevisionFileRow | None:
+        """A file of the write that an overwrite's rows moved aside, if any; without
+        ``void_too``, only one an overwrite not aborted on request moved (:func:`void`)."""
+        f, r = RevisionFileRow, RevisionReplacementRow
+        stmt = select(f).where(
+            f.table_name == table, f.write_id == write_id, f.retired_to.is_not(None))
+        if not void_too:
+            stmt = stmt.where(exists().where(
+                r.table_name == f.table_name, r.partition == f.partition,
+                r.retired_to == f.retired_to, r.revision.not_in(void(table))))
+        return self.session.scalars(stmt.order_by(f.id).limit(1)).first()
+
+    def unretire(self, table: str, write_id: str) -> None:
+        """The write's files lie where it recorded them: what moved them is void."""
+        f = RevisionFileRow
+        self.session.execute(update(f).where(
             f.table_name == table, f.write_id == write_id, f.retired_to.is_not(None),
-        ).order_by(f.id).limit(1)).first()
+        ).values(retired_to=None))
 
     def retag(self, table: str, old: int, new: int) -> None:
         self.session.execute(
@@ -286,13 +312,15 @@ class RevisionReplacementRepository:
 
     def later(self, table: str, partitions: Sequence[str], revision: int,
               write_id: str) -> list[RevisionReplacementRow]:
-        """Overwrites of ``partitions`` by other writes of revisions above ``revision``."""
+        """Overwrites of ``partitions`` by other writes of revisions above ``revision``,
+        those aborted on request (:func:`void`) aside."""
         r = RevisionReplacementRow
         found: list[RevisionReplacementRow] = []
         for chunk in _chunks(partitions):
             found += self.session.scalars(select(r).where(
                 r.table_name == table, r.partition.in_(chunk), r.revision > revision,
-                r.write_id != write_id).order_by(r.revision, r.id).limit(_IN_CHUNK))
+                r.write_id != write_id, r.revision.not_in(void(table)),
+            ).order_by(r.revision, r.id).limit(_IN_CHUNK))
         return found
 
     def committed(self, table: str, revision: int, now: float) -> None:
@@ -309,6 +337,15 @@ class RevisionReplacementRepository:
             RevisionReplacementRow.revision <= max_revision,
         )
         return list(self.session.scalars(stmt))
+
+
+def void(table: str) -> Select[int]:
+    """The revisions of ``table`` aborted on request: they stay aborted (an expired one
+    may still be adopted into a committed revision, revisions/files.py ``settle``), so
+    no snapshot ever includes what they did."""
+    t = RevisionTxnRow
+    return select(t.revision).where(t.table_name == table, t.state == ABORTED,
+                                    t.reason == "aborted")
 
 
 class RevisionUnitOfWork(UnitOfWork):

@@ -1,5 +1,5 @@
-"""Tables of the revision manager (0002), of SNAPSHOT datasets (0002) and of revision files
-(0004; their removal, 0017).
+"""Tables of the revision manager (0002), of SNAPSHOT datasets (0002), of revision files
+(0004; their removal, 0017) and of placement leases (0019).
 
 The revision manager keeps exactly what a ZooKeeper-style revision layout keeps:
 a revision counter per table, the running transactions and the aborted
@@ -158,6 +158,24 @@ class RevisionReplacementRow(Base):
     )
 
 
+class RevisionPlacementRow(Base):
+    """The placement lease of a table (0019): the one write moving data into it now.
+
+    Taken and released in short transactions (revisions/placement.py); the renames run
+    outside any. A lease past ``expires_at`` belongs to a writer that died (or stopped
+    renewing): the next placement of the table takes it over.
+    """
+
+    __tablename__ = "pn_revision_placements"
+    table_name: Mapped[str] = mapped_column(String(MAX_TABLE_CHARS), primary_key=True)
+    #: The write placing now (its write id).
+    holder: Mapped[str] = mapped_column(String(MAX_WRITE_ID_CHARS))
+    #: This taking of the lease: a renewal or release by an earlier one matches nothing.
+    token: Mapped[str] = mapped_column(String(32))
+    acquired_at: Mapped[float] = mapped_column(Float)
+    expires_at: Mapped[float] = mapped_column(Float)
+
+
 __all__ = [
     "ABORTED",
     "MAX_FAMILY_CHARS",
@@ -166,6 +184,7 @@ __all__ = [
     "RUNNING",
     "RevisionFamilyRow",
     "RevisionFileRow",
+    "RevisionPlacementRow",
     "RevisionReplacementRow",
     "RevisionTableRow",
     "RevisionTxnRow",

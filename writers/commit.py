@@ -11,7 +11,7 @@ over a dead writer's manifest (:mod:`partition_notify.writers.recovery`) runs th
    older snapshots still read them) or delete the partitions, then mark that
    done (never again after the merge began: it would remove the new data);
 2. move the staged tree into the table (one FileOutputCommitter merge).
-   Transactional writes do 1-2 under their table's placement lock, and a write
+   Transactional writes do 1-2 under their table's placement lease, and a write
    that an overwrite of a later revision overtook is refused there, before
    anything moves (``WriteOvertakenError``: its staged data deleted, the
    revision it owns aborted);
@@ -185,7 +185,7 @@ def _log(publisher: Publisher, info: TableInfo, manifest: Manifest,
 
 def _place_in_revision(fs: HadoopFs, manifest: Manifest, files: RevisionFiles,
                        revision: int, clock: _StepClock) -> None:
-    """Steps 1-2 of a transactional write, under its table's placement lock.
+    """Steps 1-2 of a transactional write, under its table's placement lease.
 
     The overwrite's retirement (rows and files) and the merge are one locked step,
     so no other write's files land between them; a write an overwrite of a later
@@ -196,8 +196,10 @@ def _place_in_revision(fs: HadoopFs, manifest: Manifest, files: RevisionFiles,
     staging = manifest.staging
     retire = manifest.mode == "overwrite" and not fs.exists(f"{staging}/{REPLACED}")
     if retire or fs.merge_pending(f"{staging}/{DATA}", manifest.location, manifest.attempt):
+        # Begun, some of its files may already lie in the table (revisions/files.py).
+        begun = not fs.exists(f"{staging}/{DATA}")
         with files.placing(manifest.revision_table, revision, manifest.write_id,
-                           manifest.partitions) as place:
+                           manifest.partitions, merge_begun=begun) as place:
             if retire:
                 # Older snapshots still read these files where they go.
                 keep = place.retire(manifest.partitions, manifest.retired)

@@ -9,9 +9,14 @@ read them. Real SQLite and PostgreSQL, the injected clock.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from alembic import command
+from alembic.config import Config
 from partition_notify.revisions.files import RevisionFiles
-from sqlalchemy import text
+from partition_notify.store.migrate import _SCRIPTS, migrate
+from sqlalchemy import create_engine, text
 
 from partition_notify.app import App
 from partition_notify.core.limits import RETIRED_FILE_RETENTION_SECONDS
@@ -51,3 +56,49 @@ def test_an_overwrite_on_hdfs_is_left_for_the_spark_job(app: App, clock: FakeClo
     for _ in range(2):
         assert purge_all(app, 10, None).revision_files == 0
         assert _unvacuumed(app) == 1, "still to be dealt with, by the job that can"
+
+
+def _overwrite(app: App, db_table: str) -> None:
+    """w1's file of ds=1, retired by w2's committed overwrite."""
+    rm, files = app.revisions, RevisionFiles(app.revisions)
+    first = rm.begin_write_transaction(db_table, ["data"])
+    files.record(db_table, first.revision, "w1", lambda: ["ds=1/part-w1.parquet"])
+    rm.commit_write_transaction(first)
+    second = rm.begin_write_transaction(db_table, ["data"])
+    files.retire(db_table, second.revision, "w2", ["ds=1"], "_pn_retired/w2")
+    files.record(db_table, second.revision, "w2", lambda: ["ds=1/part-w2.parquet"])
+    rm.commit_write_transaction(second)
+
+
+def test_migration_0020_reopens_remote_overwrites_an_older_serve_marked_vacuumed(
+        app: App, store_url: str, tmp_path: Path) -> None:
+    """Before session 23 serve marked a remote table's overwrites dealt with, deleting
+    nothing: those rows (files not removed) are reopened for ``vacuum_retired``."""
+    pub = app.publisher
+    pub.register_table("sales", "orders", ["ds"], location="hdfs://nn/wh/orders")
+    pub.register_table("sales", "returns", ["ds"], location="s3a://bucket/wh/returns")
+    pub.register_table("sales", "local", ["ds"], location=str(tmp_path / "local"))
+    pub.register_table("sales", "gone", ["ds"], location="hdfs://nn/wh/gone")
+    for name in ("orders", "returns", "local", "gone"):
+        _overwrite(app, f"sales.{name}")
+    engine = create_engine(store_url)
+    cfg = Config()
+    cfg.set_main_option("script_location", str(_SCRIPTS))
+    try:
+        with engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            command.downgrade(cfg, "0019")
+            # What the older serve did: every overwrite past retention marked dealt
+            # with; it deleted the local table's file, the job later sales.gone's.
+            conn.execute(text("UPDATE pn_revision_replacements SET vacuumed_at = 5.0"))
+            conn.execute(text("UPDATE pn_revision_files SET removed_at = 5.0 WHERE "
+                              "table_name IN ('sales.local', 'sales.gone') "
+                              "AND write_id = 'w1'"))
+        migrate(engine)
+        with engine.connect() as conn:
+            reopened = sorted(conn.execute(text(
+                "SELECT table_name FROM pn_revision_replacements WHERE vacuumed_at IS NULL"
+            )).scalars())
+    finally:
+        engine.dispose()
+    assert reopened == ["sales.orders", "sales.returns"]

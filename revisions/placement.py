@@ -1,0 +1,174 @@
+"""The placement lease: one write at a time moves its data into a table.
+
+A transactional write's overwrite retirement and its merge are one step per
+table (revisions/files.py ``RevisionFiles.placing``). That step used to hold the
+table's revision row lock for the renames, which on SQLite is the database's
+write lock: every other write of the store, any table, waited for them and gave
+up past its busy timeout. Now a short transaction takes the table's lease row
+(``pn_revision_placements``: holder = write id, a token, an expiry) after the
+overtaken check, the renames run outside any database transaction while a
+thread renews the lease, and a short transaction releases it, committing the
+placement's rows (the overwrite's retirement) with the release.
+
+A lease past its expiry belongs to a writer that died or stopped renewing; the
+next placement of the table takes it over, and the recovery of the same write
+takes its own lease at once (only one process resumes a write: its staging
+lock). What a dead holder half-did is what a rolled-back placement left
+before: files partly moved, no rows; its recovery retires again (idempotent,
+keeping later writes' files) and finishes the merge. Expiry compares the
+callers' clocks with the stored time, like the write transactions' keep-alive.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+import time
+from collections.abc import Callable
+
+from partition_notify.revisions.repositories import RevisionUnitOfWork
+from partition_notify.revisions.schema import RevisionPlacementRow
+from sqlalchemy import Engine, delete, update
+
+from partition_notify.core.errors import ConflictError, StoreError
+
+log = logging.getLogger(__name__)
+
+#: A placement lease lasts this long past its last renewal (store clock).
+PLACEMENT_LEASE_SECONDS = 60.0
+#: A placement waits this long at most for a table's lease a live write holds.
+PLACEMENT_WAIT_SECONDS = 3600.0
+#: How often a waiting placement looks at the lease again.
+POLL_SECONDS = 0.1
+
+#: Raises if the write may not be placed (overtaken); runs in the taking transaction.
+Check = Callable[[RevisionUnitOfWork], None]
+#: Writes the placement's rows; runs in the releasing transaction.
+Commit = Callable[[RevisionUnitOfWork], None]
+
+
+class PlacementLease:
+    """A table's placement lease, held by one write; renewed by a thread until released."""
+
+    def __init__(self, engine: Engine, clock: Callable[[], float], table: str, holder: str,
+                 token: str, seconds: float) -> None:
+        self.engine, self.clock, self.table, self.holder = engine, clock, table, holder
+        self.token, self.seconds = token, seconds
+        #: Renewals so far; ``beat`` is notified after each.
+        self.renewals = 0
+        self.beat = threading.Condition()
+        #: Set when a renewal found the lease taken over: the release will refuse.
+        self.lost: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._renew_until_stopped, daemon=True,
+                                        name=f"placement lease {table}")
+
+    @classmethod
+    def take(cls, engine: Engine, clock: Callable[[], float], table: str, holder: str,
+             check: Check, *, seconds: float = PLACEMENT_LEASE_SECONDS,
+             wait_seconds: float = PLACEMENT_WAIT_SECONDS) -> PlacementLease:
+        """Take ``table``'s lease for write ``holder`` once ``check`` passes, waiting
+        up to ``wait_seconds`` for a live holder; :class:`ConflictError` past that."""
+        token = secrets.token_hex(16)
+        give_up = time.monotonic() + wait_seconds
+        while True:
+            with RevisionUnitOfWork(engine, write=True) as uow:
+                now = clock()
+                # The revision row lock orders this with begin/commit/abort of the table.
+                uow.revisions.lock_table(table, now, create=False)
+                row = uow.session.get(RevisionPlacementRow, table, with_for_update=True)
+                taken = row is None or row.holder == holder or row.expires_at <= now
+                if taken:
+                    check(uow)
+                    _take(uow, row, table, holder, token, now, seconds)
+                else:
+                    assert row is not None
+                    other, until = row.holder, row.expires_at
+            if taken:  # committed: only now is there a lease to renew
+                lease = cls(engine, clock, table, holder, token, seconds)
+                lease._thread.start()
+                return lease
+            if time.monotonic() >= give_up:
+                raise ConflictError(
+                    f"the placement lease of {table} is held by write {other} (renewed "
+                    f"until {until:.3f}, now {now:.3f}); write {holder} waited "
+                    f"{wait_seconds:g} s for it and placed nothing; its commit resumes "
+                    "(recover()) once that write is done")
+            time.sleep(POLL_SECONDS)
+
+    def release(self, commit: Commit | None) -> None:
+        """Stop renewing; commit the placement's rows (``commit``) with the release.
+
+        :class:`ConflictError` if the lease was taken over meanwhile: the rows are
+        not written and the write's recovery places it again. Without ``commit`` (the
+        placement failed) the lease is let go best-effort: a store error is logged,
+        the lease then expires (or the write's recovery takes it).
+        """
+        self._stop.set()
+        self._thread.join(30)
+        try:
+            with RevisionUnitOfWork(self.engine, write=True) as uow:
+                if commit is not None:
+                    uow.revisions.lock_table(self.table, self.clock(), create=False)
+                held = uow.session.execute(delete(RevisionPlacementRow).where(
+                    RevisionPlacementRow.table_name == self.table,
+                    RevisionPlacementRow.token == self.token)).rowcount  # type: ignore[attr-defined]
+                if held and commit is not None:
+                    commit(uow)
+                elif commit is not None:
+                    raise self._taken_over()
+        except StoreError as exc:
+            if commit is not None:
+                raise
+            log.warning("placement lease of %s (write %s) not released, it expires: %s",
+                        self.table, self.holder, exc)
+
+    def _taken_over(self) -> ConflictError:
+        return ConflictError(
+            f"the placement lease of {self.table} held by write {self.holder} was taken "
+            f"over while its files moved ({self.lost or 'it expired'}; lease "
+            f"{self.seconds:g} s, renewed every {self.seconds / 4:g} s); its rows were not "
+            "recorded: its commit resumes (recover()) and places it again")
+
+    def _renew_until_stopped(self) -> None:
+        while not self._stop.wait(self.seconds / 4):
+            try:
+                with RevisionUnitOfWork(self.engine, write=True) as uow:
+                    now = self.clock()
+                    held = uow.session.execute(update(RevisionPlacementRow).where(
+                        RevisionPlacementRow.table_name == self.table,
+                        RevisionPlacementRow.token == self.token,
+                        RevisionPlacementRow.expires_at > now,
+                    ).values(expires_at=now + self.seconds)).rowcount  # type: ignore[attr-defined]
+            except StoreError as exc:  # retried at the next beat, like the keep-alive
+                log.warning("renewing the placement lease of %s (write %s) failed, "
+                            "retrying: %s", self.table, self.holder, exc)
+                continue
+            if not held:
+                self.lost = f"a renewal at {now:.3f} found it expired or taken over"
+                log.error("placement lease of %s (write %s): %s", self.table, self.holder,
+                          self.lost)
+                return
+            with self.beat:
+                self.renewals += 1
+                self.beat.notify_all()
+
+
+def _take(uow: RevisionUnitOfWork, row: RevisionPlacementRow | None, table: str, holder: str,
+          token: str, now: float, seconds: float) -> None:
+    if row is None:
+        uow.session.add(RevisionPlacementRow(table_name=table, holder=holder, token=token,
+                                             acquired_at=now, expires_at=now + seconds))
+        uow.session.flush()
+        return
+    if row.holder != holder:
+        log.warning("placement lease of %s: write %s takes it over from write %s, whose "
+                    "lease expired at %.3f (its writer died or stopped renewing; its "
+                    "recovery finishes its placement)", table, holder, row.holder,
+                    row.expires_at)
+    row.holder, row.token, row.acquired_at, row.expires_at = holder, token, now, now + seconds
+    uow.session.flush()
+
+
+__all__ = ["PLACEMENT_LEASE_SECONDS", "PLACEMENT_WAIT_SECONDS", "PlacementLease"]
