@@ -34,7 +34,7 @@ from partition_notify.writers.lakehouse.commits import (
 from partition_notify.writers.lakehouse.schema import BEFORE_FIRST
 from partition_notify.writers.lakehouse.specs import partition_in_keys
 
-from partition_notify.core.errors import ConfigurationError, InvalidSpecError
+from partition_notify.core.errors import ConfigurationError, InvalidSpecError, ValidationError
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -99,6 +99,7 @@ class IcebergReader:
     def __init__(self, catalog: Catalog, identifier: str, keys: Sequence[str]) -> None:
         self.keys = list(keys)
         self.identifier = identifier
+        self._catalog = catalog
         self._table = _load_table(catalog, identifier)
 
     def head(self) -> int | None:
@@ -110,8 +111,10 @@ class IcebergReader:
         """At registration: every key must be a field of one of the table's specs (after
         a partition evolution the keys may rightly differ from the current spec's; each
         file is checked when read, specs.py). A key no spec has can never be given: the
-        follower would stop at the table's next commit. No table yet: no fields."""
+        follower would stop at the table's next commit. No table yet: no fields, unless
+        the catalog holds it under another case of its name (refused, naming both)."""
         if self._table is None:
+            _refuse_other_spelling(self._catalog, self.identifier)
             return
         fields = {f.name for spec in self._table.specs().values() for f in spec.fields}
         unknown = [k for k in self.keys if k not in fields]
@@ -210,6 +213,36 @@ class IcebergReader:
 def _first(exc: BaseException) -> str:
     """The first line of the driver's message, at most 500 characters."""
     return (str(exc).strip().splitlines() or [""])[0][:500]
+
+
+def _refuse_other_spelling(catalog: Catalog, identifier: str) -> None:
+    """Raises ValidationError when a SQL catalog holds ``identifier`` under a spelling of
+    the catalog's name in another case. The settings are found whatever the case (an
+    environment variable is spelled in capitals), but pyiceberg's SQL catalog keeps each
+    table under the name its writer gave and compares it exactly: followed under the
+    other spelling, the table would never be found and nothing ever announced."""
+    try:
+        from pyiceberg.catalog.sql import IcebergTables, SqlCatalog
+    except ImportError:  # pyiceberg without its sql extra: no SQL catalog either
+        return
+    if not isinstance(catalog, SqlCatalog):
+        return  # REST, Glue, Hive: the server resolves names, not this row
+    from sqlalchemy import func, select
+    from sqlalchemy.orm import Session
+
+    namespace = catalog.namespace_to_string(catalog.namespace_from(identifier))
+    with Session(catalog.engine) as session:
+        others = session.scalars(select(IcebergTables.catalog_name).where(
+            func.lower(IcebergTables.catalog_name) == catalog.name.lower(),
+            IcebergTables.catalog_name != catalog.name,
+            IcebergTables.table_namespace == namespace,
+            IcebergTables.table_name == catalog.table_name_from(identifier),
+        )).all()
+    if others:
+        raise ValidationError(
+            f"catalog {catalog.name!r} has no table {identifier}, but the same SQL catalog "
+            f"database holds it under catalog name {others[0]!r}, the writer's spelling "
+            f"(pyiceberg compares catalog names exactly): register with --catalog {others[0]}")
 
 
 def _load_table(catalog: Catalog, identifier: str) -> Table | None:
