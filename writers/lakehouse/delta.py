@@ -307,10 +307,14 @@ def _checkpoint_id(filesystem: FileSystem, paths: list[str]) -> str | None:
 
     for path in paths:
         if path.endswith(".json"):
+            # A checkpoint holds one metaData: the first found ends the read (a file
+            # without sidecars holds every add of the table after it).
             with filesystem.open_input_stream(path) as f:
-                found = _meta_id(_actions(f, path))
+                found = next((a["metaData"]["id"] for a in _actions(f, path)
+                              if isinstance(a.get("metaData"), dict)
+                              and isinstance(a["metaData"].get("id"), str)), None)
             if found is not None:
-                return found
+                return str(found)
             continue
         column = pq.read_table(path, columns=["metaData"], filesystem=filesystem)["metaData"]
         for meta in column.drop_null().to_pylist():  # one row of many holds it
