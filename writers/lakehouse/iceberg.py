@@ -271,7 +271,10 @@ def _chain(table: Table, cursor: int, identifier: str) -> list[Snapshot]:
             raise Gap(f"{identifier}: the history of the current snapshot {head} loops "
                       f"back to snapshot {parent}; {cursor} is not in it", head)
         if parent is None:
-            # pyiceberg's expiry also drops the parent link of the expired one's child.
+            # pyiceberg's expiry also drops the parent link of the expired one's child:
+            # the cursor's own expiry (a daily "older than" run) loses no commit.
+            if cursor != BEFORE_FIRST and _child_of(table, chain[-1], cursor):
+                return chain[::-1]
             raise Gap(f"{identifier}: the snapshots between {cursor} and the current {head} "
                       "are no longer in the table's history (expired, or rolled back)", head)
         snap = table.snapshot_by_id(parent)
@@ -279,3 +282,19 @@ def _chain(table: Table, cursor: int, identifier: str) -> list[Snapshot]:
             raise Gap(f"{identifier}: snapshot {parent} was expired before it was read", head)
         chain.append(snap)
         seen.add(parent)
+
+
+def _child_of(table: Table, snap: Snapshot, cursor: int) -> bool:
+    """Whether ``snap``, whose parent link is gone, was committed right after snapshot
+    ``cursor`` (expired) on top of it: ``snap`` holds a manifest ``cursor`` added (its
+    files were not rolled back) and its sequence number is the next after that
+    manifest's, ``cursor``'s (no commit in between, on any branch). Not so, or a v1
+    table (no sequence numbers), or ``cursor`` added no manifest ``snap`` still holds
+    (merged, or a delete): unknown, so a gap, as before."""
+    seq = snap.sequence_number
+    if not seq:
+        return False
+    for manifest in snap.manifests(table.io):
+        if manifest.added_snapshot_id == cursor:
+            return manifest.sequence_number == seq - 1
+    return False
