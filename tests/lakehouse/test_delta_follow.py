@@ -220,3 +220,25 @@ def test_vacuum_announces_nothing_and_a_follower_behind_it_still_reads_the_log(
         add("datestamp=20260104/region=us", v3),  # the vacuum's own versions: nothing
     ]
     assert follower.run_once().commits == 0
+
+
+def test_a_table_partitioned_anew_stops_naming_the_keys_to_register_it_with(
+        app: App, location: str, follower: Follower, caplog: pytest.LogCaptureFixture) -> None:
+    """An overwrite that changes the partition columns (delta-rs ``schema_mode=
+    "overwrite"``): the follower stops there, and its warning says what to do for a Delta
+    table (keys cannot change once announced: register it again with its new columns)."""
+    write(location, ("20260101", "us", 1))
+    follower.run_once()
+    write_deltalake(location, delta_rows(("20260102", "us", 2)), mode="overwrite",
+                    partition_by=["datestamp"], schema_mode="overwrite")
+
+    with caplog.at_level(logging.WARNING):
+        stats = follower.run_once()
+
+    assert (stats.stopped, stats.commits) == (1, 0), stats
+    warning = next(r.getMessage() for r in caplog.records if "version 1" in r.getMessage())
+    # Before: "(register the table with the partition field names, e.g. datestamp_day
+    # for day(datestamp))": an Iceberg hint, and a table announced from cannot be altered.
+    assert "datestamp_day" not in warning, warning
+    assert "unregister" in warning and "--keys datestamp" in warning, warning
+    assert "lakehouse skip sales.orders --version 1" in warning, warning
