@@ -242,3 +242,31 @@ def test_a_table_partitioned_anew_stops_naming_the_keys_to_register_it_with(
     assert "datestamp_day" not in warning, warning
     assert "unregister" in warning and "--keys datestamp" in warning, warning
     assert "lakehouse skip sales.orders --version 1" in warning, warning
+
+
+def test_restore_announces_the_partitions_whose_data_it_brings_back(
+        app: App, location: str, follower: Follower) -> None:
+    """RESTORE (delta-rs ``restore``) commits adds and removes with dataChange=true: a
+    partition whose earlier files it brings back is announced again (its data changed);
+    one it removes is a delete (no event), as for any commit; OPTIMIZE after it, nothing."""
+    write(location, ("20260101", "us", 1))
+    follower.run_once()  # starts after version 0
+    v1 = write(location, ("20260102", "us", 2))
+    v2 = write(location, ("20260101", "us", 9), mode="overwrite",
+               predicate="datestamp = '20260101'")
+    DeltaTable(location).restore(0)  # 20260101 back to version 0's file, 20260102 gone
+    v3 = DeltaTable(location).version()
+    DeltaTable(location).restore(v2)  # both back as at v2
+    v4 = DeltaTable(location).version()
+    DeltaTable(location).optimize.z_order(["v"])
+
+    stats = follower.run_once()
+
+    assert (stats.commits, stats.gaps, stats.errors) == (5, 0, 0), stats
+    got = logged(app, TABLE)
+    assert got[:3] == [add("datestamp=20260102/region=us", v1),
+                       add("datestamp=20260101/region=us", v2),
+                       add("datestamp=20260101/region=us", v3)]
+    assert set(got[3:]) == {add("datestamp=20260101/region=us", v4),
+                            add("datestamp=20260102/region=us", v4)}
+    assert len(got) == 5
