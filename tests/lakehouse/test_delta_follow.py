@@ -3,12 +3,14 @@ PostgreSQL, tests/conftest.py's ``app``)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
+import time
 from pathlib import Path
 
 import pytest
-from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake import CommitProperties, DeltaTable, TableFeatures, write_deltalake
 from partition_notify.writers.lakehouse.follower import Follower
 from partition_notify.writers.lakehouse.store import LakehouseTables
 
@@ -270,3 +272,33 @@ def test_restore_announces_the_partitions_whose_data_it_brings_back(
     assert set(got[3:]) == {add("datestamp=20260101/region=us", v4),
                             add("datestamp=20260102/region=us", v4)}
     assert len(got) == 5
+
+
+def test_a_delete_by_deletion_vector_is_a_delete(
+        app: App, location: str, follower: Follower) -> None:
+    """delta-rs 1.6 takes the deletionVectors feature but rewrites files; Spark's DELETE
+    on such a table commits, per the Delta protocol, the file's remove and its add again
+    with a ``deletionVector``: crafted so here. A delete: nothing announced, and the
+    table (loaded by delta-rs past it) goes on."""
+    write(location, ("20260101", "us", 1), ("20260101", "us", 2))
+    DeltaTable(location).alter.add_feature([TableFeatures.DeletionVectors],
+                                           allow_protocol_versions_increase=True)
+    follower.run_once()  # starts after version 1
+    log = Path(location) / "_delta_log"
+    data = next(json.loads(line)["add"] for line in
+                (log / f"{0:020d}.json").read_text().splitlines() if '"add"' in line)
+    now = int(time.time() * 1000)
+    dv = {"storageType": "u", "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^", "offset": 1,
+          "sizeInBytes": 36, "cardinality": 1}
+    (log / f"{2:020d}.json").write_text("".join(json.dumps(a) + "\n" for a in [
+        {"commitInfo": {"timestamp": now, "operation": "DELETE"}},
+        {"remove": {"path": data["path"], "deletionTimestamp": now, "dataChange": True,
+                    "partitionValues": data["partitionValues"], "size": data["size"]}},
+        {"add": {**data, "modificationTime": now, "deletionVector": dv}},
+    ]))
+    v3 = write(location, ("20260102", "us", 3))
+
+    stats = follower.run_once()
+
+    assert (stats.commits, stats.gaps, stats.errors) == (2, 0, 0), stats
+    assert logged(app, TABLE) == [add("datestamp=20260102/region=us", v3)]
