@@ -162,6 +162,10 @@ class DeltaReader:
         """Versions after ``cursor``, oldest first; :class:`Gap` when one was cleaned, or
         when the table at ``cursor`` is not the one of id ``uuid`` handled there."""
         todo = [v for v in self._versions if v > cursor]
+        if not self._versions and cursor != BEFORE_FIRST:  # it was there: deleted
+            raise Unloadable(f"{self.location}: the table no longer exists (no _delta_log "
+                             "version there); followed again when one is written there "
+                             "(a gap: another table)", cursor, None)
         if not todo:
             if self._versions and self._versions[-1] < cursor:
                 # Log cleanup keeps the newest version: a log ending before the cursor

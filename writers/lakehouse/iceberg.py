@@ -27,6 +27,7 @@ from partition_notify.writers.lakehouse.commits import (
     Gap,
     Spec,
     Unannounceable,
+    Unloadable,
     canonical,
     named,
     unique,
@@ -144,6 +145,10 @@ class IcebergReader:
         """
         table = self._table
         if table is None:
+            if cursor != BEFORE_FIRST:  # it was there: dropped, not "no commit yet"
+                raise Unloadable(f"{self.identifier}: the table no longer exists in its "
+                                 "catalog (dropped or renamed); followed again when one of "
+                                 "that name is created (a gap: another table)", cursor, None)
             return
         found = self.table_uuid()
         if uuid is not None and found != uuid and cursor != BEFORE_FIRST:
