@@ -6,11 +6,16 @@ catalogs on SQLite and PostgreSQL, the real CLI."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
+from partition_notify.writers.lakehouse.follower import Follower
+from partition_notify.writers.lakehouse.iceberg import Catalogs, catalog_properties
+from partition_notify.writers.lakehouse.store import LakehouseTables
 
-from tests.lakehouse.helpers import iceberg_table, rows
+from partition_notify.app import App
+from tests.lakehouse.helpers import catalog_env, iceberg_table, rows
 from tests.lakehouse.test_register_errors import cli
 from tests.support.ci import require
 from tests.support.postgres import PostgresDatabases
@@ -56,3 +61,30 @@ def test_a_catalog_name_spelled_in_another_case_than_the_writers_is_refused_nami
     finally:
         if postgres is not None and database == "postgresql":
             postgres.drop(uri)
+
+
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
+def test_a_table_created_after_registration_under_another_spelling_is_said_at_every_run(
+        app: App, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Registered before the writer created the table (register can only warn "no commit
+    yet"), then created through catalog "lake" while registered as "LAKE": the follower
+    says so at every run, naming both spellings, instead of reading nothing for ever."""
+    from pyiceberg.catalog import load_catalog
+
+    (tmp_path / "wh").mkdir()
+    env = catalog_env("lake", f"sqlite:///{tmp_path}/catalog.db", tmp_path / "wh")
+    info = app.publisher.register_table("sales", "orders", ["datestamp_day", "region"])
+    LakehouseTables(app.store).register(info, "iceberg", catalog="LAKE")
+    follower = Follower(app.publisher, "iceberg", catalogs=Catalogs(env))
+    follower.run_once()  # no table yet: from its first commit
+    table = iceberg_table(load_catalog("lake", **catalog_properties("lake", env)))
+    table.append(rows(table, ("2026-01-01", "us", 1)))
+
+    with caplog.at_level(logging.WARNING):
+        first = follower.run_once()
+        second = follower.run_once()
+
+    # Before: errors=0 and no warning, at every run.
+    assert (first.errors, second.errors, first.commits) == (1, 1, 0), (first, second)
+    said = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(said) == 2 and all("'LAKE'" in m and "--catalog lake" in m for m in said), said

@@ -115,7 +115,7 @@ class IcebergReader:
         follower would stop at the table's next commit. No table yet: no fields, unless
         the catalog holds it under another case of its name (refused, naming both)."""
         if self._table is None:
-            _refuse_other_spelling(self._catalog, self.identifier)
+            _refuse_other_spelling(self._catalog, self.identifier, "register with")
             return
         fields = {f.name for spec in self._table.specs().values() for f in spec.fields}
         unknown = [k for k in self.keys if k not in fields]
@@ -149,6 +149,10 @@ class IcebergReader:
                 raise Unloadable(f"{self.identifier}: the table no longer exists in its "
                                  "catalog (dropped or renamed); followed again when one of "
                                  "that name is created (a gap: another table)", cursor, None)
+            # Registered before its writer created it, maybe under another spelling of
+            # the catalog's name: said at every run, not read as "no commit yet".
+            _refuse_other_spelling(self._catalog, self.identifier,
+                                   "unregister it and register it again with")
             return
         found = self.table_uuid()
         if uuid is not None and found != uuid and cursor != BEFORE_FIRST:
@@ -220,7 +224,7 @@ def _first(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [""])[0][:500]
 
 
-def _refuse_other_spelling(catalog: Catalog, identifier: str) -> None:
+def _refuse_other_spelling(catalog: Catalog, identifier: str, remedy: str) -> None:
     """Raises ValidationError when a SQL catalog holds ``identifier`` under a spelling of
     the catalog's name in another case. The settings are found whatever the case (an
     environment variable is spelled in capitals), but pyiceberg's SQL catalog keeps each
@@ -247,7 +251,7 @@ def _refuse_other_spelling(catalog: Catalog, identifier: str) -> None:
         raise ValidationError(
             f"catalog {catalog.name!r} has no table {identifier}, but the same SQL catalog "
             f"database holds it under catalog name {others[0]!r}, the writer's spelling "
-            f"(pyiceberg compares catalog names exactly): register with --catalog {others[0]}")
+            f"(pyiceberg compares catalog names exactly): {remedy} --catalog {others[0]}")
 
 
 def _load_table(catalog: Catalog, identifier: str) -> Table | None:
