@@ -3,12 +3,14 @@ PostgreSQL, tests/conftest.py's ``app``)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
+import time
 from pathlib import Path
 
 import pytest
-from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake import CommitProperties, DeltaTable, TableFeatures, write_deltalake
 from partition_notify.writers.lakehouse.follower import Follower
 from partition_notify.writers.lakehouse.store import LakehouseTables
 
@@ -220,3 +222,83 @@ def test_vacuum_announces_nothing_and_a_follower_behind_it_still_reads_the_log(
         add("datestamp=20260104/region=us", v3),  # the vacuum's own versions: nothing
     ]
     assert follower.run_once().commits == 0
+
+
+def test_a_table_partitioned_anew_stops_naming_the_keys_to_register_it_with(
+        app: App, location: str, follower: Follower, caplog: pytest.LogCaptureFixture) -> None:
+    """An overwrite that changes the partition columns (delta-rs ``schema_mode=
+    "overwrite"``): the follower stops there, and its warning says what to do for a Delta
+    table (keys cannot change once announced: register it again with its new columns)."""
+    write(location, ("20260101", "us", 1))
+    follower.run_once()
+    write_deltalake(location, delta_rows(("20260102", "us", 2)), mode="overwrite",
+                    partition_by=["datestamp"], schema_mode="overwrite")
+
+    with caplog.at_level(logging.WARNING):
+        stats = follower.run_once()
+
+    assert (stats.stopped, stats.commits) == (1, 0), stats
+    warning = next(r.getMessage() for r in caplog.records if "version 1" in r.getMessage())
+    # Before: "(register the table with the partition field names, e.g. datestamp_day
+    # for day(datestamp))": an Iceberg hint, and a table announced from cannot be altered.
+    assert "datestamp_day" not in warning, warning
+    assert "unregister" in warning and "--keys datestamp" in warning, warning
+    assert "lakehouse skip sales.orders --version 1" in warning, warning
+
+
+def test_restore_announces_the_partitions_whose_data_it_brings_back(
+        app: App, location: str, follower: Follower) -> None:
+    """RESTORE (delta-rs ``restore``) commits adds and removes with dataChange=true: a
+    partition whose earlier files it brings back is announced again (its data changed);
+    one it removes is a delete (no event), as for any commit; OPTIMIZE after it, nothing."""
+    write(location, ("20260101", "us", 1))
+    follower.run_once()  # starts after version 0
+    v1 = write(location, ("20260102", "us", 2))
+    v2 = write(location, ("20260101", "us", 9), mode="overwrite",
+               predicate="datestamp = '20260101'")
+    DeltaTable(location).restore(0)  # 20260101 back to version 0's file, 20260102 gone
+    v3 = DeltaTable(location).version()
+    DeltaTable(location).restore(v2)  # both back as at v2
+    v4 = DeltaTable(location).version()
+    DeltaTable(location).optimize.z_order(["v"])
+
+    stats = follower.run_once()
+
+    assert (stats.commits, stats.gaps, stats.errors) == (5, 0, 0), stats
+    got = logged(app, TABLE)
+    assert got[:3] == [add("datestamp=20260102/region=us", v1),
+                       add("datestamp=20260101/region=us", v2),
+                       add("datestamp=20260101/region=us", v3)]
+    assert set(got[3:]) == {add("datestamp=20260101/region=us", v4),
+                            add("datestamp=20260102/region=us", v4)}
+    assert len(got) == 5
+
+
+def test_a_delete_by_deletion_vector_is_a_delete(
+        app: App, location: str, follower: Follower) -> None:
+    """delta-rs 1.6 takes the deletionVectors feature but rewrites files; Spark's DELETE
+    on such a table commits, per the Delta protocol, the file's remove and its add again
+    with a ``deletionVector``: crafted so here. A delete: nothing announced, and the
+    table (loaded by delta-rs past it) goes on."""
+    write(location, ("20260101", "us", 1), ("20260101", "us", 2))
+    DeltaTable(location).alter.add_feature([TableFeatures.DeletionVectors],
+                                           allow_protocol_versions_increase=True)
+    follower.run_once()  # starts after version 1
+    log = Path(location) / "_delta_log"
+    data = next(json.loads(line)["add"] for line in
+                (log / f"{0:020d}.json").read_text().splitlines() if '"add"' in line)
+    now = int(time.time() * 1000)
+    dv = {"storageType": "u", "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^", "offset": 1,
+          "sizeInBytes": 36, "cardinality": 1}
+    (log / f"{2:020d}.json").write_text("".join(json.dumps(a) + "\n" for a in [
+        {"commitInfo": {"timestamp": now, "operation": "DELETE"}},
+        {"remove": {"path": data["path"], "deletionTimestamp": now, "dataChange": True,
+                    "partitionValues": data["partitionValues"], "size": data["size"]}},
+        {"add": {**data, "modificationTime": now, "deletionVector": dv}},
+    ]))
+    v3 = write(location, ("20260102", "us", 3))
+
+    stats = follower.run_once()
+
+    assert (stats.commits, stats.gaps, stats.errors) == (2, 0, 0), stats
+    assert logged(app, TABLE) == [add("datestamp=20260102/region=us", v3)]

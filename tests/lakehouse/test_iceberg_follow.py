@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -132,6 +133,36 @@ def test_an_expired_snapshot_is_a_gap_never_skipped_silently(
     follower.run_once()
     assert [m.spec for m in logged(app, TABLE)] == [
         str(cursor), "datestamp_day=2026-01-05/region=us"]
+
+
+@pytest.mark.parametrize("expiry", ["by-id", "older-than"])
+def test_the_handled_snapshot_expired_after_new_commits_is_no_gap(
+        app: App, env: dict[str, str], follower: Follower, expiry: str) -> None:
+    """The snapshot handled last is expired after the next one was committed, before the
+    follower reads it: by id, or by a daily expiry of all snapshots older than now run
+    right after the day's write. pyiceberg's expiry drops the parent link of its child,
+    but no commit was lost: the child's sequence number follows the handled one's and it
+    holds that one's manifest. (Expiring the second too is a gap: the test above.)"""
+    table = iceberg_table(_catalog(env))
+    table.append(rows(table, ("2026-01-01", "us", 1)))
+    follower.run_once()  # starts after the first commit
+    cursor = table.current_snapshot().snapshot_id
+    table.append(rows(table, ("2026-01-02", "us", 2)))
+    second = table.current_snapshot().snapshot_id
+    if expiry == "older-than":  # all but the current one
+        table.maintenance.expire_snapshots().older_than(datetime.now(UTC)).commit()
+    table.append(rows(table, ("2026-01-03", "us", 3)))
+    third = table.current_snapshot().snapshot_id
+    if expiry == "by-id":
+        table.maintenance.expire_snapshots().by_id(cursor).commit()
+
+    stats = follower.run_once()
+
+    # Before: gaps=1, COMMITS_MISSED after the cursor resuming at the current snapshot:
+    # 2026-01-02 and 2026-01-03 were never announced though their commits were there.
+    assert (stats.gaps, stats.commits) == (0, 2), stats
+    assert logged(app, TABLE) == [add("datestamp_day=2026-01-02/region=us", second),
+                                  add("datestamp_day=2026-01-03/region=us", third)]
 
 
 def test_a_second_serve_waits_for_the_lease_and_a_restart_resumes_without_duplicates(

@@ -22,6 +22,7 @@ from pyiceberg.catalog import load_catalog
 from sqlalchemy import create_engine
 
 from partition_notify.app import App, build_app
+from tests.lakehouse.delta_v2 import uuid_named_checkpoint
 from tests.lakehouse.helpers import Logged, catalog_env, delta_rows, iceberg_table, logged, rows
 
 TABLE = "sales.orders"
@@ -78,14 +79,18 @@ def test_a_delta_table_created_again_past_the_cursor_is_a_gap_then_followed_from
     assert logged(app, TABLE)[-1] == Logged("add", "datestamp=20260206/region=us", 5)
 
 
-@pytest.mark.parametrize("v2", [False, True], ids=["classic", "v2-checkpoint"])
+@pytest.mark.parametrize("v2", [None, "classic-name", "uuid-json", "uuid-parquet"],
+                         ids=["classic", "v2-checkpoint", "v2-uuid-json", "v2-uuid-parquet"])
 def test_a_delta_table_created_again_inside_a_cleaned_gap_is_one_gap(
-    app: App, tmp_path: Path, v2: bool
+    app: App, tmp_path: Path, v2: str | None
 ) -> None:
     """The old table's versions past the cursor and the new table's first ones are gone
     (checkpointed, their JSON cleaned): one COMMITS_MISSED, then the new table's commits.
     v2: the new table has the v2Checkpoint feature and policy (delta-rs writes its V2
-    checkpoint under the classic name; the id is read from its metaData column)."""
+    checkpoint under the classic name; the id is read from its metaData column).
+    uuid-*: that checkpoint under a UUID name, its adds in a sidecar, its top-level file
+    JSON or parquet: crafted per the Delta protocol, which delta-rs cannot write
+    (tests/lakehouse/delta_v2.py); delta-rs reads it."""
     location = tmp_path / "orders"
     follower = follow_delta(app, location)
     follower.run_once()
@@ -101,6 +106,8 @@ def test_a_delta_table_created_again_inside_a_cleaned_gap_is_one_gap(
     table = DeltaTable(str(location))
     table.create_checkpoint()
     at = table.version()
+    if v2 is not None and v2.startswith("uuid-"):
+        uuid_named_checkpoint(location, at, v2.removeprefix("uuid-"))
     for version in range(at):  # log cleanup: the JSON below the checkpoint
         (location / "_delta_log" / f"{version:020d}.json").unlink()
     v5 = write(location, "20260206")

@@ -131,8 +131,8 @@ def named(values: Mapping[str, str | None], keys: Sequence[str], *, what: str) -
     if set(values) != set(keys):
         raise InvalidSpecError(
             f"{what}: partition fields {sorted(values)} are not the registered keys "
-            f"{list(keys)} (register the table with the partition field names, "
-            "e.g. datestamp_day for day(datestamp))")
+            f"{list(keys)}: unregister and register it with --keys "
+            f"{','.join(sorted(values))} to follow its partitioning now")
     return {k: NULL_VALUE if values[k] is None else str(values[k]) for k in keys}
 
 

@@ -43,8 +43,12 @@ if TYPE_CHECKING:
     from pyarrow.fs import FileSystem
 
 _COMMIT = re.compile(r"^(\d{20})\.json$")
-#: A classic checkpoint, one file or one part of several (Delta protocol).
-_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(?:\.\d{10}\.\d{10})?\.parquet$")
+#: A checkpoint (Delta protocol): classic, one file or one part of several, or a V2 one
+#: named with a UUID, parquet or JSON (its adds in _delta_log/_sidecars/; its metaData,
+#: which is all that is read here, in this top-level file).
+_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(?:\.\d{10}\.\d{10}\.parquet|\.parquet"
+                         r"|\.[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}"
+                         r"\.(?:parquet|json))$")
 #: Files read at most (newest JSON versions, then the checkpoint's parts) to find the
 #: table's id without replaying its log: a gap's resume point may be any version.
 MAX_ID_FILES = 20
@@ -158,6 +162,10 @@ class DeltaReader:
         """Versions after ``cursor``, oldest first; :class:`Gap` when one was cleaned, or
         when the table at ``cursor`` is not the one of id ``uuid`` handled there."""
         todo = [v for v in self._versions if v > cursor]
+        if not self._versions and cursor != BEFORE_FIRST:  # it was there: deleted
+            raise Unloadable(f"{self.location}: the table no longer exists (no _delta_log "
+                             "version there); followed again when one is written there "
+                             "(a gap: another table)", cursor, None)
         if not todo:
             if self._versions and self._versions[-1] < cursor:
                 # Log cleanup keeps the newest version: a log ending before the cursor
@@ -297,10 +305,21 @@ def _meta_id(actions: Iterator[dict[str, Any]]) -> str | None:
 
 
 def _checkpoint_id(filesystem: FileSystem, paths: list[str]) -> str | None:
-    """The ``metaData.id`` in a checkpoint's parts (its ``metaData`` column only)."""
+    """The ``metaData.id`` in a checkpoint's files (a parquet one's ``metaData`` column
+    only; a V2 checkpoint's JSON top-level file read as a log version is)."""
     import pyarrow.parquet as pq
 
     for path in paths:
+        if path.endswith(".json"):
+            # A checkpoint holds one metaData: the first found ends the read (a file
+            # without sidecars holds every add of the table after it).
+            with filesystem.open_input_stream(path) as f:
+                found = next((a["metaData"]["id"] for a in _actions(f, path)
+                              if isinstance(a.get("metaData"), dict)
+                              and isinstance(a["metaData"].get("id"), str)), None)
+            if found is not None:
+                return str(found)
+            continue
         column = pq.read_table(path, columns=["metaData"], filesystem=filesystem)["metaData"]
         for meta in column.drop_null().to_pylist():  # one row of many holds it
             if meta and isinstance(meta.get("id"), str):

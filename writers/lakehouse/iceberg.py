@@ -27,6 +27,7 @@ from partition_notify.writers.lakehouse.commits import (
     Gap,
     Spec,
     Unannounceable,
+    Unloadable,
     canonical,
     named,
     unique,
@@ -34,7 +35,7 @@ from partition_notify.writers.lakehouse.commits import (
 from partition_notify.writers.lakehouse.schema import BEFORE_FIRST
 from partition_notify.writers.lakehouse.specs import partition_in_keys
 
-from partition_notify.core.errors import ConfigurationError, InvalidSpecError
+from partition_notify.core.errors import ConfigurationError, InvalidSpecError, ValidationError
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -99,6 +100,7 @@ class IcebergReader:
     def __init__(self, catalog: Catalog, identifier: str, keys: Sequence[str]) -> None:
         self.keys = list(keys)
         self.identifier = identifier
+        self._catalog = catalog
         self._table = _load_table(catalog, identifier)
 
     def head(self) -> int | None:
@@ -110,8 +112,10 @@ class IcebergReader:
         """At registration: every key must be a field of one of the table's specs (after
         a partition evolution the keys may rightly differ from the current spec's; each
         file is checked when read, specs.py). A key no spec has can never be given: the
-        follower would stop at the table's next commit. No table yet: no fields."""
+        follower would stop at the table's next commit. No table yet: no fields, unless
+        the catalog holds it under another case of its name (refused, naming both)."""
         if self._table is None:
+            _refuse_other_spelling(self._catalog, self.identifier, "register with")
             return
         fields = {f.name for spec in self._table.specs().values() for f in spec.fields}
         unknown = [k for k in self.keys if k not in fields]
@@ -141,6 +145,14 @@ class IcebergReader:
         """
         table = self._table
         if table is None:
+            if cursor != BEFORE_FIRST:  # it was there: dropped, not "no commit yet"
+                raise Unloadable(f"{self.identifier}: the table no longer exists in its "
+                                 "catalog (dropped or renamed); followed again when one of "
+                                 "that name is created (a gap: another table)", cursor, None)
+            # Registered before its writer created it, maybe under another spelling of
+            # the catalog's name: said at every run, not read as "no commit yet".
+            _refuse_other_spelling(self._catalog, self.identifier,
+                                   "unregister it and register it again with")
             return
         found = self.table_uuid()
         if uuid is not None and found != uuid and cursor != BEFORE_FIRST:
@@ -212,6 +224,36 @@ def _first(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [""])[0][:500]
 
 
+def _refuse_other_spelling(catalog: Catalog, identifier: str, remedy: str) -> None:
+    """Raises ValidationError when a SQL catalog holds ``identifier`` under a spelling of
+    the catalog's name in another case. The settings are found whatever the case (an
+    environment variable is spelled in capitals), but pyiceberg's SQL catalog keeps each
+    table under the name its writer gave and compares it exactly: followed under the
+    other spelling, the table would never be found and nothing ever announced."""
+    try:
+        from pyiceberg.catalog.sql import IcebergTables, SqlCatalog
+    except ImportError:  # pyiceberg without its sql extra: no SQL catalog either
+        return
+    if not isinstance(catalog, SqlCatalog):
+        return  # REST, Glue, Hive: the server resolves names, not this row
+    from sqlalchemy import func, select
+    from sqlalchemy.orm import Session
+
+    namespace = catalog.namespace_to_string(catalog.namespace_from(identifier))
+    with Session(catalog.engine) as session:
+        others = session.scalars(select(IcebergTables.catalog_name).where(
+            func.lower(IcebergTables.catalog_name) == catalog.name.lower(),
+            IcebergTables.catalog_name != catalog.name,
+            IcebergTables.table_namespace == namespace,
+            IcebergTables.table_name == catalog.table_name_from(identifier),
+        )).all()
+    if others:
+        raise ValidationError(
+            f"catalog {catalog.name!r} has no table {identifier}, but the same SQL catalog "
+            f"database holds it under catalog name {others[0]!r}, the writer's spelling "
+            f"(pyiceberg compares catalog names exactly): {remedy} --catalog {others[0]}")
+
+
 def _load_table(catalog: Catalog, identifier: str) -> Table | None:
     from pyiceberg.exceptions import NoSuchTableError
 
@@ -238,7 +280,10 @@ def _chain(table: Table, cursor: int, identifier: str) -> list[Snapshot]:
             raise Gap(f"{identifier}: the history of the current snapshot {head} loops "
                       f"back to snapshot {parent}; {cursor} is not in it", head)
         if parent is None:
-            # pyiceberg's expiry also drops the parent link of the expired one's child.
+            # pyiceberg's expiry also drops the parent link of the expired one's child:
+            # the cursor's own expiry (a daily "older than" run) loses no commit.
+            if cursor != BEFORE_FIRST and _child_of(table, chain[-1], cursor):
+                return chain[::-1]
             raise Gap(f"{identifier}: the snapshots between {cursor} and the current {head} "
                       "are no longer in the table's history (expired, or rolled back)", head)
         snap = table.snapshot_by_id(parent)
@@ -246,3 +291,19 @@ def _chain(table: Table, cursor: int, identifier: str) -> list[Snapshot]:
             raise Gap(f"{identifier}: snapshot {parent} was expired before it was read", head)
         chain.append(snap)
         seen.add(parent)
+
+
+def _child_of(table: Table, snap: Snapshot, cursor: int) -> bool:
+    """Whether ``snap``, whose parent link is gone, was committed right after snapshot
+    ``cursor`` (expired) on top of it: ``snap`` holds a manifest ``cursor`` added (its
+    files were not rolled back) and its sequence number is the next after that
+    manifest's, ``cursor``'s (no commit in between, on any branch). Not so, or a v1
+    table (no sequence numbers), or ``cursor`` added no manifest ``snap`` still holds
+    (merged, or a delete): unknown, so a gap, as before."""
+    seq = snap.sequence_number
+    if not seq:
+        return False
+    for manifest in snap.manifests(table.io):
+        if manifest.added_snapshot_id == cursor:
+            return manifest.sequence_number == seq - 1
+    return False
