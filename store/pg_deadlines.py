@@ -34,7 +34,7 @@ import logging
 import math
 import weakref
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import Engine
 
@@ -124,27 +124,62 @@ def restore(dbapi_connection: object, previous: object) -> None:
         dbapi_connection.reply_timeout = previous
 
 
-def connect(reply_seconds: float | None, *args: Any, **kwargs: Any) -> psycopg.Connection[Any]:
+class Pooler(Protocol):
+    """store/pg_pooler.py's Pooler, as :func:`connect` uses it (that module imports this one)."""
+
+    pooled: bool | None
+
+    def refuses_options(self, exc: BaseException) -> bool: ...
+
+    def refused(self, server: str, url: str) -> None: ...
+
+    def connected(self, pooled: bool, server: str, server_version: int) -> None: ...
+
+
+def connect(reply_seconds: float | None, *args: Any, pooler: Pooler | None = None,
+            url: str = "", **kwargs: Any) -> psycopg.Connection[Any]:
     """A psycopg connection with the reply deadline; a connect that timed out names
-    the server and the setting (psycopg says only "connection timeout expired")."""
+    the server and the setting (psycopg says only "connection timeout expired").
+    With a ``pooler`` (store/pg_pooler.py), a server that refuses the startup
+    options is connected to again without them, and the engine is pooled from then on."""
     import psycopg
 
-    cls = connection_class()
+    if pooler is not None and pooler.pooled:
+        kwargs.pop("options", None)
     try:
-        conn = cls.connect(*args, **kwargs)
+        conn = _connect(args, kwargs)
+    except psycopg.OperationalError as exc:
+        if pooler is None or "options" not in kwargs or not pooler.refuses_options(exc):
+            raise
+        pooler.refused(_server(args, kwargs), url)  # or a ConfigurationError
+        kwargs.pop("options")
+        conn = _connect(args, kwargs)
+    conn.reply_timeout = reply_seconds
+    assert isinstance(conn, psycopg.Connection)
+    try:
+        if pooler is not None:
+            pooler.connected("options" not in kwargs, _server(args, kwargs),
+                             conn.info.server_version)
+        if "options" in kwargs:
+            _set_versioned(conn)
+        else:  # behind a pooler: nothing that lives in the server's session
+            conn.prepare_threshold = None
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _connect(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    import psycopg
+
+    try:
+        return connection_class().connect(*args, **kwargs)
     except psycopg.errors.ConnectionTimeout as exc:
         seconds = max(2, int(kwargs.get("connect_timeout", 0)))  # psycopg's least: 2 s
         raise psycopg.OperationalError(
             f"no answer from PostgreSQL at {_server(args, kwargs)} within the connect "
             f"deadline ({seconds} s per address, PN_CONNECT_TIMEOUT_SECONDS)") from exc
-    conn.reply_timeout = reply_seconds
-    assert isinstance(conn, psycopg.Connection)
-    try:
-        _set_versioned(conn)
-    except BaseException:
-        conn.close()
-        raise
-    return conn
 
 
 def _set_versioned(conn: psycopg.Connection[Any]) -> None:
