@@ -66,14 +66,14 @@ class Pooler:
         if pooled and not self.pooled:
             if server_version >= 140000:  # the server notices the pooler hung up on it
                 self.local.append(("client_connection_check_interval", str(CLIENT_CHECK_MS)))
-            log.warning("PostgreSQL at %s is behind a connection pooler that refuses startup "
-                        "options (PgBouncer): the store sets its deadlines per transaction "
-                        "and prepares no statements", server)
+            log.warning("PostgreSQL at %s is behind a connection pooler that does not pass "
+                        "startup options on (PgBouncer): the store sets its deadlines per "
+                        "transaction and prepares no statements", server)
         self.pooled = self.pooled or pooled
 
     def refused(self, server: str, url: str) -> None:
-        """The server (a pooler) refused the startup options: pooled from now on,
-        unless the URL's own options would be lost."""
+        """The server (a pooler) refused or dropped the startup options: pooled from
+        now on, unless the URL's own options would be lost."""
         if self.url_options:
             raise ConfigurationError(
                 f"store URL {url!r}: query parameter 'options' is refused: the server at "

@@ -34,6 +34,7 @@ from tests.support.net import wait_until
 from tests.support.postgres import PG_ADMIN_URL, PostgresDatabases
 
 MODES = ("transaction", "session")
+MISSING = "pgbouncer is not installed (apt-get install -y pgbouncer; scripts/bootstrap.sh)"
 REPLY = 0.5  # PN_STORE_REPLY_TIMEOUT_SECONDS where a deadline is under test
 BOUND = 6.0
 WAIT = 30.0
@@ -54,8 +55,7 @@ def database(postgres: PostgresDatabases | None) -> Iterator[str]:
 
 
 def _bouncer(request: pytest.FixtureRequest, pool_size: int) -> Iterator[pgbouncer.PgBouncer]:
-    require(pgbouncer.binary() is not None,
-            "pgbouncer is not installed (apt-get install -y pgbouncer; scripts/bootstrap.sh)")
+    require(pgbouncer.binary() is not None, MISSING)
     with pgbouncer.running(PG_ADMIN_URL, pool_mode=request.param,
                            pool_size=pool_size) as bouncer:
         yield bouncer
@@ -223,3 +223,26 @@ def test_another_process_commit_reaches_a_subscriber_through_pgbouncer(
     warned = [r.getMessage() for r in caplog.records if "PN_CROSS_PROCESS_WAKEUPS" in
               r.getMessage()]
     assert len(warned) == (0 if session else 1), warned
+
+
+def test_a_pgbouncer_that_drops_startup_options_gets_the_deadlines_per_transaction(
+        database: str) -> None:
+    # ignore_startup_parameters = options: PgBouncer accepts the connection and drops
+    # the options, with the server-side deadlines in them, without a word.
+    require(pgbouncer.binary() is not None, MISSING)
+    with pgbouncer.running(PG_ADMIN_URL, pool_mode="transaction", pool_size=1,
+                           ignore="options") as bouncer:
+        url = bouncer.url(database)
+        store = Store.open(url, store_reply_timeout_seconds=REPLY)
+        try:
+            with store.engine.begin() as conn:
+                in_unit = [conn.execute(text(f"SHOW {n}")).scalar() for n in SHOWN[:2]]
+            hot = [store.read(f"SHOW {n}", [])[0][0] for n in SHOWN[:2]]
+        finally:
+            store.close()
+        with _plain(url) as other, _plain(database) as direct:
+            shown, defaults = ([c.execute(f"SHOW {n}").fetchone() for n in SHOWN]
+                               for c in (other, direct))
+    statement = f"{int(REPLY * 1000) + pg_deadlines.STATEMENT_MARGIN_MS}ms"
+    assert in_unit == hot == [statement, f"{LOCK_SECONDS}s"]
+    assert shown == defaults

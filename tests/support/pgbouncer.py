@@ -29,7 +29,11 @@ STOP_SECONDS = 5.0
 
 
 def binary() -> str | None:
-    """The pgbouncer executable (Debian puts it in /usr/sbin, often not on a user's PATH)."""
+    """The pgbouncer executable: ``PN_TEST_PGBOUNCER_BIN`` if set, else Debian's (in
+    /usr/sbin, often not on a user's PATH); None if there is none."""
+    given = os.environ.get("PN_TEST_PGBOUNCER_BIN")
+    if given is not None:
+        return given if os.access(given, os.X_OK) else None
     return shutil.which("pgbouncer") or shutil.which("pgbouncer", path="/usr/sbin:/usr/bin")
 
 
