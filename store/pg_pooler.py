@@ -113,10 +113,15 @@ def keeps_sessions(engine: Engine) -> bool:
     told once per engine by a probe channel of its own, within :data:`PROBE_SECONDS`
     (at once when the notifying client gets the server connection that listened)."""
     pooler = _POOLERS.get(engine)
-    if pooler is None or not behind_pooler(engine):
+    if pooler is None or not pooler.pooled:  # not known to be pooled: the waker connects
         return True
     if pooler.sessions is None:
-        pooler.sessions = _probe(engine, pooler)
+        try:
+            pooler.sessions = _probe(engine, pooler)
+        except Exception as exc:  # e.g. a session pool that is full: asked again next time
+            log.warning("PostgreSQL at %s:%s: the wake-up probe through its pooler failed, "
+                        "readers poll the log: %s", engine.url.host, engine.url.port, exc)
+            return False
         if not pooler.sessions:
             log.warning("PostgreSQL at %s:%s is behind a connection pooler that does not keep "
                         "a client's server connection (PgBouncer transaction mode): LISTEN "

@@ -14,6 +14,7 @@ import sys
 import threading
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -26,10 +27,12 @@ from sqlalchemy.exc import DBAPIError
 from partition_notify.app import build_app
 from partition_notify.core.errors import ConfigurationError, StoreError
 from partition_notify.core.limits import CONNECT_TIMEOUT_SECONDS
+from tests.serve.test_housekeeping import DAY, T0, counts, run_serve_jobs, seed_old_rows
 from tests.store.test_postgres_deadlines import outcome
 from tests.store.test_postgres_server_deadlines import SLEEPER, sleepers
 from tests.support import pgbouncer
 from tests.support.ci import require
+from tests.support.clock import FakeClock
 from tests.support.net import wait_until
 from tests.support.postgres import PG_ADMIN_URL, PostgresDatabases
 
@@ -246,3 +249,55 @@ def test_a_pgbouncer_that_drops_startup_options_gets_the_deadlines_per_transacti
     statement = f"{int(REPLY * 1000) + pg_deadlines.STATEMENT_MARGIN_MS}ms"
     assert in_unit == hot == [statement, f"{LOCK_SECONDS}s"]
     assert shown == defaults
+
+
+def test_serves_housekeeping_purges_through_pgbouncer(
+        database: str, bouncer: pgbouncer.PgBouncer, tmp_path: Path) -> None:
+    # Every job of serve once (tests/serve/test_housekeeping.py), through the pooler.
+    clock = FakeClock(T0)
+    app = build_app(store_url=bouncer.url(database), transport_url="embedded://", clock=clock)
+    spool = tmp_path / "t" / "_partition_notify"
+    try:
+        seed_old_rows(app, clock, spool)
+        clock.advance(100 * DAY)
+        app.publisher.send_mark_set_done("db", "t", "ds=new")
+        run_serve_jobs(app)
+        assert counts(app) == {"pn_events": 2, "pn_set_done": 1, "pn_spark_commits": 0,
+                               "pn_expectation_checks": 0, "pn_consumer_cursors": 0,
+                               "pn_idempotency": 0}
+    finally:
+        app.close()
+
+
+def test_concurrent_publishers_through_a_small_pool_lose_and_double_nothing(
+        database: str, bouncer: pgbouncer.PgBouncer) -> None:
+    url = bouncer.url(database)
+    writers, each = 4, 15
+    expected = sorted(f"{w}-{n:02d}" for w in range(writers) for n in range(each))
+    got: list[str] = []
+    done = threading.Event()
+
+    def on_message(msg: object) -> None:
+        got.append(msg.partition_spec["ds"])  # type: ignore[attr-defined]
+        if len(got) >= len(expected) + 1:
+            done.set()
+
+    with build_app(store_url=url, transport_url="embedded://") as app:
+        app.publisher.register_table("pgb", "c", ["ds"])
+        with app.subscriber() as sub:
+            sub.subscribe(("pgb", "c"), on_message, history=False)
+
+            def publish(w: int) -> None:
+                with build_app(store_url=url, transport_url="embedded://") as mine:
+                    for n in range(each):
+                        mine.publisher.send_mark_set_done("pgb", "c", {"ds": f"{w}-{n:02d}"})
+
+            threads = [threading.Thread(target=publish, args=(w,)) for w in range(writers)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(WAIT)
+            # The end mark is published after every writer finished: doubles are in by then.
+            app.publisher.send_mark_set_done("pgb", "c", {"ds": "end"})
+            assert done.wait(WAIT), f"{len(got)} of {len(expected) + 1} arrived"
+    assert got[-1] == "end" and sorted(got[:-1]) == expected
