@@ -24,7 +24,8 @@ middlebox whose kernel still acknowledges is never noticed
   transaction for longer than any statement runs.
 
 A store URL's own libpq parameters (``?keepalives_idle=...``, ``?options=-c ...``)
-win over these.
+win over these. Behind a pooler that refuses or drops the startup options
+(PgBouncer) the server-side ones are set per transaction instead (store/pg_pooler.py).
 """
 
 from __future__ import annotations
