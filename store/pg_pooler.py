@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import uuid
 import weakref
 from typing import TYPE_CHECKING, Any
@@ -61,11 +62,18 @@ class Pooler:
         given = dict(_SETTING.findall(options))
         self.local = [(name, given[name]) for name in TRANSACTION_SETTINGS if name in given]
         self.url_options = url_options
+        self._said = False
+        self._lock = threading.Lock()
 
     def connected(self, pooled: bool, server: str, server_version: int) -> None:
-        if pooled and not self.pooled:
-            if server_version >= 140000:  # the server notices the pooler hung up on it
-                self.local.append(("client_connection_check_interval", str(CLIENT_CHECK_MS)))
+        """After each connect: the first pooled one completes :attr:`local` and says so."""
+        with self._lock:  # the pool's connects may run in several threads
+            first = pooled and not self._said
+            if first and server_version >= 140000:  # the server notices the pooler hung up
+                self.local = [*self.local, ("client_connection_check_interval",
+                                            str(CLIENT_CHECK_MS))]
+            self._said = self._said or pooled
+        if first:
             log.warning("PostgreSQL at %s is behind a connection pooler that does not pass "
                         "startup options on (PgBouncer): the store sets its deadlines per "
                         "transaction and prepares no statements", server)
@@ -96,10 +104,10 @@ def watch(engine: Engine, pooler: Pooler) -> None:
 
     @event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:
-        if pooler.pooled and pooler.local:
-            calls = ", ".join("set_config(%s, %s, true)" for _ in pooler.local)
-            conn.exec_driver_sql(f"SELECT {calls}",
-                                 tuple(x for pair in pooler.local for x in pair))
+        local = pooler.local  # replaced, never changed in place: one consistent list
+        if pooler.pooled and local:
+            calls = ", ".join("set_config(%s, %s, true)" for _ in local)
+            conn.exec_driver_sql(f"SELECT {calls}", tuple(x for pair in local for x in pair))
 
 
 def pooler_of(engine: Engine) -> Pooler | None:

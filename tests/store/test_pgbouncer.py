@@ -106,9 +106,9 @@ def test_a_store_migrates_and_delivers_every_message_once_through_pgbouncer(
 
 
 def test_every_transaction_through_pgbouncer_carries_the_stores_deadlines(
-        database: str, bouncer: pgbouncer.PgBouncer) -> None:
+        database: str, bouncer: pgbouncer.PgBouncer, caplog: pytest.LogCaptureFixture) -> None:
     store = Store.open(bouncer.url(database), store_reply_timeout_seconds=REPLY)
-    names = ("statement_timeout", "lock_timeout")
+    names = ("statement_timeout", "lock_timeout", "client_connection_check_interval")
     try:
         with store.engine.begin() as conn:
             in_unit = [conn.execute(text(f"SHOW {n}")).scalar() for n in names]
@@ -116,7 +116,10 @@ def test_every_transaction_through_pgbouncer_carries_the_stores_deadlines(
     finally:
         store.close()
     statement = f"{int(REPLY * 1000) + pg_deadlines.STATEMENT_MARGIN_MS}ms"
-    assert in_unit == hot == [statement, f"{LOCK_SECONDS}s"]
+    check = f"{pg_deadlines.CLIENT_CHECK_MS // 1000}s"  # the suite's PostgreSQL is >= 14
+    assert in_unit == hot == [statement, f"{LOCK_SECONDS}s", check]
+    said = [r.getMessage() for r in caplog.records if "connection pooler" in r.getMessage()]
+    assert len(said) == 1 and "per transaction" in said[0], said
 
 
 def test_the_stores_settings_do_not_leak_to_other_clients_of_pgbouncer(
