@@ -40,9 +40,12 @@ if TYPE_CHECKING:  # the [postgres] extra
 
 log = logging.getLogger(__name__)
 
-#: What PgBouncer answers a startup packet with ``options`` (1.18; newer ones too,
-#: for any setting they do not track).
-REFUSAL = "unsupported startup parameter: options"
+#: What PgBouncer answers a startup packet with ``options``: 1.18 refuses them
+#: all (tested); later versions pass ``-c`` of the few settings they track and
+#: refuse the rest with the other two (their source; not tested here).
+REFUSALS = ("unsupported startup parameter: options",
+            "unsupported startup parameter in options",
+            "unsupported options startup parameter")
 #: Settings of the store's options that bound a transaction's statements on the
 #: server; the rest (TCP keepalives) concern the server's socket, the pooler's.
 TRANSACTION_SETTINGS = ("statement_timeout", "lock_timeout")
@@ -92,7 +95,7 @@ class Pooler:
 
     @staticmethod
     def refuses_options(exc: BaseException) -> bool:
-        return REFUSAL in str(exc)
+        return any(refusal in str(exc) for refusal in REFUSALS)
 
 
 _POOLERS: weakref.WeakKeyDictionary[Engine, Pooler] = weakref.WeakKeyDictionary()

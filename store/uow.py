@@ -145,9 +145,10 @@ class Access:
         self.writer = engine.execution_options(**{WRITE: True})
         # Single-statement reads on the hot path: on PostgreSQL autocommit saves
         # the BEGIN and ROLLBACK round trips around them (bench/core_lookup.py).
+        self._postgres = engine.dialect.name == "postgresql"
         self._reader = (
             engine.execution_options(isolation_level="AUTOCOMMIT")
-            if engine.dialect.name == "postgresql"
+            if self._postgres
             else engine.execution_options(**{SINGLE_READ: True})
         )
 
@@ -155,7 +156,8 @@ class Access:
     def reader(self) -> Engine:
         """The single-statement reads' engine. Behind a pooler (store/pg_pooler.py)
         they run in a transaction, which carries the server's deadlines."""
-        return self.engine if pg_pooler.behind_pooler(self.engine) else self._reader
+        pooled = self._postgres and pg_pooler.behind_pooler(self.engine)
+        return self.engine if pooled else self._reader
 
     def read(self, stmt: Executable, params: dict[str, Any]) -> list[Row[Any]]:
         """One statement on a plain connection: the hot reads skip the unit of work."""

@@ -304,3 +304,31 @@ def test_concurrent_publishers_through_a_small_pool_lose_and_double_nothing(
             app.publisher.send_mark_set_done("pgb", "c", {"ds": "end"})
             assert done.wait(WAIT), f"{len(got)} of {len(expected) + 1} arrived"
     assert got[-1] == "end" and sorted(got[:-1]) == expected
+
+
+def test_two_stores_migrating_one_new_database_at_once_through_pgbouncer(
+        database: str, bouncer: pgbouncer.PgBouncer) -> None:
+    # migrate's advisory lock lasts its transaction: the pooler keeps the server
+    # connection for as long, so the second starter waits, then finds the schema made.
+    url = bouncer.url(database)
+    opened: list[object] = []
+    start = threading.Barrier(2)
+
+    def open_one() -> None:
+        start.wait(WAIT)
+        try:
+            opened.append(Store.open(url))
+        except BaseException as exc:
+            opened.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(WAIT)
+    try:
+        assert len(opened) == 2 and all(isinstance(s, Store) for s in opened), opened
+    finally:
+        for s in opened:
+            if isinstance(s, Store):
+                s.close()
