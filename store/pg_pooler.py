@@ -8,8 +8,10 @@ connection ran them: a ``SET`` would leak to other clients and not hold for our
 next transaction, and psycopg's prepared statements would be missing on the
 next one ("prepared statement \"_pg3_0\" does not exist").
 
-So when a server refuses the startup options the engine is *pooled* from then
-on (one log line, once per engine): its connections are opened without them,
+So when a server refuses the startup options, or drops them without a word
+(``ignore_startup_parameters = options``: their marker setting is missing,
+store/pg_deadlines.py), the engine is *pooled* from then on (one log line, once
+per engine): its connections are opened without them,
 prepare nothing, set no session settings, and every transaction begins with
 its deadlines as transaction-scoped settings (``set_config(..., true)``, i.e.
 ``SET LOCAL``) in one round trip; single-statement reads run in a transaction
@@ -17,7 +19,8 @@ too (no autocommit, no kept hot-read connections), so that they carry them. This
 holds in PgBouncer's session mode as well. The server's TCP keepalives are left
 out: behind a pooler the server's peer is the pooler, whose own keepalives
 (``tcp_keepalive``) watch it. A URL with its own ``options`` is refused in one
-line: they could not reach the server.
+line: they could not reach the server. LISTEN hears nothing in transaction mode:
+:func:`keeps_sessions` tells the wake-ups (store/wakeups.py) to leave readers polling.
 """
 
 from __future__ import annotations
