@@ -126,7 +126,7 @@ class Settings(BaseSettings):
         True,
         description="wake log readers on other processes' commits (PostgreSQL LISTEN/NOTIFY, "
         "SQLite inotify on the WAL and on `<db>-pn-commit`, which appends touch once "
-        "committed); false behind a pooler that breaks LISTEN (PgBouncer transaction mode)")
+        "committed); PgBouncer transaction mode: readers poll, one warning (false: none)")
 
     purge_interval_seconds: float = Field(
         60.0, gt=0, description="serve: how often retention and housekeeping purges run")

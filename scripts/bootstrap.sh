@@ -22,6 +22,12 @@ if [[ ",$EXTRAS," == *,dev,* ]] && { ! command -v chromium >/dev/null 2>&1 || ! 
   (apt-get install -y -qq chromium chromium-driver >/dev/null 2>&1 ||
     (apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null))
 fi
+# tests/store/test_pgbouncer.py start their own PgBouncer (never the system service).
+if [[ ",$EXTRAS," == *,dev,* ]] && [ ! -x /usr/sbin/pgbouncer ] && ! command -v pgbouncer >/dev/null 2>&1; then
+  echo "bootstrap: installing pgbouncer for tests/store/test_pgbouncer.py" >&2
+  (apt-get install -y -qq pgbouncer >/dev/null 2>&1 ||
+    (apt-get update -qq && apt-get install -y -qq pgbouncer >/dev/null))
+fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 stamp=.venv/.pn-installed
 want=$(sha256sum pyproject.toml | cut -d' ' -f1)

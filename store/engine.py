@@ -9,7 +9,7 @@ import weakref
 from pathlib import Path
 from urllib.parse import unquote
 
-from partition_notify.store import pg_deadlines
+from partition_notify.store import pg_deadlines, pg_pooler
 from partition_notify.store.url_query import (
     check_postgres_query,
     check_sqlite_query,
@@ -222,11 +222,14 @@ def _postgres_engine(parsed: URL, url: str, timeouts: tuple[float, float],
     except ModuleNotFoundError as exc:  # the dialect imports its driver here
         raise _missing_driver(url, exc) from exc
     pg_deadlines.remember(engine, reply_seconds, args)  # the wake-up listener's too
+    pooler = pg_pooler.Pooler(ours, "options" in parsed.query)
+    pg_pooler.watch(engine, pooler)
+    shown = parsed.set(query={}).render_as_string(hide_password=True)
 
     @event.listens_for(engine, "do_connect")
     def _connect(_dialect: object, _record: object, cargs: list[object],
                  cparams: dict[str, object]) -> object:
-        return pg_deadlines.connect(reply_seconds, *cargs, **cparams)
+        return pg_deadlines.connect(reply_seconds, *cargs, pooler=pooler, url=shown, **cparams)
 
     return engine
 

@@ -23,6 +23,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from partition_notify.store import pg_pooler
 from partition_notify.store.uow import map_db_error
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
@@ -142,6 +143,12 @@ class HotReader:
                 conn = raw  # the connect hook already set autocommit
                 if SQLITE_MMAP_BYTES:
                     conn.execute(f"PRAGMA mmap_size={int(SQLITE_MMAP_BYTES)}")
+            elif pg_pooler.behind_pooler(self._engine):
+                # A kept connection reads in autocommit, with a prepared statement and a
+                # session setting: none of which a pooler keeps (store/pg_pooler.py).
+                proxied.close()
+                self.enabled = False
+                return None
             elif self._pg_connection is not None and isinstance(raw, self._pg_connection):
                 raw.autocommit = True
                 # Prepared, but planned on every run for the table as it is: PostgreSQL

@@ -24,7 +24,8 @@ middlebox whose kernel still acknowledges is never noticed
   transaction for longer than any statement runs.
 
 A store URL's own libpq parameters (``?keepalives_idle=...``, ``?options=-c ...``)
-win over these.
+win over these. Behind a pooler that refuses or drops the startup options
+(PgBouncer) the server-side ones are set per transaction instead (store/pg_pooler.py).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import logging
 import math
 import weakref
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import Engine
 
@@ -58,6 +59,9 @@ CLIENT_CHECK_MS = 2000
 #: after connecting: older servers refuse an unknown name in the startup packet.
 _VERSIONED = ((120000, "tcp_user_timeout", str(DEAD_PEER_SECONDS * 1000)),
               (140000, "client_connection_check_interval", str(CLIENT_CHECK_MS)))
+#: A setting of the store's startup options that only they set: seen in the session,
+#: the options arrived (a pooler may drop them silently, store/pg_pooler.py).
+ARRIVED = "partition_notify.options"
 log = logging.getLogger(__name__)
 #: The reply deadline and the libpq arguments (TCP, connect timeout, options) per engine made by
 #: make_engine: the wake-up listener opens its connection with the same.
@@ -93,10 +97,11 @@ def config(engine: Engine) -> tuple[float | None, dict[str, Any]]:
 def server_options(reply_seconds: float | None) -> str:
     """libpq ``options`` (``-c`` settings of the server's session, known to every
     supported server) that end a statement the client gave up on, and let the
-    server notice a vanished client: its keepalives are the client's."""
+    server notice a vanished client: its keepalives are the client's; and
+    :data:`ARRIVED`, which tells that they reached the server."""
     keepalives = (f"-c tcp_keepalives_idle={DEAD_PEER_SECONDS // 3} "
                   f"-c tcp_keepalives_interval={DEAD_PEER_SECONDS // 6} "
-                  "-c tcp_keepalives_count=4")
+                  f"-c tcp_keepalives_count=4 -c {ARRIVED}=on")
     if reply_seconds is None:
         return keepalives
     # The server takes at most 2**31 - 1 ms (24.8 days) and refuses the connection past it.
@@ -124,43 +129,83 @@ def restore(dbapi_connection: object, previous: object) -> None:
         dbapi_connection.reply_timeout = previous
 
 
-def connect(reply_seconds: float | None, *args: Any, **kwargs: Any) -> psycopg.Connection[Any]:
+class Pooler(Protocol):
+    """store/pg_pooler.py's Pooler, as :func:`connect` uses it (that module imports this one)."""
+
+    pooled: bool | None
+
+    def refuses_options(self, exc: BaseException) -> bool: ...
+
+    def refused(self, server: str, url: str) -> None: ...
+
+    def connected(self, pooled: bool, server: str, server_version: int) -> None: ...
+
+
+def connect(reply_seconds: float | None, *args: Any, pooler: Pooler | None = None,
+            url: str = "", **kwargs: Any) -> psycopg.Connection[Any]:
     """A psycopg connection with the reply deadline; a connect that timed out names
-    the server and the setting (psycopg says only "connection timeout expired")."""
+    the server and the setting (psycopg says only "connection timeout expired").
+    With a ``pooler`` (store/pg_pooler.py), a server that refuses the startup
+    options is connected to again without them, and the engine is pooled from then on."""
     import psycopg
 
-    cls = connection_class()
+    if pooler is not None and pooler.pooled:
+        kwargs.pop("options", None)
     try:
-        conn = cls.connect(*args, **kwargs)
-    except psycopg.errors.ConnectionTimeout as exc:
-        seconds = max(2, int(kwargs.get("connect_timeout", 0)))  # psycopg's least: 2 s
-        raise psycopg.OperationalError(
-            f"no answer from PostgreSQL at {_server(args, kwargs)} within the connect "
-            f"deadline ({seconds} s per address, PN_CONNECT_TIMEOUT_SECONDS)") from exc
+        conn = _connect(args, kwargs)
+    except psycopg.OperationalError as exc:
+        if pooler is None or "options" not in kwargs or not pooler.refuses_options(exc):
+            raise
+        pooler.refused(_server(args, kwargs), url)  # or a ConfigurationError
+        kwargs.pop("options")
+        conn = _connect(args, kwargs)
     conn.reply_timeout = reply_seconds
     assert isinstance(conn, psycopg.Connection)
     try:
-        _set_versioned(conn)
+        if "options" in kwargs and not _set_versioned(conn) and pooler is not None:
+            # A pooler that drops them without a word (PgBouncer's
+            # ignore_startup_parameters = options): as one that refuses them.
+            pooler.refused(_server(args, kwargs), url)
+            kwargs.pop("options")
+        if pooler is not None:
+            pooler.connected("options" not in kwargs, _server(args, kwargs),
+                             conn.info.server_version)
+        if "options" not in kwargs:  # behind a pooler: nothing in the server's session
+            conn.prepare_threshold = None
     except BaseException:
         conn.close()
         raise
     return conn
 
 
-def _set_versioned(conn: psycopg.Connection[Any]) -> None:
+def _connect(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    import psycopg
+
+    try:
+        return connection_class().connect(*args, **kwargs)
+    except psycopg.errors.ConnectionTimeout as exc:
+        seconds = max(2, int(kwargs.get("connect_timeout", 0)))  # psycopg's least: 2 s
+        raise psycopg.OperationalError(
+            f"no answer from PostgreSQL at {_server(args, kwargs)} within the connect "
+            f"deadline ({seconds} s per address, PN_CONNECT_TIMEOUT_SECONDS)") from exc
+
+
+def _set_versioned(conn: psycopg.Connection[Any]) -> bool:
     """Send :func:`versioned_settings` in one round trip, unless the URL's
-    ``options`` set them; a server too old for one is noted once."""
+    ``options`` set them; a server too old for one is noted once. False, with
+    nothing set, if the startup options did not reach the server's session
+    (:data:`ARRIVED` is not set there)."""
     given = str(conn.info.get_parameters().get("options", ""))
     version = conn.info.server_version
     settings = [(n, v) for n, v in versioned_settings(version) if f"{n}=" not in given]
     if version < _VERSIONED[-1][0]:
         _note_old_server(f"{conn.info.host}:{conn.info.port}", version)
-    if not settings:
-        return
-    calls = ", ".join("set_config(%s, %s, false)" for _ in settings)
-    conn.execute(f"SELECT {calls}", [x for pair in settings for x in pair])
+    calls = ", ".join(["1", *("set_config(%s, %s, false)" for _ in settings)])
+    arrived = conn.execute(f"SELECT {calls} WHERE current_setting('{ARRIVED}', true) = 'on'",
+                           [x for pair in settings for x in pair]).fetchall()
     if not conn.autocommit:
         conn.commit()
+    return bool(arrived)
 
 
 @functools.lru_cache(maxsize=16)  # once per server: noted, not per connection

@@ -27,7 +27,6 @@ class Retention:
 
     def __init__(self, access: Access, hot: HotReader) -> None:
         self._db = access
-        self._reader = access.reader
         self.clock = access.clock
         # The covering look-up's SQL by number of candidate specs, sent as is:
         # compiling the expanding IN on every call was most of its CPU.
@@ -81,7 +80,7 @@ class Retention:
         if found is not None:
             return [(r[0], int(r[1]), int(r[2])) for r in found]
         try:  # every kept connection is busy
-            with self._reader.connect() as conn:
+            with self._db.reader.connect() as conn:
                 return [(r[0], int(r[1]), int(r[2])) for r in conn.exec_driver_sql(sql, params)]
         except SQLAlchemyError as exc:
             raise map_db_error(exc) from exc
@@ -99,7 +98,7 @@ class Retention:
         now = self.clock()
         rows: list[tuple[int, str, int, int, str]] = []
         try:
-            with self._reader.connect() as conn:
+            with self._db.reader.connect() as conn:
                 for i in range(0, len(ids), IDS_PER_READ):
                     chunk = ids[i : i + IDS_PER_READ]
                     marks = ", ".join([self._placeholder] * len(chunk))
@@ -122,7 +121,7 @@ class Retention:
         sql = (_HISTORY_SQL.format(ids=p, p=p) + f" AND event_id > {p} "
                f"ORDER BY event_id LIMIT {p}")
         try:
-            with self._reader.connect() as conn:
+            with self._db.reader.connect() as conn:
                 rows = [(int(r[0]), str(r[1]), int(r[2]), str(r[4])) for r in
                         conn.exec_driver_sql(sql, (table.id, since, self.clock(),
                                                    after_event_id, limit))]

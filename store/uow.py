@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
 
+from partition_notify.store import pg_pooler
 from partition_notify.store.engine import (
     SINGLE_READ,
     WRITE,
@@ -144,11 +145,19 @@ class Access:
         self.writer = engine.execution_options(**{WRITE: True})
         # Single-statement reads on the hot path: on PostgreSQL autocommit saves
         # the BEGIN and ROLLBACK round trips around them (bench/core_lookup.py).
-        self.reader = (
+        self._postgres = engine.dialect.name == "postgresql"
+        self._reader = (
             engine.execution_options(isolation_level="AUTOCOMMIT")
-            if engine.dialect.name == "postgresql"
+            if self._postgres
             else engine.execution_options(**{SINGLE_READ: True})
         )
+
+    @property
+    def reader(self) -> Engine:
+        """The single-statement reads' engine. Behind a pooler (store/pg_pooler.py)
+        they run in a transaction, which carries the server's deadlines."""
+        pooled = self._postgres and pg_pooler.behind_pooler(self.engine)
+        return self.engine if pooled else self._reader
 
     def read(self, stmt: Executable, params: dict[str, Any]) -> list[Row[Any]]:
         """One statement on a plain connection: the hot reads skip the unit of work."""

@@ -36,8 +36,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from partition_notify.store import pg_deadlines
+from partition_notify.store import pg_deadlines, pg_pooler
 from partition_notify.store.engine import sqlite_file
+from partition_notify.store.pg_pooler import Pooler
 from sqlalchemy.engine import Engine
 
 from partition_notify.core.backoff import Backoff
@@ -112,14 +113,15 @@ class Waker:
 
 class PostgresWaker(Waker):
     def __init__(self, conninfo: str, deadlines: tuple[float | None, dict[str, Any]],
-                 on_commit: OnCommit) -> None:
+                 on_commit: OnCommit, pooler: Pooler | None = None) -> None:
         super().__init__("postgresql", on_commit)
         self._conninfo = conninfo
         self._reply, self._args = deadlines  # the engine's (store/pg_deadlines.py)
+        self._pooler = pooler
 
     def run(self, backoff: Backoff) -> None:
         with pg_deadlines.connect(self._reply, self._conninfo, autocommit=True,
-                                  **self._args) as conn:
+                                  pooler=self._pooler, **self._args) as conn:
             conn.execute(f"LISTEN {CHANNEL}")
             backoff.reset()
             self.on_commit()  # whatever committed while nobody listened
@@ -318,12 +320,16 @@ def _libc() -> ctypes.CDLL:
 
 def cross_process_waker(engine: Engine, on_commit: OnCommit, *,
                         inotify: bool = True) -> Waker | None:
-    """A started waker for ``engine``'s database, or None (an in-memory SQLite).
-    On PostgreSQL it connects with the engine's deadlines (make_engine's)."""
+    """A started waker for ``engine``'s database, or None (an in-memory SQLite, a
+    PostgreSQL pooler in transaction mode: readers poll). On PostgreSQL it connects
+    with the engine's deadlines (make_engine's)."""
     url = engine.url
     if engine.dialect.name == "postgresql":
+        if not pg_pooler.keeps_sessions(engine):  # LISTEN would hear nothing
+            return None
         conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
-        return PostgresWaker(conninfo, pg_deadlines.config(engine), on_commit).start()
+        return PostgresWaker(conninfo, pg_deadlines.config(engine), on_commit,
+                             pg_pooler.pooler_of(engine)).start()
     database = _sqlite_database(engine)
     if database is None:
         return None
