@@ -184,6 +184,13 @@ class Subscription:
         self.close()
 
     # -- user side ------------------------------------------------------------
+    @property
+    def history_merged(self) -> bool:
+        """All history handed to the callback or queued for :meth:`get`: what a reader
+        draining "what is already there" waits for after a :class:`HistoryTimeout`.
+        A closed subscription's never will be, so that counts as merged too."""
+        return self._pending is None or self.closed
+
     def wait_ready(self, timeout: float) -> bool:
         """History merged, or (no callback) queued up to ``max_queued`` for the reader."""
         return self._ready.wait(timeout)

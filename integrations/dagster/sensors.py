@@ -51,6 +51,7 @@ from partition_notify.core.errors import (
     InvalidSpecError,
     MalformedMessageError,
     UnknownTableError,
+    ValidationError,
 )
 from partition_notify.settings import Settings, load_settings
 
@@ -62,6 +63,17 @@ DEFAULT_INTERVAL_SECONDS = 30
 
 #: Event ids are SQL BIGINT: a larger cursor cannot come from any store.
 MAX_EVENT_ID = 2**63 - 1
+#: Largest ``max_events_per_tick``: a tick holds its events and their materializations.
+MAX_EVENTS_PER_TICK_LIMIT = 100_000
+#: Largest ``minimum_interval_seconds``: a day; a sensor ticking more rarely is a typo.
+MAX_INTERVAL_SECONDS = 86_400
+
+
+def _whole(value: object, field: str, low: int, high: int) -> int:
+    # 0 events a tick never moved the cursor and -1 became an unlimited SQL LIMIT.
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValidationError(f"{field} {value!r}: expected an integer from {low} to {high}")
+    return value
 
 
 def _cursor(value: str | None, start: int) -> int:
@@ -139,9 +151,16 @@ def partition_set_done_sensor(
 
     ``settings`` default to the ``PN_*`` environment of the sensor's process.
     The first tick starts after ``start_event_id`` (0: everything in the log).
+    ``minimum_interval_seconds``: 1 to 86400; ``max_events_per_tick``: 1 to 100000;
+    anything else is a :class:`ValidationError` here, not a sensor that never moves.
     """
     db, tname = shared.split_table(table)
     key = dg.AssetKey.from_coercible(asset_key)
+    start_event_id = _whole(start_event_id, "start_event_id", 0, MAX_EVENT_ID)
+    minimum_interval_seconds = _whole(minimum_interval_seconds, "minimum_interval_seconds", 1,
+                                      MAX_INTERVAL_SECONDS)
+    max_events_per_tick = _whole(max_events_per_tick, "max_events_per_tick", 1,
+                                 MAX_EVENTS_PER_TICK_LIMIT)
 
     def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         store = shared.entry(settings or load_settings()).app.store

@@ -136,14 +136,22 @@ def cmd_tail(args: argparse.Namespace) -> int:
         try:
             subscription = sub.subscribe(args.tables, history=args.history)
         except HistoryTimeout as late:  # still open: it prints the history once merged
-            print(f"partition-notify tail: {late}", file=sys.stderr)
+            # The exception's own text speaks to Python callers (exc.subscription).
+            print(f"partition-notify tail: history of topic{'s'[:len(late.topics) - 1]} "
+                  f"{', '.join(late.topics)} not merged within {late.timeout:g} s "
+                  "(PN_CONNECT_TIMEOUT_SECONDS); it is still printed, history first, then "
+                  "live messages, each once", file=sys.stderr)
             subscription = late.subscription
         seen = 0
         while args.count is None or seen < args.count:
             left = None if deadline is None else deadline - time.monotonic()
-            msg = subscription.get(timeout=1.0 if left is None else min(max(left, 0.0), 1.0))
+            # Past --timeout, what the store already held is still printed: a late
+            # merge (an empty queue for now) is not the end of the history.
+            merged = subscription.history_merged
+            wait = 1.0 if left is None or not merged else min(max(left, 0.0), 1.0)
+            msg = subscription.get(timeout=wait)
             if msg is None:
-                if left is not None and left <= 0:
+                if left is not None and left <= 0 and merged:
                     break
                 continue
             print(dump(msg), flush=True)

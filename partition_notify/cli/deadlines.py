@@ -121,7 +121,8 @@ def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser]) ->
     sp.add_argument("--cron", required=True, help="5-field crontab of logical dates: '0 0 * * *'")
     sp.add_argument("--timezone", default="UTC", help="IANA zone of the cron (default UTC)")
     sp.add_argument("--deadline", required=True,
-                    help="local HH:MM after the interval end (06:00), or an offset (+6h)")
+                    help="local HH:MM after the interval end (06:00), or an offset "
+                    "from +1s to +744h (+6h, +90m)")
     sp = add("list", cmd_expect_list, "list expectations (JSON lines)")
     sp.add_argument("table", type=table_arg, nargs="?", help="only this db.table")
     sp = add("remove", cmd_expect_remove, "remove an expectation and its verdicts")

@@ -10,7 +10,8 @@ and the template variables come from it. Its data can be complete at
   ``0 0 * * *`` schedule and ``06:00``, the partition of 21 November
   (``ds=2026-11-21``) is due on 22 November at 06:00 local time;
 * ``+6h`` (``+90m``, ``+1h30m``, ``+3600s``) — that long after ``t_i+1``
-  (elapsed time, so a DST change does not stretch it).
+  (elapsed time, so a DST change does not stretch it); ``+1s`` to ``+744h``: zero
+  would make the deadline the moment the data can be complete at the earliest.
 
 Local times follow the zone's rules (``zoneinfo``): a wall time skipped by a
 DST jump counts as the moment after the jump, an ambiguous one as its first
@@ -53,6 +54,10 @@ _TIME = re.compile(r"([01]?[0-9]|2[0-3]):([0-5][0-9])")
 _OFFSET = re.compile(r"\+(?:([0-9]{1,7})h)?(?:([0-9]{1,7})m)?(?:([0-9]{1,7})s)?")
 #: Longest offset accepted: a deadline further out than this is a typo.
 MAX_OFFSET_SECONDS = 31 * 86400
+#: Shortest offset accepted (see Deadline.parse).
+MIN_OFFSET_SECONDS = 1
+_RANGE = (f"an offset must be from +{MIN_OFFSET_SECONDS}s to +{MAX_OFFSET_SECONDS // 3600}h "
+          f"({MAX_OFFSET_SECONDS // 86400} days) after the interval end")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +68,9 @@ class Deadline:
     offset_seconds: int | None = None
 
     @classmethod
-    def parse(cls, text: str) -> Deadline:
+    def parse(cls, text: str, *, stored: bool = False) -> Deadline:
+        """``stored``: read back from the store, where a zero offset may predate its
+        refusal; it still loads (and is due as the interval ends)."""
         raw = text.strip() if isinstance(text, str) else ""
         m = _TIME.fullmatch(raw)
         if m:
@@ -75,8 +82,13 @@ class Deadline:
             if seconds > MAX_OFFSET_SECONDS:
                 raise ValidationError(
                     f"deadline {text[:40]!r} is more than {MAX_OFFSET_SECONDS // 86400} days "
-                    "after the interval"
+                    f"after the interval; {_RANGE}"
                 )
+            if seconds < MIN_OFFSET_SECONDS and not stored:
+                # Due the moment the interval ends, when its data can be complete at the
+                # earliest: every instance would be late unless done before it closed.
+                raise ValidationError(f"deadline {text[:40]!r}: no time after the interval "
+                                      f"end; {_RANGE}")
             return cls(offset_seconds=seconds)
         raise ValidationError(
             f"deadline {text[:40]!r}: expected a local time HH:MM (e.g. 06:00) or an offset "
@@ -94,7 +106,7 @@ class Deadline:
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> Deadline:
-        return cls.parse(str(data["deadline"]))
+        return cls.parse(str(data["deadline"]), stored=True)
 
     def due(self, interval_end: datetime) -> datetime:
         if self.offset_seconds is not None:

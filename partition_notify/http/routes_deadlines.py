@@ -31,7 +31,8 @@ class ExpectationBody(BaseModel):
     )
     cron: str = Field(description="5-field crontab of logical dates, e.g. '0 0 * * *'")
     timezone: str = Field("UTC", description="IANA time zone of the cron")
-    deadline: str = Field(description="local HH:MM after the interval end, or +6h")
+    deadline: str = Field(description="local HH:MM after the interval end, or an "
+                          "offset from +1s to +744h (+6h)")
 
 
 def _deadlines(ctx: HttpContext) -> Deadlines:

@@ -167,7 +167,8 @@ async def stream(
 
 def _still_in_log(ctx: HttpContext, cursor: int, field: str, table: str) -> None:
     """410 when events after ``cursor`` may have been purged from the log
-    (docs/reliability.md#retention): a replay would skip them silently."""
+    (docs/reliability.md#retention), 409 when it is past the log's end: a replay
+    would skip events silently."""
     below = ctx.app.store.housekeeping.purged_below()
     if cursor + 1 < below:
         raise ApiProblem(
@@ -175,6 +176,17 @@ def _still_in_log(ctx: HttpContext, cursor: int, field: str, table: str) -> None
             f"events after {cursor} may have been purged (the log keeps event ids from "
             f"{below} on): re-read the table's state (GET /v1/tables/{table}/set-done) "
             "and resume without a cursor",
+            field=field,
+        )
+    top = ctx.app.store.log.max_event_id()
+    if cursor > top:
+        # Ids never go down (the purge keeps each topic's last event): this cursor is
+        # another store's, or one recreated since; followed, it would skip events silently.
+        raise ApiProblem(
+            409, "cursor-ahead", "Conflict",
+            f"cursor {cursor} is past the event log's last id {top}: it is not from this "
+            "store (or the store was recreated); re-read the table's state (GET "
+            f"/v1/tables/{table}/set-done) and reconnect with ?last_event_id=0 or without one",
             field=field,
         )
 

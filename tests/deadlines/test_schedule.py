@@ -57,7 +57,7 @@ def test_offsets_are_elapsed_time_and_hourly_schedules() -> None:
 
 
 def test_weekday_names_and_either_day_rule() -> None:
-    s = Schedule("0 0 1 * mon", "UTC", Deadline.parse("+0s"))
+    s = Schedule("0 0 1 * mon", "UTC", Deadline.parse("+1s"))
     keys = [k[:10] for k, _ in deadlines(s, utc(2026, 6, 28), utc(2026, 7, 14))]
     # Intervals end at the next fire: Mon 29 June, Wed 1 July (the 1st), Mon 6 and 13 July.
     assert keys == ["2026-06-22", "2026-06-29", "2026-07-01", "2026-07-06"]

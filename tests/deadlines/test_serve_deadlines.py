@@ -58,7 +58,7 @@ def test_two_serve_processes_publish_one_late_and_one_recovery(url: str) -> None
     try:
         app.publisher.register_table("ops", "ticks", ["ts"])
         app.deadlines.add("ops", "ticks", name="minutely", spec_template="ts={{ ts_nodash }}",
-                          cron="* * * * *", deadline="+0s")
+                          cron="* * * * *", deadline="+1s")
         # A new expectation judges only deadlines after its creation; created "long ago",
         # the lookback's two past minutes are due at once (not in 60 to 120 s).
         with app.store.engine.begin() as conn:

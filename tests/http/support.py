@@ -181,7 +181,7 @@ def make_late(server: Server, db: str, table: str) -> str:
     declares an instance late, and return its spec."""
     server.app.publisher.register_table(db, table, ["ts"])
     server.app.deadlines.add(db, table, name="minutely", spec_template="ts={{ ts_nodash }}",
-                             cron="* * * * *", deadline="+0s")
+                             cron="* * * * *", deadline="+1s")
     # A new expectation judges only later deadlines; backdated, the past minutes are due now.
     with server.app.store.engine.begin() as conn:
         conn.execute(text("UPDATE pn_expectations SET created_at = 0 WHERE table_id = "
