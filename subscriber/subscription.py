@@ -216,11 +216,18 @@ class Subscription:
                 yield msg
 
     def messages(self, timeout: float) -> Iterator[AnyMessage]:
-        """Iterate until ``timeout`` seconds pass with nothing new."""
+        """Iterate what arrives within ``timeout`` seconds in all, then what is queued at
+        its end (0: what is already there). After a :class:`HistoryTimeout` it also
+        waits for the history still being merged, as ``tail --timeout`` does."""
         deadline = time.monotonic() + timeout
-        while (left := deadline - time.monotonic()) > 0:
-            msg = self.get(timeout=left)
-            if msg is None:
+        # A late merge is an empty queue for now, not the end of the history.
+        while (left := deadline - time.monotonic()) > 0 or not self.history_merged:
+            # Past the deadline only a late history is waited for, a second at a time.
+            msg = self.get(timeout=min(left, 1.0) if left > 0 else 1.0)
+            if msg is not None:
+                yield msg
+        for _ in range(self._queue.qsize()):  # bounded: a fast stream cannot keep it going
+            if (msg := self.get(timeout=0)) is None:
                 return
             yield msg
 

@@ -93,3 +93,40 @@ def test_a_history_longer_than_the_queue_waits_for_its_reader_not_for_the_timeou
             got.append(msg.spec)
         assert not sub.overflowed.is_set()
     assert got == [f"ds=d{i:02}" for i in range(n)] + ["ds=live"]
+
+
+def test_messages_after_a_history_timeout_yields_the_late_history(
+        app: App, subscriber: Subscriber) -> None:
+    # Defect (session 25): ``messages(timeout)`` ended at its deadline with nothing
+    # queued yet, so "what is already there" (timeout 0) after a HistoryTimeout gave
+    # none of the history still being merged; ``tail --timeout 0`` had the same defect.
+    app.publisher.send_mark_set_done("db", "t", {"ds": "old"})
+    entered, release = threading.Event(), threading.Event()
+    subscriber.subscribe("db.busy", lambda msg: (entered.set(), release.wait(30)),
+                         history=False)
+    app.publisher.send_mark_set_done("db", "busy", {"ds": "x"})
+    assert entered.wait(10), "the busy callback never ran"
+    try:
+        with pytest.raises(HistoryTimeout) as raised:
+            subscriber.subscribe("db.t")
+        sub = raised.value.subscription
+        got: list[str] = []
+        reader = threading.Thread(target=lambda: got.extend(
+            m.spec for m in sub.messages(timeout=0)))
+        reader.start()  # before the dispatcher is free: the history is still to merge
+    finally:
+        release.set()
+    reader.join(30)
+    assert not reader.is_alive(), "messages(0) did not end once the history was merged"
+    assert got == ["ds=old"], "the late history is what was already there"
+    sub.close()
+
+
+def test_messages_with_no_time_left_yields_what_is_already_there(
+        app: App, subscriber: Subscriber) -> None:
+    # Defect (session 25): messages(0) yielded nothing, even with the history queued.
+    for ds in ("a", "b"):
+        app.publisher.send_mark_set_done("db", "t", {"ds": ds})
+    sub = subscriber.subscribe("db.t")
+    assert [m.spec for m in sub.messages(timeout=0)] == ["ds=a", "ds=b"]
+    sub.close()
