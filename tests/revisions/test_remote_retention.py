@@ -42,15 +42,8 @@ def _unvacuumed(app: App) -> int:
 
 
 def test_an_overwrite_on_hdfs_is_left_for_the_spark_job(app: App, clock: FakeClock) -> None:
-    rm, files = app.revisions, RevisionFiles(app.revisions)
     app.publisher.register_table("sales", "orders", ["ds"], location="hdfs://nn/wh/orders")
-    first = rm.begin_write_transaction(T, ["data"])
-    files.record(T, first.revision, "w1", lambda: ["ds=1/part-w1.parquet"])
-    rm.commit_write_transaction(first)
-    second = rm.begin_write_transaction(T, ["data"])
-    files.retire(T, second.revision, "w2", ["ds=1"], "_pn_retired/w2")
-    files.record(T, second.revision, "w2", lambda: ["ds=1/part-w2.parquet"])
-    rm.commit_write_transaction(second)
+    _overwrite(app, T)
 
     clock.advance(RETIRED_FILE_RETENTION_SECONDS + 1)
     for _ in range(2):
