@@ -339,10 +339,9 @@ class Subscriber:
                     batch, rest = drain(self.inbox, item, lambda i: isinstance(i, inbox.Live))
                     self._offer_all([m for i in batch if isinstance(i, inbox.Live)
                                      if (m := self._decode(i.raw)) is not None])
-                elif isinstance(item, inbox.History):
-                    self._seq.catch_up_new(item.followed)
-                    if not item.sub.closed:
-                        item.sub.merge_history(item.messages, self._seq.seen)
+                elif isinstance(item, inbox.History):  # a failure ends the waits on it
+                    item.sub.merge_history(item.messages, self._seq.seen,
+                                           lambda h=item.followed: self._seq.catch_up_new(h))
                 elif isinstance(item, inbox.Reconnected):
                     self._seq.catch_up()
                 else:
