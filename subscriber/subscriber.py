@@ -22,6 +22,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 
 from partition_notify.store import Store, TableInfo
 from partition_notify.subscriber import inbox
@@ -341,7 +342,7 @@ class Subscriber:
                                      if (m := self._decode(i.raw)) is not None])
                 elif isinstance(item, inbox.History):  # a failure ends the waits on it
                     item.sub.merge_history(item.messages, self._seq.seen,
-                                           lambda h=item.followed: self._seq.catch_up_new(h))
+                                           partial(self._seq.catch_up_new, item.followed))
                 elif isinstance(item, inbox.Reconnected):
                     self._seq.catch_up()
                 else:
