@@ -125,9 +125,21 @@ def keeps_sessions(engine: Engine) -> bool:
     where a client keeps its server connection (PgBouncer's session mode). In
     transaction mode the LISTEN stays on a server connection handed to others;
     told once per engine by a probe channel of its own, within :data:`PROBE_SECONDS`
-    (at once when the notifying client gets the server connection that listened)."""
+    (at once when the notifying client gets the server connection that listened).
+    An engine that has not connected yet connects once first (:func:`behind_pooler`);
+    if it cannot, False: readers poll (tests/store/test_pgbouncer_first_use.py)."""
     pooler = _POOLERS.get(engine)
-    if pooler is None or not pooler.pooled:  # not known to be pooled: the waker connects
+    if pooler is not None and pooler.pooled is None:
+        # The listener may be the engine's first use (a subscriber that listens before
+        # any query): its own connection would learn of the pooler only after the choice.
+        try:
+            behind_pooler(engine)
+        except Exception as exc:  # asked again when the next reader starts
+            log.warning("PostgreSQL at %s:%s: cannot connect to tell whether it is behind "
+                        "a connection pooler, readers poll the log: %s",
+                        engine.url.host, engine.url.port, exc)
+            return False
+    if pooler is None or not pooler.pooled:
         return True
     if pooler.sessions is None:
         try:

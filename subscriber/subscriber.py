@@ -22,6 +22,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 
 from partition_notify.store import Store, TableInfo
 from partition_notify.subscriber import inbox
@@ -339,10 +340,9 @@ class Subscriber:
                     batch, rest = drain(self.inbox, item, lambda i: isinstance(i, inbox.Live))
                     self._offer_all([m for i in batch if isinstance(i, inbox.Live)
                                      if (m := self._decode(i.raw)) is not None])
-                elif isinstance(item, inbox.History):
-                    self._seq.catch_up_new(item.followed)
-                    if not item.sub.closed:
-                        item.sub.merge_history(item.messages, self._seq.seen)
+                elif isinstance(item, inbox.History):  # a failure ends the waits on it
+                    item.sub.merge_history(item.messages, self._seq.seen,
+                                           partial(self._seq.catch_up_new, item.followed))
                 elif isinstance(item, inbox.Reconnected):
                     self._seq.catch_up()
                 else:

@@ -11,7 +11,12 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 
 from partition_notify.contract import AnyMessage
-from partition_notify.core.errors import SubscriptionOverflowError, ValidationError
+from partition_notify.core.errors import (
+    HistoryMergeError,
+    PartitionNotifyError,
+    SubscriptionOverflowError,
+    ValidationError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +86,8 @@ class Subscription:
         self._wait = wait_seconds
         #: Set when the reader fell ``max_queued`` behind (see the class docstring).
         self.overflowed = threading.Event()
-        self.error: SubscriptionOverflowError | None = None
+        #: A SubscriptionOverflowError or HistoryMergeError: why it closed itself.
+        self.error: PartitionNotifyError | None = None
         self._pending: list[tuple[AnyMessage, bool]] | None = []
         self.closed = False
         self._ready = threading.Event()
@@ -98,8 +104,24 @@ class Subscription:
         else:
             self._deliver(msg, tracked)
 
-    def merge_history(self, history: list[AnyMessage], seen: Seen) -> None:
-        """History first, then whatever arrived live meanwhile; duplicates dropped."""
+    def merge_history(self, history: list[AnyMessage], seen: Seen,
+                      catch_up: Callable[[], None]) -> None:
+        """``catch_up`` (the log read since subscribing), then history first, then
+        whatever arrived live meanwhile; duplicates dropped.
+
+        The dispatcher logs a failure and goes on; the waits on this merge (subscribe,
+        :meth:`messages`, ``tail``) would then never end: so it closes this
+        subscription with a :class:`HistoryMergeError` that they raise
+        (tests/subscriber/test_history_merge_failure.py)."""
+        try:
+            catch_up()
+            if not self.closed:
+                self._merge(history, seen)
+        except Exception as exc:
+            self._merge_failed(exc)
+            raise
+
+    def _merge(self, history: list[AnyMessage], seen: Seen) -> None:
         keys: set[tuple[str, int]] = set()
         for msg in history:
             if not self.wants(msg):
@@ -123,6 +145,17 @@ class Subscription:
             if seen(topic, seq) is False:  # its live copy is still to come: drop it then
                 self._skip.setdefault(topic, set()).add(seq)
         self._ready.set()
+
+    def _merge_failed(self, exc: Exception) -> None:
+        names = sorted(f"{db}.{t}" for db, t in self.tables)
+        error = HistoryMergeError(
+            f"history of {', '.join(names)} could not be merged: {type(exc).__name__}: "
+            f"{' '.join(str(exc).split())}; the subscription was closed. The event log "
+            "still holds every message: subscribe again", tuple(names))
+        error.__cause__ = exc
+        self.error = error
+        self._ready.set()
+        self.close()
 
     def _deliver(self, msg: AnyMessage, tracked: bool) -> None:
         if self.closed:
@@ -188,18 +221,23 @@ class Subscription:
     def history_merged(self) -> bool:
         """All history handed to the callback or queued for :meth:`get`: what a reader
         draining "what is already there" waits for after a :class:`HistoryTimeout`.
-        A closed subscription's never will be, so that counts as merged too."""
+        A closed subscription's never will be, so that counts as merged too; one whose
+        merge failed is closed, its :attr:`error` a :class:`HistoryMergeError`."""
         return self._pending is None or self.closed
 
     def wait_ready(self, timeout: float) -> bool:
-        """History merged, or (no callback) queued up to ``max_queued`` for the reader."""
-        return self._ready.wait(timeout)
+        """History merged, or (no callback) queued up to ``max_queued`` for the reader;
+        :class:`HistoryMergeError` if the merge failed."""
+        ready = self._ready.wait(timeout)
+        if isinstance(self.error, HistoryMergeError):
+            raise self.error
+        return ready
 
     def get(self, timeout: float | None = None) -> AnyMessage | None:
         """Next message, or None when ``timeout`` passes or the subscription closes.
 
-        After an overflow: the messages queued before it, then
-        :class:`SubscriptionOverflowError` (every call).
+        After an overflow or a failed merge: the messages queued before it, then
+        :class:`SubscriptionOverflowError` or :class:`HistoryMergeError` (every call).
         """
         try:  # after an overflow nothing more comes: do not wait
             msg = self._queue.get(timeout=0 if self.error is not None else timeout)

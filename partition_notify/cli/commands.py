@@ -24,6 +24,7 @@ from partition_notify.cli.common import (
     store_in_use,
     table_arg,
 )
+from partition_notify.contract import names
 from partition_notify.core import limits
 from partition_notify.core.errors import HistoryTimeout, ValidationError
 from partition_notify.subscriber.refs import table_keys
@@ -38,10 +39,12 @@ def cmd_register(args: argparse.Namespace) -> int:
         from partition_notify.writers.lakehouse.follower import head_of
         from partition_notify.writers.lakehouse.store import checked
 
-        # Refused before anything is stored; then the commit to follow from.
+        # Refused before anything is stored; then the commit to follow from. The name
+        # as stored (lower case): the identifier's default, which the follower reads.
+        db, table = db_table(args)
         fmt, catalog, ident, location = checked(
-            ".".join(db_table(args)), args.format, args.catalog, args.identifier,
-            args.location)
+            f"{names.db_name(db)}.{names.table_name(table)}", args.format, args.catalog,
+            args.identifier, args.location)
         start = head_of(fmt, catalog=catalog, identifier=ident, location=location,
                         keys=args.keys)
         if start < 0:  # followed from its first commit: also what a typo looks like

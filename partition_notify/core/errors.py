@@ -33,6 +33,8 @@ boundary with ``raise ... from exc`` so callers never need to import a driver::
     ├── WaitTimeout                 wait_for_set_done ran out of time
     ├── HistoryTimeout              subscribe's history was not merged in time; the
     │                               subscription stays open (``.subscription``)
+    ├── HistoryMergeError           the dispatcher failed to merge a subscription's
+    │                               history: it closed (subscribe again)
     ├── SubscriptionOverflowError   a subscription without a callback fell
     │                               max_queued messages behind and closed
     ├── PartitionLateError          a wait with fail-on-late saw PARTITION_LATE
@@ -187,6 +189,16 @@ class HistoryTimeout(PartitionNotifyError, TimeoutError):
         self.subscription: Any = subscription
         self.topics = topics
         self.timeout = timeout
+
+
+class HistoryMergeError(PartitionNotifyError):
+    """The subscriber's dispatcher failed to merge a subscription's history (the cause is
+    the ``__cause__``): the subscription closed, so that nothing waits for a merge that
+    will not come; the event log still holds every message: subscribe again."""
+
+    def __init__(self, message: str, tables: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.tables = tables
 
 
 class SubscriptionOverflowError(PartitionNotifyError):

@@ -10,20 +10,17 @@ import shutil
 from pathlib import Path
 
 import pytest
-from alembic import command
-from alembic.config import Config
 from deltalake import DeltaTable, write_deltalake
 from deltalake.table import TableFeatures
-from partition_notify.store.migrate import _SCRIPTS, migrate
 from partition_notify.writers.lakehouse.follower import Follower
 from partition_notify.writers.lakehouse.iceberg import Catalogs, catalog_properties
 from partition_notify.writers.lakehouse.store import LakehouseTables
 from pyiceberg.catalog import load_catalog
-from sqlalchemy import create_engine
 
 from partition_notify.app import App, build_app
 from tests.lakehouse.delta_v2 import uuid_named_checkpoint
 from tests.lakehouse.helpers import Logged, catalog_env, delta_rows, iceberg_table, logged, rows
+from tests.support.migrations import downgraded
 
 TABLE = "sales.orders"
 KEYS = ["datestamp", "region"]
@@ -166,14 +163,8 @@ def test_a_table_followed_before_the_identity_was_kept_gets_it_at_its_next_read(
         write(location, "20260101")
         follower.run_once()  # version 0 announced
         follower.release()
-    engine = create_engine(store_url)
-    cfg = Config()
-    cfg.set_main_option("script_location", str(_SCRIPTS))
-    with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.downgrade(cfg, "0014")  # the identity is not known in 0014
-    migrate(engine)  # and the upgrade again: 0014 -> 0015
-    engine.dispose()
+    with downgraded(store_url, "0014"):  # the identity is not known in 0014
+        pass  # and the upgrade again: 0014 -> 0015
     with build_app(store_url=store_url, transport_url="embedded://") as app:
         info = app.publisher.table("sales", "orders")
         before = LakehouseTables(app.store).get(info.id)

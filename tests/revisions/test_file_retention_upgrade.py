@@ -10,26 +10,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from alembic import command
-from alembic.config import Config
-from partition_notify.store.migrate import _SCRIPTS, migrate
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
 
 from partition_notify.app import build_app
 from partition_notify.serve.housekeeping import purge_all
 from tests.support.clock import FakeClock
+from tests.support.migrations import downgraded
 
 T = "sales.orders"
 RETENTION = 7 * 86400
 
 
 def _at_0016_with_an_old_overwrite(store_url: str, root: Path) -> None:
-    engine = create_engine(store_url)
-    cfg = Config()
-    cfg.set_main_option("script_location", str(_SCRIPTS))
-    with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.downgrade(cfg, "0016")
+    with downgraded(store_url, "0016") as conn:
         conn.execute(text("INSERT INTO pn_revision_tables (table_name, last_revision, "
                           "created_at) VALUES (:t, 2, 1.0)"), {"t": T})
         conn.execute(text("INSERT INTO pn_revision_files (table_name, revision, write_id, "
@@ -39,8 +32,6 @@ def _at_0016_with_an_old_overwrite(store_url: str, root: Path) -> None:
         conn.execute(text("INSERT INTO pn_revision_replacements (table_name, revision, "
                           "write_id, partition, retired_to) VALUES (:t, 2, 'w2', 'ds=1', "
                           "'_pn_retired/w2')"), {"t": T})
-    migrate(engine)
-    engine.dispose()
     (root / "ds=1" / "_pn_retired" / "w2").mkdir(parents=True)
     (root / "ds=1" / "_pn_retired" / "w2" / "part-w1.parquet").write_bytes(b"old")
     (root / "ds=1" / "part-w2.parquet").write_bytes(b"new")

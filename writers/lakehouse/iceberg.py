@@ -226,10 +226,11 @@ def _first(exc: BaseException) -> str:
 
 def _refuse_other_spelling(catalog: Catalog, identifier: str, remedy: str) -> None:
     """Raises ValidationError when a SQL catalog holds ``identifier`` under a spelling of
-    the catalog's name in another case. The settings are found whatever the case (an
-    environment variable is spelled in capitals), but pyiceberg's SQL catalog keeps each
-    table under the name its writer gave and compares it exactly: followed under the
-    other spelling, the table would never be found and nothing ever announced."""
+    the catalog's name, the namespace or the table name in another case. The settings
+    are found whatever the case (an environment variable is spelled in capitals), but
+    pyiceberg's SQL catalog keeps each table under the names its writer gave and compares
+    them exactly: followed under another spelling, the table would never be found and
+    nothing ever announced (tests/lakehouse/test_identifier_case.py)."""
     try:
         from pyiceberg.catalog.sql import IcebergTables, SqlCatalog
     except ImportError:  # pyiceberg without its sql extra: no SQL catalog either
@@ -240,18 +241,28 @@ def _refuse_other_spelling(catalog: Catalog, identifier: str, remedy: str) -> No
     from sqlalchemy.orm import Session
 
     namespace = catalog.namespace_to_string(catalog.namespace_from(identifier))
+    name = catalog.table_name_from(identifier)
+    t = IcebergTables
     with Session(catalog.engine) as session:
-        others = session.scalars(select(IcebergTables.catalog_name).where(
-            func.lower(IcebergTables.catalog_name) == catalog.name.lower(),
-            IcebergTables.catalog_name != catalog.name,
-            IcebergTables.table_namespace == namespace,
-            IcebergTables.table_name == catalog.table_name_from(identifier),
-        )).all()
-    if others:
+        found = session.execute(select(t.catalog_name, t.table_namespace, t.table_name).where(
+            func.lower(t.catalog_name) == catalog.name.lower(),
+            func.lower(t.table_namespace) == namespace.lower(),
+            func.lower(t.table_name) == name.lower(),
+        ).order_by(t.catalog_name, t.table_namespace, t.table_name).limit(1)).first()
+    if found is None or tuple(found) == (catalog.name, namespace, name):
+        return
+    other, theirs = found[0], f"{found[1]}.{found[2]}"
+    if theirs == f"{namespace}.{name}":  # only the catalog's name differs
         raise ValidationError(
             f"catalog {catalog.name!r} has no table {identifier}, but the same SQL catalog "
-            f"database holds it under catalog name {others[0]!r}, the writer's spelling "
-            f"(pyiceberg compares catalog names exactly): {remedy} --catalog {others[0]}")
+            f"database holds it under catalog name {other!r}, the writer's spelling "
+            f"(pyiceberg compares catalog names exactly): {remedy} --catalog {other}")
+    where = "" if other == catalog.name else f" under catalog name {other!r}"
+    raise ValidationError(
+        f"catalog {catalog.name!r} has no table {identifier}, but the same SQL catalog "
+        f"database holds {theirs}{where}, the writer's spelling (pyiceberg compares "
+        f"namespace and table names exactly): {remedy}"
+        + ("" if other == catalog.name else f" --catalog {other}") + f" --identifier {theirs}")
 
 
 def _load_table(catalog: Catalog, identifier: str) -> Table | None:
