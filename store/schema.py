@@ -60,7 +60,9 @@ class EventRow(Base):
     """The event log: gap-free ids in commit order; the outbox for brokers."""
 
     __tablename__ = "pn_events"
-    event_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    # The rowid on SQLite (migration 0021): no separate primary-key b-tree to
+    # write on every append. Ids still come from pn_sequence, never from SQLite.
+    event_id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=False)
     topic: Mapped[str] = mapped_column(String(249))
     topic_seq: Mapped[int] = mapped_column(BigInteger)
     event_type: Mapped[str] = mapped_column(String(32))
