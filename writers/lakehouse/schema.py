@@ -12,7 +12,7 @@ catalog: at most one per registered table.
 from __future__ import annotations
 
 from partition_notify.store.schema import Base
-from sqlalchemy import BigInteger, Float, Integer, String
+from sqlalchemy import BigInteger, Float, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 #: The formats a table can be followed in (the serve job of each is ``<format>-follow``).
@@ -51,3 +51,5 @@ class LakehouseTableRow(Base):
     lease_owner: Mapped[str | None] = mapped_column(String(128), nullable=True)
     lease_until: Mapped[float | None] = mapped_column(Float, nullable=True)
     updated_at: Mapped[float] = mapped_column(Float)
+    #: Migration 0010: each format's follower lists its tables.
+    __table_args__ = (Index("ix_pn_lakehouse_tables_format", "format"),)
