@@ -28,10 +28,14 @@ import time
 from collections.abc import Callable
 
 from partition_notify.revisions.repositories import RevisionUnitOfWork
-from partition_notify.revisions.schema import RevisionPlacementRow
-from sqlalchemy import Engine, delete, update
+from partition_notify.revisions.schema import (
+    RevisionFileRow,
+    RevisionPlacementRow,
+    RevisionReplacementRow,
+)
+from sqlalchemy import Engine, delete, select, update
 
-from partition_notify.core.errors import ConflictError, StoreError
+from partition_notify.core.errors import ConflictError, PlacedOverwriteAbortError, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -155,6 +159,36 @@ class PlacementLease:
                 self.beat.notify_all()
 
 
+def refuse_abort_if_placed(uow: RevisionUnitOfWork, table: str, revision: int) -> None:
+    """:class:`PlacedOverwriteAbortError` if revision ``revision`` of ``table`` retired
+    a partition's files (an overwrite placed: its retirement rows are written with the
+    lease's release) or the table's lease names one of its writes (a placement under
+    way, or cut short: its recovery retires and merges again).
+
+    Nothing rolls an aborted revision back (docs/revisions.md): aborted, such an
+    overwrite would leave its rows where plain reads find them and the partition's old
+    files in ``_pn_retired`` for good (housekeeping purges the aborted revision's rows,
+    and with them every record of what was moved aside)."""
+    f, r, p = RevisionFileRow, RevisionReplacementRow, RevisionPlacementRow
+    s = uow.session
+    retired = s.scalars(select(r.write_id).where(r.table_name == table, r.revision == revision)
+                        .limit(1)).first()
+    writes = select(f.write_id).where(f.table_name == table, f.revision == revision)
+    placing = s.scalars(select(p.holder).where(p.table_name == table,
+                                               p.holder.in_(writes))).first()
+    if retired is None and placing is None:
+        return
+    what = (f"write {retired} placed it (retired the partitions' old files to "
+            f"_pn_retired/ and merged its own)" if retired is not None else
+            f"write {placing} holds the table's placement lease (its placement is under "
+            "way or was cut short; its recovery places it)")
+    raise PlacedOverwriteAbortError(
+        f"revision {revision} of {table} cannot be aborted: {what}. An aborted revision's "
+        "data is not rolled back, so plain reads would keep its rows and lose the "
+        "partitions' old ones for good; commit it (rev commit, or the write's recover()), "
+        "or write the partitions again")
+
+
 def _take(uow: RevisionUnitOfWork, row: RevisionPlacementRow | None, table: str, holder: str,
           token: str, now: float, seconds: float) -> None:
     if row is None:
@@ -171,4 +205,5 @@ def _take(uow: RevisionUnitOfWork, row: RevisionPlacementRow | None, table: str,
     uow.session.flush()
 
 
-__all__ = ["PLACEMENT_LEASE_SECONDS", "PLACEMENT_WAIT_SECONDS", "PlacementLease"]
+__all__ = ["PLACEMENT_LEASE_SECONDS", "PLACEMENT_WAIT_SECONDS", "PlacementLease",
+           "refuse_abort_if_placed"]

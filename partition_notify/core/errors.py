@@ -17,8 +17,10 @@ boundary with ``raise ... from exc`` so callers never need to import a driver::
     │   └── SnapshotFilesRemovedError  a pinned snapshot's files were deleted after
     │                               PN_RETIRED_FILE_RETENTION_SECONDS
     ├── ConflictError               e.g. re-registering a table differently
-    │   └── WriteOvertakenError     an overwrite of a later revision replaced the
-    │                               write's partition first: refused, revision aborted
+    │   ├── WriteOvertakenError     an overwrite of a later revision replaced the
+    │   │                           write's partition first: refused, revision aborted
+    │   └── PlacedOverwriteAbortError  abort of an overwrite whose files are (being)
+    │                               placed: refused, it is left to commit
     ├── StoreError                  the database failed or is unreachable
     │   └── CatalogChanged          a table's registration kept changing under a
     │                               publish (retried 3 times; nothing was logged)
@@ -112,6 +114,12 @@ class WriteOvertakenError(ConflictError):
     """A transactional write's data would land in a partition that an overwrite of a
     later revision already replaced: nothing of it was placed, its revision is
     aborted (revisions/files.py ``RevisionFiles.placing``)."""
+
+
+class PlacedOverwriteAbortError(ConflictError):
+    """An abort of an overwrite whose files are placed (or being placed) in the table:
+    nothing rolls an aborted revision's data back, so plain reads would lose the
+    partitions' old rows for good; the write is left to commit (revisions/placement.py)."""
 
 
 class StoreError(PartitionNotifyError):
