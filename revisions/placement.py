@@ -25,15 +25,16 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
-from partition_notify.revisions.repositories import RevisionUnitOfWork
+from partition_notify.revisions.repositories import RevisionRepository, RevisionUnitOfWork
 from partition_notify.revisions.schema import (
     RevisionFileRow,
     RevisionPlacementRow,
     RevisionReplacementRow,
 )
 from sqlalchemy import Engine, delete, select, update
+from sqlalchemy.orm import Session
 
 from partition_notify.core.errors import ConflictError, PlacedOverwriteAbortError, StoreError
 
@@ -159,6 +160,26 @@ class PlacementLease:
                 self.beat.notify_all()
 
 
+def placing_now(session: Session, tables: Iterable[str], now: float) -> set[str]:
+    """Of ``tables``, those a live placement holds the lease of; the others' leases are
+    held by the caller's transaction till it ends (housekeeping deleting files).
+
+    Without waiting: the tables' revision rows are locked (a placement takes its lease
+    under that lock, so none begins till the transaction ends) and the lease rows
+    read; an expired lease counts as free, as it does for a placement taking it over."""
+    revisions = RevisionRepository(session)
+    busy = set()
+    for table in sorted(set(tables)):  # one order: two such callers never deadlock
+        revisions.lock_table(table, now, create=False)
+        row = session.get(RevisionPlacementRow, table, with_for_update=True)
+        if row is not None and row.expires_at > now:
+            busy.add(table)
+            log.info("placement lease of %s held by write %s until %.3f: its aborted "
+                     "writes' files are deleted at a later housekeeping pass", table,
+                     row.holder, row.expires_at)
+    return busy
+
+
 def refuse_abort_if_placed(uow: RevisionUnitOfWork, table: str, revision: int) -> None:
     """:class:`PlacedOverwriteAbortError` if revision ``revision`` of ``table`` retired
     a partition's files (an overwrite placed: its retirement rows are written with the
@@ -206,4 +227,4 @@ def _take(uow: RevisionUnitOfWork, row: RevisionPlacementRow | None, table: str,
 
 
 __all__ = ["PLACEMENT_LEASE_SECONDS", "PLACEMENT_WAIT_SECONDS", "PlacementLease",
-           "refuse_abort_if_placed"]
+           "placing_now", "refuse_abort_if_placed"]
