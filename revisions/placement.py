@@ -17,6 +17,12 @@ lock). What a dead holder half-did is what a rolled-back placement left
 before: files partly moved, no rows; its recovery retires again (idempotent,
 keeping later writes' files) and finishes the merge. Expiry compares the
 callers' clocks with the stored time, like the write transactions' keep-alive.
+
+A holder learns it lost the lease in memory (:meth:`PlacementLease.check`, before each
+rename): a renewal found it taken over, or none succeeded for a whole lease (the
+store unreachable, the row locked), after which another write may take it over. It
+then renames no more. One JVM call (the FileOutputCommitter merge) is not stopped
+half-way: a lease lost during it is found at the release.
 """
 
 from __future__ import annotations
@@ -63,8 +69,12 @@ class PlacementLease:
         #: Renewals so far; ``beat`` is notified after each.
         self.renewals = 0
         self.beat = threading.Condition()
-        #: Set when a renewal found the lease taken over: the release will refuse.
+        #: Set when a renewal found the lease taken over, or none succeeded for a whole
+        #: lease: the holder renames no more (:meth:`check`), the release refuses.
         self.lost: str | None = None
+        #: Monotonic time the lease surely lasts till: it was taken or renewed with
+        #: ``seconds`` at a store time after the transaction began (clocks agreeing).
+        self._valid_until = time.monotonic() + seconds
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._renew_until_stopped, daemon=True,
                                         name=f"placement lease {table}")
@@ -78,6 +88,7 @@ class PlacementLease:
         token = secrets.token_hex(16)
         give_up = time.monotonic() + wait_seconds
         while True:
+            began = time.monotonic()
             with RevisionUnitOfWork(engine, write=True) as uow:
                 now = clock()
                 # The revision row lock orders this with begin/commit/abort of the table.
@@ -92,6 +103,7 @@ class PlacementLease:
                     other, until = row.holder, row.expires_at
             if taken:  # committed: only now is there a lease to renew
                 lease = cls(engine, clock, table, holder, token, seconds)
+                lease._valid_until = began + seconds
                 lease._thread.start()
                 return lease
             if time.monotonic() >= give_up:
@@ -129,6 +141,23 @@ class PlacementLease:
             log.warning("placement lease of %s (write %s) not released, it expires: %s",
                         self.table, self.holder, exc)
 
+    def check(self) -> None:
+        """:class:`ConflictError` once the lease may belong to another write (taken over,
+        or not renewed for a whole lease): called before each rename, so a holder that
+        lost it stops moving files and leaves the rest to its recovery. In memory."""
+        if self.lost is None and time.monotonic() >= self._valid_until:
+            self._lose(f"no renewal succeeded for {self.seconds:g} s")
+        if self.lost is not None:
+            raise self._taken_over()
+
+    def _lose(self, why: str) -> None:
+        if self.lost is None:
+            self.lost = why
+            log.error("placement lease of %s (write %s): %s; it renames no more, its "
+                      "recovery places it", self.table, self.holder, why)
+        with self.beat:
+            self.beat.notify_all()
+
     def _taken_over(self) -> ConflictError:
         return ConflictError(
             f"the placement lease of {self.table} held by write {self.holder} was taken "
@@ -138,6 +167,7 @@ class PlacementLease:
 
     def _renew_until_stopped(self) -> None:
         while not self._stop.wait(self.seconds / 4):
+            began = time.monotonic()
             try:
                 with RevisionUnitOfWork(self.engine, write=True) as uow:
                     now = self.clock()
@@ -149,12 +179,14 @@ class PlacementLease:
             except StoreError as exc:  # retried at the next beat, like the keep-alive
                 log.warning("renewing the placement lease of %s (write %s) failed, "
                             "retrying: %s", self.table, self.holder, exc)
+                if time.monotonic() >= self._valid_until:
+                    self._lose(f"no renewal succeeded for {self.seconds:g} s ({exc})")
+                    return
                 continue
             if not held:
-                self.lost = f"a renewal at {now:.3f} found it expired or taken over"
-                log.error("placement lease of %s (write %s): %s", self.table, self.holder,
-                          self.lost)
+                self._lose(f"a renewal at {now:.3f} found it expired or taken over")
                 return
+            self._valid_until = began + self.seconds
             with self.beat:
                 self.renewals += 1
                 self.beat.notify_all()

@@ -204,9 +204,11 @@ def _place_in_revision(fs: HadoopFs, manifest: Manifest, files: RevisionFiles,
                 # Older snapshots still read these files where they go.
                 keep = place.retire(manifest.partitions, manifest.retired)
                 fs.retire_files(manifest.location, manifest.partitions, manifest.retired,
-                                keep=keep)
+                                keep=keep, guard=place.lease.check)
             clock.step("replace")
-            fs.merge_into(f"{staging}/{DATA}", manifest.location, manifest.attempt)
+            # A lease lost (taken over) stops the renames: the recovery finishes them.
+            fs.merge_into(f"{staging}/{DATA}", manifest.location, manifest.attempt,
+                          guard=place.lease.check)
     else:
         clock.step("replace")  # a resumed write whose data is in: nothing to move
     if retire:
