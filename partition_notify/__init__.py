@@ -23,6 +23,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 from partition_notify.core.errors import (
+    AbortedOverwriteError,
     AuthenticationError,
     CatalogChanged,
     CommitIncompleteError,
@@ -99,6 +100,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "AbortedOverwriteError",
     "AddPartitionMessage",
     "App",
     "AuthenticationError",

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable
 
 from partition_notify.revisions.repositories import RevisionRepository, RevisionUnitOfWork
 from partition_notify.revisions.schema import (
+    ABORTED,
     RevisionFileRow,
     RevisionPlacementRow,
     RevisionReplacementRow,
@@ -42,7 +43,12 @@ from partition_notify.revisions.schema import (
 from sqlalchemy import Engine, delete, select, update
 from sqlalchemy.orm import Session
 
-from partition_notify.core.errors import ConflictError, PlacedOverwriteAbortError, StoreError
+from partition_notify.core.errors import (
+    AbortedOverwriteError,
+    ConflictError,
+    PlacedOverwriteAbortError,
+    StoreError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -242,6 +248,22 @@ def refuse_abort_if_placed(uow: RevisionUnitOfWork, table: str, revision: int) -
         "or write the partitions again")
 
 
+def refuse_aborted_overwrite(uow: RevisionUnitOfWork, table: str, revision: int,
+                             write_id: str) -> None:
+    """:class:`AbortedOverwriteError` if overwrite ``write_id``'s revision was aborted on
+    request and it has retired nothing yet (see :func:`refuse_abort_if_placed`)."""
+    row = uow.revisions.get_txn(table, revision)
+    if row is None or row.state != ABORTED or row.reason == "expired":
+        return  # running, committed, or expired (settle may adopt it)
+    if uow.replacements.has_write(table, write_id):
+        return  # retired before the abort (an older release): finished as it was
+    raise AbortedOverwriteError(
+        f"overwrite {write_id} of {table} at revision {revision} was aborted on request "
+        "before it placed; it is not placed (it would retire the partitions' files for a "
+        "revision no snapshot includes, and nothing rolls that back): nothing of it moved, "
+        "its staged data is deleted. Write it again to replace the partitions")
+
+
 def _take(uow: RevisionUnitOfWork, row: RevisionPlacementRow | None, table: str, holder: str,
           token: str, now: float, seconds: float) -> None:
     if row is None:
@@ -259,4 +281,4 @@ def _take(uow: RevisionUnitOfWork, row: RevisionPlacementRow | None, table: str,
 
 
 __all__ = ["PLACEMENT_LEASE_SECONDS", "PLACEMENT_WAIT_SECONDS", "PlacementLease",
-           "placing_now", "refuse_abort_if_placed"]
+           "placing_now", "refuse_abort_if_placed", "refuse_aborted_overwrite"]

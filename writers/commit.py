@@ -199,7 +199,7 @@ def _place_in_revision(fs: HadoopFs, manifest: Manifest, files: RevisionFiles,
         # Begun, some of its files may already lie in the table (revisions/files.py).
         begun = not fs.exists(f"{staging}/{DATA}")
         with files.placing(manifest.revision_table, revision, manifest.write_id,
-                           manifest.partitions, merge_begun=begun) as place:
+                           manifest.partitions, merge_begun=begun, retiring=retire) as place:
             if retire:
                 # Older snapshots still read these files where they go.
                 keep = place.retire(manifest.partitions, manifest.retired)

@@ -21,7 +21,11 @@ from partition_notify.revisions import RevisionManager
 from partition_notify.revisions.files import RevisionFiles
 
 from partition_notify.cli import rev_commands
-from partition_notify.core.errors import ConflictError, PlacedOverwriteAbortError
+from partition_notify.core.errors import (
+    AbortedOverwriteError,
+    ConflictError,
+    PlacedOverwriteAbortError,
+)
 from tests.support.clock import FakeClock
 
 T = "sales.orders"
@@ -108,3 +112,22 @@ def test_an_overwrite_not_yet_placed_still_aborts(rm: RevisionManager, tmp_path:
 
 def test_the_refusal_is_a_conflict(rm: RevisionManager) -> None:
     assert issubclass(PlacedOverwriteAbortError, ConflictError)
+
+
+def test_an_overwrite_aborted_before_it_placed_is_never_placed(
+        rm: RevisionManager, tmp_path: Path) -> None:
+    """Its abort was allowed (nothing placed yet); its writer's commit step, or its
+    recovery, must then not retire the partition for an aborted revision: refused
+    before anything moves, like an overtaken write (its staged data is discarded)."""
+    files = RevisionFiles(rm)
+    root = _first_write(rm, files, tmp_path)
+    a = rm.begin_write_transaction(T, ["data"])
+    files.record(T, a.revision, "wA", lambda: ["d=1/part-wA.parquet"])
+    rev_commands.abort(rm, T, a.revision)
+
+    with pytest.raises(AbortedOverwriteError, match=f"revision {a.revision} .* aborted"), \
+            files.placing(T, a.revision, "wA", ["d=1"], retiring=True):
+        pytest.fail("an aborted overwrite retires the partition")
+    assert _listing(root) == ["d=1/part-w0.parquet"]
+    snap = rm.create_snapshot(T)
+    assert files.visible(T, snap) == ["d=1/part-w0.parquet"]
