@@ -97,13 +97,13 @@ def test_migration_0020_reopens_remote_overwrites_an_older_serve_marked_vacuumed
     assert reopened == ["sales.orders", "sales.returns"]
 
 
-def test_migration_0021_reopens_what_0020_could_not_see(
+def test_migration_0022_reopens_what_0020_could_not_see(
         app: App, clock: FakeClock, store_url: str, tmp_path: Path) -> None:
     """Defect (session 26): 0020 reopened only tables whose *current* location has a
     scheme. A schemeless location on ``PN_DEFAULT_FS`` (the setting is not known to a
     migration: any process opening the store may run it) and a table whose location
     changed since (an older serve saw the old one) kept their retired files for ever.
-    0021 reopens every such overwrite still naming a retired file neither removed nor
+    0022 reopens every such overwrite still naming a retired file neither removed nor
     given up, whatever the location: whoever deletes there now (serve, for a local
     one, deleting inside the location only; the Spark job elsewhere) takes it."""
     pub = app.publisher

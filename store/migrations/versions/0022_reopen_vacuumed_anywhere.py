@@ -17,8 +17,8 @@ an older ``serve`` skipped. All such are reopened; whoever deletes in the table'
 location now takes them: ``serve`` for a local one (inside the location only, a file
 already gone counts as removed), ``vacuum_retired`` (writers/vacuum.py) elsewhere.
 
-Revision ID: 0021
-Revises: 0020
+Revision ID: 0022
+Revises: 0021
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0021"
-down_revision = "0020"
+revision = "0022"
+down_revision = "0021"
 branch_labels = None
 depends_on = None
 
