@@ -23,6 +23,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 from partition_notify.core.errors import (
+    AbortedOverwriteError,
     AuthenticationError,
     CatalogChanged,
     CommitIncompleteError,
@@ -40,6 +41,7 @@ from partition_notify.core.errors import (
     NotFoundError,
     PartitionLateError,
     PartitionNotifyError,
+    PlacedOverwriteAbortError,
     PublishError,
     PublishTimeout,
     PushError,
@@ -99,6 +101,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "AbortedOverwriteError",
     "AddPartitionMessage",
     "App",
     "AuthenticationError",
@@ -125,6 +128,7 @@ __all__ = [
     "PartitionLateRecoveredMessage",
     "PartitionNotifyError",
     "PartitionWithdrawnMessage",
+    "PlacedOverwriteAbortError",
     "PublishError",
     "PublishTimeout",
     "Publisher",

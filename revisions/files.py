@@ -29,6 +29,7 @@ from partition_notify.revisions.placement import (
     PLACEMENT_LEASE_SECONDS,
     PLACEMENT_WAIT_SECONDS,
     PlacementLease,
+    refuse_aborted_overwrite,
 )
 from partition_notify.revisions.repositories import RevisionUnitOfWork
 from partition_notify.revisions.schema import ABORTED, RevisionFileRow, RevisionReplacementRow
@@ -88,7 +89,7 @@ class RevisionFiles:
 
     @contextmanager
     def placing(self, table: str, revision: int, write_id: str, partitions: Sequence[str], *,
-                merge_begun: bool = False,
+                merge_begun: bool = False, retiring: bool = False,
                 wait_seconds: float = PLACEMENT_WAIT_SECONDS) -> Iterator[Placement]:
         """Hold ``table``'s placement lease while the write's data moves into ``partitions``.
 
@@ -107,6 +108,10 @@ class RevisionFiles:
         not yet placed) are cleared. Unless ``merge_begun`` (a resumed write whose merge
         had begun): some of its files may have been placed and moved aside, so the
         rows cannot be trusted to be clearable and the write is refused as before.
+        An overwrite (``retiring``: it has yet to retire) whose own revision was aborted
+        on request is refused, :class:`AbortedOverwriteError`: nothing rolls it back, so
+        placed it would leave plain reads without the partitions' old rows (its abort
+        is refused once it placed: revisions/placement.py).
 
         The lease (revisions/placement.py) is a row taken in a short transaction: the
         block's renames hold no database lock, so the rest of the store (other tables,
@@ -118,6 +123,8 @@ class RevisionFiles:
             moved = uow.files.first_retired(table, write_id, void_too=merge_begun)
             if later or moved is not None:
                 raise _overtaken(table, revision, write_id, later, moved)
+            if retiring:
+                refuse_aborted_overwrite(uow, table, revision, write_id)
             uow.files.unretire(table, write_id)  # only a void overwrite moved any
 
         lease = PlacementLease.take(self.manager.engine, self.manager.clock, table, write_id,

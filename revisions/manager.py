@@ -44,6 +44,7 @@ from partition_notify.revisions.model import (
     table_name,
     unknown_table,
 )
+from partition_notify.revisions.placement import refuse_abort_if_placed
 from partition_notify.revisions.repositories import RevisionUnitOfWork
 from partition_notify.revisions.schema import ABORTED, RUNNING, RevisionTxnRow
 from sqlalchemy import Engine
@@ -183,6 +184,8 @@ class RevisionManager:
             raise ConflictError(
                 f"transaction {tx.revision} on table {tx.table} has committed; it cannot abort"
             )
+        if row.state == RUNNING:  # aborting twice stays harmless
+            refuse_abort_if_placed(uow, tx.table, tx.revision)
         uow.revisions.expire_running(tx.table, now)
         if row.state == RUNNING:
             row.state, row.reason, row.ended_at = ABORTED, "aborted", now

@@ -17,6 +17,12 @@ lock). What a dead holder half-did is what a rolled-back placement left
 before: files partly moved, no rows; its recovery retires again (idempotent,
 keeping later writes' files) and finishes the merge. Expiry compares the
 callers' clocks with the stored time, like the write transactions' keep-alive.
+
+A holder learns it lost the lease in memory (:meth:`PlacementLease.check`, before each
+rename): a renewal found it taken over, or none succeeded for a whole lease (the
+store unreachable, the row locked), after which another write may take it over. It
+then renames no more. One JVM call (the FileOutputCommitter merge) is not stopped
+half-way: a lease lost during it is found at the release.
 """
 
 from __future__ import annotations
@@ -25,13 +31,24 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
-from partition_notify.revisions.repositories import RevisionUnitOfWork
-from partition_notify.revisions.schema import RevisionPlacementRow
-from sqlalchemy import Engine, delete, update
+from partition_notify.revisions.repositories import RevisionRepository, RevisionUnitOfWork
+from partition_notify.revisions.schema import (
+    ABORTED,
+    RevisionFileRow,
+    RevisionPlacementRow,
+    RevisionReplacementRow,
+)
+from sqlalchemy import Engine, delete, select, update
+from sqlalchemy.orm import Session
 
-from partition_notify.core.errors import ConflictError, StoreError
+from partition_notify.core.errors import (
+    AbortedOverwriteError,
+    ConflictError,
+    PlacedOverwriteAbortError,
+    StoreError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +75,12 @@ class PlacementLease:
         #: Renewals so far; ``beat`` is notified after each.
         self.renewals = 0
         self.beat = threading.Condition()
-        #: Set when a renewal found the lease taken over: the release will refuse.
+        #: Set when a renewal found the lease taken over, or none succeeded for a whole
+        #: lease: the holder renames no more (:meth:`check`), the release refuses.
         self.lost: str | None = None
+        #: Monotonic time the lease surely lasts till: it was taken or renewed with
+        #: ``seconds`` at a store time after the transaction began (clocks agreeing).
+        self._valid_until = time.monotonic() + seconds
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._renew_until_stopped, daemon=True,
                                         name=f"placement lease {table}")
@@ -73,6 +94,7 @@ class PlacementLease:
         token = secrets.token_hex(16)
         give_up = time.monotonic() + wait_seconds
         while True:
+            began = time.monotonic()
             with RevisionUnitOfWork(engine, write=True) as uow:
                 now = clock()
                 # The revision row lock orders this with begin/commit/abort of the table.
@@ -87,6 +109,7 @@ class PlacementLease:
                     other, until = row.holder, row.expires_at
             if taken:  # committed: only now is there a lease to renew
                 lease = cls(engine, clock, table, holder, token, seconds)
+                lease._valid_until = began + seconds
                 lease._thread.start()
                 return lease
             if time.monotonic() >= give_up:
@@ -124,6 +147,23 @@ class PlacementLease:
             log.warning("placement lease of %s (write %s) not released, it expires: %s",
                         self.table, self.holder, exc)
 
+    def check(self) -> None:
+        """:class:`ConflictError` once the lease may belong to another write (taken over,
+        or not renewed for a whole lease): called before each rename, so a holder that
+        lost it stops moving files and leaves the rest to its recovery. In memory."""
+        if self.lost is None and time.monotonic() >= self._valid_until:
+            self._lose(f"no renewal succeeded for {self.seconds:g} s")
+        if self.lost is not None:
+            raise self._taken_over()
+
+    def _lose(self, why: str) -> None:
+        if self.lost is None:
+            self.lost = why
+            log.error("placement lease of %s (write %s): %s; it renames no more, its "
+                      "recovery places it", self.table, self.holder, why)
+        with self.beat:
+            self.beat.notify_all()
+
     def _taken_over(self) -> ConflictError:
         return ConflictError(
             f"the placement lease of {self.table} held by write {self.holder} was taken "
@@ -133,6 +173,7 @@ class PlacementLease:
 
     def _renew_until_stopped(self) -> None:
         while not self._stop.wait(self.seconds / 4):
+            began = time.monotonic()
             try:
                 with RevisionUnitOfWork(self.engine, write=True) as uow:
                     now = self.clock()
@@ -144,15 +185,83 @@ class PlacementLease:
             except StoreError as exc:  # retried at the next beat, like the keep-alive
                 log.warning("renewing the placement lease of %s (write %s) failed, "
                             "retrying: %s", self.table, self.holder, exc)
+                if time.monotonic() >= self._valid_until:
+                    self._lose(f"no renewal succeeded for {self.seconds:g} s ({exc})")
+                    return
                 continue
             if not held:
-                self.lost = f"a renewal at {now:.3f} found it expired or taken over"
-                log.error("placement lease of %s (write %s): %s", self.table, self.holder,
-                          self.lost)
+                self._lose(f"a renewal at {now:.3f} found it expired or taken over")
                 return
+            self._valid_until = began + self.seconds
             with self.beat:
                 self.renewals += 1
                 self.beat.notify_all()
+
+
+def placing_now(session: Session, tables: Iterable[str], now: float) -> set[str]:
+    """Of ``tables``, those a live placement holds the lease of; the others' leases are
+    held by the caller's transaction till it ends (housekeeping deleting files).
+
+    Without waiting: the tables' revision rows are locked (a placement takes its lease
+    under that lock, so none begins till the transaction ends) and the lease rows
+    read; an expired lease counts as free, as it does for a placement taking it over."""
+    revisions = RevisionRepository(session)
+    busy = set()
+    for table in sorted(set(tables)):  # one order: two such callers never deadlock
+        revisions.lock_table(table, now, create=False)
+        row = session.get(RevisionPlacementRow, table, with_for_update=True)
+        if row is not None and row.expires_at > now:
+            busy.add(table)
+            log.info("placement lease of %s held by write %s until %.3f: its aborted "
+                     "writes' files are deleted at a later housekeeping pass", table,
+                     row.holder, row.expires_at)
+    return busy
+
+
+def refuse_abort_if_placed(uow: RevisionUnitOfWork, table: str, revision: int) -> None:
+    """:class:`PlacedOverwriteAbortError` if revision ``revision`` of ``table`` retired
+    a partition's files (an overwrite placed: its retirement rows are written with the
+    lease's release) or the table's lease names one of its writes (a placement under
+    way, or cut short: its recovery retires and merges again).
+
+    Nothing rolls an aborted revision back (docs/revisions.md): aborted, such an
+    overwrite would leave its rows where plain reads find them and the partition's old
+    files in ``_pn_retired`` for good (housekeeping purges the aborted revision's rows,
+    and with them every record of what was moved aside)."""
+    f, r, p = RevisionFileRow, RevisionReplacementRow, RevisionPlacementRow
+    s = uow.session
+    retired = s.scalars(select(r.write_id).where(r.table_name == table, r.revision == revision)
+                        .limit(1)).first()
+    writes = select(f.write_id).where(f.table_name == table, f.revision == revision)
+    placing = s.scalars(select(p.holder).where(p.table_name == table,
+                                               p.holder.in_(writes))).first()
+    if retired is None and placing is None:
+        return
+    what = (f"write {retired} placed it (retired the partitions' old files to "
+            f"_pn_retired/ and merged its own)" if retired is not None else
+            f"write {placing} holds the table's placement lease (its placement is under "
+            "way or was cut short; its recovery places it)")
+    raise PlacedOverwriteAbortError(
+        f"revision {revision} of {table} cannot be aborted: {what}. An aborted revision's "
+        "data is not rolled back, so plain reads would keep its rows and lose the "
+        "partitions' old ones for good; commit it (rev commit, or the write's recover()), "
+        "or write the partitions again")
+
+
+def refuse_aborted_overwrite(uow: RevisionUnitOfWork, table: str, revision: int,
+                             write_id: str) -> None:
+    """:class:`AbortedOverwriteError` if overwrite ``write_id``'s revision was aborted on
+    request and it has retired nothing yet (see :func:`refuse_abort_if_placed`)."""
+    row = uow.revisions.get_txn(table, revision)
+    if row is None or row.state != ABORTED or row.reason == "expired":
+        return  # running, committed, or expired (settle may adopt it)
+    if uow.replacements.has_write(table, write_id):
+        return  # retired before the abort (an older release): finished as it was
+    raise AbortedOverwriteError(
+        f"overwrite {write_id} of {table} at revision {revision} was aborted on request "
+        "before it placed; it is not placed (it would retire the partitions' files for a "
+        "revision no snapshot includes, and nothing rolls that back): nothing of it moved, "
+        "its staged data is deleted. Write it again to replace the partitions")
 
 
 def _take(uow: RevisionUnitOfWork, row: RevisionPlacementRow | None, table: str, holder: str,
@@ -171,4 +280,5 @@ def _take(uow: RevisionUnitOfWork, row: RevisionPlacementRow | None, table: str,
     uow.session.flush()
 
 
-__all__ = ["PLACEMENT_LEASE_SECONDS", "PLACEMENT_WAIT_SECONDS", "PlacementLease"]
+__all__ = ["PLACEMENT_LEASE_SECONDS", "PLACEMENT_WAIT_SECONDS", "PlacementLease",
+           "placing_now", "refuse_abort_if_placed", "refuse_aborted_overwrite"]

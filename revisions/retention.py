@@ -25,14 +25,17 @@ keep-alive; a write recovered later than that is announced again anyway.
 Just before its rows go, the data files the rows name are deleted
 (revisions/vacuum.py: local table locations, only inside the table's
 location; a revision whose file could not be deleted keeps its rows until a
-later pass deletes it or gives up). Elsewhere (``hdfs://``) a Spark job's
-``vacuum_retired`` deletes them earlier, keeping the rows (:func:`remove_aborted_files`).
+later pass deletes it or gives up), and not while a placement of the table holds its
+lease (revisions/placement.py ``placing_now``: skipped that pass, done at a later one).
+Elsewhere (``hdfs://``) a Spark job's ``vacuum_retired`` deletes them earlier, keeping
+the rows (:func:`remove_aborted_files`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from partition_notify.revisions.placement import placing_now
 from partition_notify.revisions.schema import (
     ABORTED,
     RevisionFileRow,
@@ -65,8 +68,9 @@ def purge_aborted(write_uow: Callable[[], UnitOfWork], before: float, *, batch_s
             after.append(rows[-1])
         held = _held_by_partitions(uow, [(t, r) for _, t, r in rows])
         gone = [(t, r) for _, t, r in rows if (t, r) not in held]
-        if remover is not None:
-            gone = [k for k in gone if remover.settle(*_files(uow, k), now)]
+        if remover is not None:  # not under a placement renaming in the same table
+            busy = placing_now(uow.session, [t for t, _ in gone], now)
+            gone = [k for k in gone if k[0] not in busy and remover.settle(*_files(uow, k), now)]
         deleted[0] += _delete(uow, gone)
         return len(rows)
 
@@ -90,6 +94,8 @@ def remove_aborted_files(write_uow: Callable[[], UnitOfWork], remover: FileRemov
             select(t.revision).where(where).order_by(t.revision).limit(n)))
         if revisions:
             after.append(revisions[-1])
+        if placing_now(uow.session, [table], now):
+            return 0  # a placement renames in the table: the next run deletes them
         for revision in revisions:
             remover.settle(*_files(uow, (table, revision)), now)
         return len(revisions)

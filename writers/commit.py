@@ -199,14 +199,16 @@ def _place_in_revision(fs: HadoopFs, manifest: Manifest, files: RevisionFiles,
         # Begun, some of its files may already lie in the table (revisions/files.py).
         begun = not fs.exists(f"{staging}/{DATA}")
         with files.placing(manifest.revision_table, revision, manifest.write_id,
-                           manifest.partitions, merge_begun=begun) as place:
+                           manifest.partitions, merge_begun=begun, retiring=retire) as place:
             if retire:
                 # Older snapshots still read these files where they go.
                 keep = place.retire(manifest.partitions, manifest.retired)
                 fs.retire_files(manifest.location, manifest.partitions, manifest.retired,
-                                keep=keep)
+                                keep=keep, guard=place.lease.check)
             clock.step("replace")
-            fs.merge_into(f"{staging}/{DATA}", manifest.location, manifest.attempt)
+            # A lease lost (taken over) stops the renames: the recovery finishes them.
+            fs.merge_into(f"{staging}/{DATA}", manifest.location, manifest.attempt,
+                          guard=place.lease.check)
     else:
         clock.step("replace")  # a resumed write whose data is in: nothing to move
     if retire:

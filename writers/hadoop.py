@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -157,7 +157,8 @@ class HadoopFs:
             return sum(pool.map(self.delete, todo))
 
     def retire_files(self, base: str, partitions: Iterable[str], sub: str, *,
-                     keep: Collection[str] = (), threads: int = 8) -> int:
+                     keep: Collection[str] = (), threads: int = 8,
+                     guard: Callable[[], None] | None = None) -> int:
         """Move the data files of each partition directory into its subdirectory ``sub``.
 
         Names starting with ``_`` or ``.`` (earlier retired files, checksums)
@@ -165,7 +166,8 @@ class HadoopFs:
         a reader naming a retired file still gets its partition values from
         the directories above it. ``keep``: ``<partition>/<name>`` paths that stay
         (a later revision's files). A second call finishes what a first left.
-        Returns the number of files moved.
+        ``guard`` runs before each rename and raises to stop them (a placement
+        lease lost: revisions/placement.py). Returns the number of files moved.
         """
         todo = list(partitions)
         if not todo:
@@ -178,6 +180,8 @@ class HadoopFs:
             if names:
                 self.mkdirs(f"{directory}/{sub}")
             for name in names:
+                if guard is not None:
+                    guard()
                 if not self.rename(f"{directory}/{name}", f"{directory}/{sub}/{name}"):
                     raise OSError(f"could not move {directory}/{name} into {sub}")
             return len(names)
@@ -194,7 +198,8 @@ class HadoopFs:
         """Delete what a merge begun by job attempt ``attempt`` left in ``dest/_temporary``."""
         self.delete(f"{dest}/_temporary/{attempt}")
 
-    def merge_into(self, source: str, dest: str, attempt: int) -> None:
+    def merge_into(self, source: str, dest: str, attempt: int, *,
+                   guard: Callable[[], None] | None = None) -> None:
         """Move the tree ``source`` into ``dest``, merging directories that exist.
 
         This is Hadoop's FileOutputCommitter (algorithm 1) job commit, the very
@@ -203,17 +208,21 @@ class HadoopFs:
         its files are added. ``source`` is first renamed to a committed-task
         directory of job attempt ``attempt`` (``dest/_temporary/<attempt>``),
         which is where that committer looks. Idempotent: a second call after
-        a crash finishes what the first left.
+        a crash finishes what the first left. ``guard`` runs before each of its
+        two steps (the rename, the JVM merge) and raises to stop them.
         """
+        check = guard if guard is not None else _no_guard
         job_dir = f"{dest}/_temporary/{attempt}"
         task_dir = f"{job_dir}/{TASK_DIR}"
         if self.exists(source):
             if self.exists(task_dir):
                 raise OSError(f"{task_dir} exists already: another write uses attempt {attempt}")
+            check()
             self.mkdirs(job_dir)
             if not self.rename(source, task_dir):
                 raise OSError(f"could not rename {source} to {task_dir}")
         if self.exists(task_dir):
+            check()
             jvm = self._jvm
             conf = jvm.org.apache.hadoop.conf.Configuration(self.conf)
             conf.setInt("mapreduce.job.application.attempt.id", attempt)
@@ -229,6 +238,10 @@ class HadoopFs:
         self.delete(job_dir)
         with contextlib.suppress(Exception):  # not empty: another writer's job is in there
             self.delete(f"{dest}/_temporary", recursive=False)
+
+
+def _no_guard() -> None:
+    pass
 
 
 def _java_class(exc: BaseException) -> str:

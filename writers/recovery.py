@@ -13,7 +13,8 @@ the expired revision had tagged (files, replaced partitions, announced
 partitions). The new revision is recorded in the staging directory
 (``_pn_adopted.<rev>``) before it is used, so a recovery that dies is
 continued under the same bookkeeping. A revision aborted on request stays
-aborted: the data is announced but snapshots skip it (logged as an error).
+aborted: an append's data is announced but snapshots skip it (logged as an error);
+an overwrite not yet placed is refused and discarded (``AbortedOverwriteError``).
 A write whose caller passed ``revision=`` is completed under that revision
 and left for the caller to commit.
 """

@@ -17,8 +17,11 @@ boundary with ``raise ... from exc`` so callers never need to import a driver::
     │   └── SnapshotFilesRemovedError  a pinned snapshot's files were deleted after
     │                               PN_RETIRED_FILE_RETENTION_SECONDS
     ├── ConflictError               e.g. re-registering a table differently
-    │   └── WriteOvertakenError     an overwrite of a later revision replaced the
-    │                               write's partition first: refused, revision aborted
+    │   ├── WriteOvertakenError     an overwrite of a later revision replaced the
+    │   │   │                       write's partition first: refused, revision aborted
+    │   │   └── AbortedOverwriteError  an overwrite aborted before it placed: never is
+    │   └── PlacedOverwriteAbortError  abort of an overwrite whose files are (being)
+    │                               placed: refused, it is left to commit
     ├── StoreError                  the database failed or is unreachable
     │   └── CatalogChanged          a table's registration kept changing under a
     │                               publish (retried 3 times; nothing was logged)
@@ -114,6 +117,18 @@ class WriteOvertakenError(ConflictError):
     """A transactional write's data would land in a partition that an overwrite of a
     later revision already replaced: nothing of it was placed, its revision is
     aborted (revisions/files.py ``RevisionFiles.placing``)."""
+
+
+class PlacedOverwriteAbortError(ConflictError):
+    """An abort of an overwrite whose files are placed (or being placed) in the table:
+    nothing rolls an aborted revision's data back, so plain reads would lose the
+    partitions' old rows for good; the write is left to commit (revisions/placement.py)."""
+
+
+class AbortedOverwriteError(WriteOvertakenError):
+    """An overwrite whose revision was aborted on request before it placed: it is never
+    placed (it would retire the partitions for a revision no snapshot includes);
+    handled like an overtaken write, its staged data deleted (revisions/files.py)."""
 
 
 class StoreError(PartitionNotifyError):

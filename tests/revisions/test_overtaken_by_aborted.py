@@ -25,8 +25,12 @@ T = "sales.orders"
 
 
 def _a_overwrote_before_b_placed(rm: RevisionManager, files: RevisionFiles,
-                                 b_records_first: bool) -> tuple[int, int]:
-    """Revisions (r0, b, a): r0 committed d=1's first file, A (a > b) retired it."""
+                                 b_records_first: bool, *,
+                                 abort_a: bool = False) -> tuple[int, int]:
+    """Revisions (r0, b, a): r0 committed d=1's first file, A (a > b) retired it.
+
+    ``abort_a``: A is aborted on request before it places (once placed its abort is
+    refused, test_abort_placed_overwrite.py) and its recovery places it anyway."""
     first = rm.begin_write_transaction(T, ["data"])
     files.record(T, first.revision, "w0", lambda: ["d=1/part-w0.parquet"])
     rm.commit_write_transaction(first)
@@ -35,6 +39,8 @@ def _a_overwrote_before_b_placed(rm: RevisionManager, files: RevisionFiles,
     if b_records_first:
         files.record(T, b.revision, "wB", lambda: ["d=1/part-wB.parquet"])
     files.record(T, a.revision, "wA", lambda: ["d=1/part-wA.parquet"])
+    if abort_a:
+        rev_commands.abort(rm, T, a.revision)  # `partition-notify rev abort sales.orders <a>`
     with files.placing(T, a.revision, "wA", ["d=1"]) as place:
         assert place.retire(["d=1"], "_pn_retired/wA") == {"d=1/part-wA.parquet"}
     if not b_records_first:
@@ -47,8 +53,7 @@ def _a_overwrote_before_b_placed(rm: RevisionManager, files: RevisionFiles,
 def test_an_overwrite_aborted_on_request_does_not_overtake(
         rm: RevisionManager, b_records_first: bool) -> None:
     files = RevisionFiles(rm)
-    b, a = _a_overwrote_before_b_placed(rm, files, b_records_first)
-    rev_commands.abort(rm, T, a)     # `partition-notify rev abort sales.orders <a>`
+    b, a = _a_overwrote_before_b_placed(rm, files, b_records_first, abort_a=True)
 
     with files.placing(T, b, "wB", ["d=1"]):
         pass                         # B's files land in d=1
@@ -73,8 +78,7 @@ def test_an_expired_overwrite_still_overtakes(rm: RevisionManager, clock: FakeCl
 def test_files_an_aborted_overwrite_moved_after_their_merge_began_still_refuse(
         rm: RevisionManager) -> None:
     files = RevisionFiles(rm)
-    b, a = _a_overwrote_before_b_placed(rm, files, b_records_first=True)
-    rev_commands.abort(rm, T, a)
+    b, _ = _a_overwrote_before_b_placed(rm, files, b_records_first=True, abort_a=True)
     with pytest.raises(WriteOvertakenError, match="moved its recorded file"), \
             files.placing(T, b, "wB", ["d=1"], merge_begun=True):
         pytest.fail("placed although its rows no longer say where its files are")

@@ -95,3 +95,40 @@ def test_migration_0020_reopens_remote_overwrites_an_older_serve_marked_vacuumed
     finally:
         engine.dispose()
     assert reopened == ["sales.orders", "sales.returns"]
+
+
+def test_migration_0022_reopens_what_0020_could_not_see(
+        app: App, clock: FakeClock, store_url: str, tmp_path: Path) -> None:
+    """Defect (session 26): 0020 reopened only tables whose *current* location has a
+    scheme. A schemeless location on ``PN_DEFAULT_FS`` (the setting is not known to a
+    migration: any process opening the store may run it) and a table whose location
+    changed since (an older serve saw the old one) kept their retired files for ever.
+    0022 reopens every such overwrite still naming a retired file neither removed nor
+    given up, whatever the location: whoever deletes there now (serve, for a local
+    one, deleting inside the location only; the Spark job elsewhere) takes it."""
+    pub = app.publisher
+    local = tmp_path / "moved"
+    pub.register_table("sales", "orders", ["ds"], location="/wh/orders")  # on PN_DEFAULT_FS
+    pub.register_table("sales", "moved", ["ds"], location=str(local))  # once hdfs://
+    for name in ("orders", "moved"):
+        _overwrite(app, f"sales.{name}")
+    retired = local / "ds=1" / "_pn_retired" / "w2" / "part-w1.parquet"
+    retired.parent.mkdir(parents=True)
+    retired.write_bytes(b"PAR1 w1")
+    engine = create_engine(store_url)
+    cfg = Config()
+    cfg.set_main_option("script_location", str(_SCRIPTS))
+    try:
+        with engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            command.downgrade(cfg, "0019")
+            conn.execute(text("UPDATE pn_revision_replacements SET vacuumed_at = 5.0"))
+            command.upgrade(cfg, "0020")
+        assert _unvacuumed(app) == 0, "0020 sees neither"
+        migrate(engine)
+    finally:
+        engine.dispose()
+    assert _unvacuumed(app) == 2
+    clock.advance(RETIRED_FILE_RETENTION_SECONDS + 1)
+    assert purge_all(app, 10, None).revision_files == 1
+    assert not retired.exists(), "serve deleted the moved table's retired file"

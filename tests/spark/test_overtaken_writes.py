@@ -199,3 +199,46 @@ def test_recovery_refuses_an_overwrite_overtaken_while_its_driver_was_dead(
         snap = revisions.create_snapshot(T, at)
         assert len(_rows(read_snapshot(spark, app, "sales", "orders", snapshot=snap).frame)) \
             == 3, at
+
+
+def test_recovery_discards_an_overwrite_aborted_before_it_placed(spark, app, tmp_path, caplog):
+    """Session 26: B (an overwrite) recorded its files and its driver died before placing
+    them; an operator aborted B (``rev abort``: allowed, nothing placed). Its recovery
+    used to place it anyway: plain reads of the partition then read B's rows, the old
+    ones sat in ``_pn_retired`` for a revision no snapshot includes, and nothing would
+    ever put them back. Now it is refused (AbortedOverwriteError), logged, discarded."""
+    import logging
+
+    from partition_notify.writers import CommitIncompleteError
+
+    from partition_notify.cli import rev_commands
+    from tests.spark.test_recovery import age_locks
+
+    root = tmp_path / "warehouse" / "orders"
+    revisions = app.revisions
+    path_writer(app, tmp_path, revisions=revisions).write(
+        frame(spark, rows_for(["20110228"], ["us"])))
+
+    def dies() -> None:
+        raise _DriverDied("the driver died before placing its data")
+
+    b = path_writer(app, tmp_path, revisions=revisions)
+    assert b.files is not None
+    b.files = _Interleaved(b.files, dies, before_record=False)
+    with pytest.raises(CommitIncompleteError):
+        b.write(frame(spark, [(100 + i, float(i), "20110228", "us") for i in range(5)]),
+                mode="overwrite")
+    [running] = revisions.running_transactions(T)
+    rev_commands.abort(revisions, T, running.revision)
+
+    age_locks(tmp_path, 3600)
+    with caplog.at_level(logging.ERROR):
+        done = path_writer(app, tmp_path, revisions=revisions).recover(
+            spark, stale_after_seconds=0.0)
+    assert done == []
+    assert any("aborted on request before it placed" in r.getMessage()
+               for r in caplog.records), [r.getMessage() for r in caplog.records]
+    assert not list((root / "_pn_staging").glob("*"))
+    assert not list(root.rglob("_pn_retired")), "nothing retired"
+    assert _rows(spark.read.parquet(str(root))) == [
+        (i, "20110228", "us") for i in range(3)], "the plain read keeps r0's rows"

@@ -8,7 +8,7 @@ not record a location; the catalog's (``pn_tables.location``) is what that
 ``serve`` looked at. Reopened: an overwrite of a table whose location has a scheme
 other than ``file`` that still names a retired file neither removed nor given up.
 A location without a scheme (a path on ``PN_DEFAULT_FS``) is left as it is: the
-setting is not known here.
+setting is not known here; 0022 reopens those, and those of moved tables, too.
 
 Revision ID: 0020
 Revises: 0019
