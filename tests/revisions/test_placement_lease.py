@@ -19,16 +19,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from alembic import command
-from alembic.config import Config
 from partition_notify.revisions.files import RevisionFiles
 from partition_notify.revisions.placement import PLACEMENT_LEASE_SECONDS, PlacementLease
-from partition_notify.store.migrate import _SCRIPTS, migrate
 from sqlalchemy import create_engine, inspect
 
 from partition_notify.app import App, build_app
 from partition_notify.core.errors import ConflictError, WriteOvertakenError
 from tests.support.clock import FakeClock
+from tests.support.migrations import downgraded
 
 T = "sales.orders"
 #: PN_CONNECT_TIMEOUT_SECONDS of these apps: the store's lock deadline is 3 x this.
@@ -212,15 +210,11 @@ def test_migration_0019_upgrades_a_0018_store_and_downgrades_again(
     files = RevisionFiles(app.revisions)
     a = app.revisions.begin_write_transaction(T, ["data"])
     files.record(T, a.revision, "wA", lambda: ["d=1/part-wA.parquet"])
+    with downgraded(store_url, "0018") as conn:
+        assert not inspect(conn).has_table("pn_revision_placements")
+    # Upgraded to head on leaving the block: what the next start of anything does.
     engine = create_engine(store_url)
-    cfg = Config()
-    cfg.set_main_option("script_location", str(_SCRIPTS))
     try:
-        with engine.begin() as conn:
-            cfg.attributes["connection"] = conn
-            command.downgrade(cfg, "0018")
-            assert not inspect(conn).has_table("pn_revision_placements")
-        migrate(engine)  # what the next start of anything on the store does
         with engine.connect() as conn:
             assert inspect(conn).has_table("pn_revision_placements")
     finally:

@@ -22,6 +22,7 @@ from partition_notify.app import App
 from partition_notify.core.limits import RETIRED_FILE_RETENTION_SECONDS
 from partition_notify.serve.housekeeping import purge_all
 from tests.support.clock import FakeClock, app_on_clock
+from tests.support.migrations import downgraded
 
 T = "sales.orders"
 
@@ -74,20 +75,15 @@ def test_migration_0020_reopens_remote_overwrites_an_older_serve_marked_vacuumed
     pub.register_table("sales", "gone", ["ds"], location="hdfs://nn/wh/gone")
     for name in ("orders", "returns", "local", "gone"):
         _overwrite(app, f"sales.{name}")
+    with downgraded(store_url, "0019") as conn:
+        # What the older serve did: every overwrite past retention marked dealt
+        # with; it deleted the local table's file, the job later sales.gone's.
+        conn.execute(text("UPDATE pn_revision_replacements SET vacuumed_at = 5.0"))
+        conn.execute(text("UPDATE pn_revision_files SET removed_at = 5.0 WHERE "
+                          "table_name IN ('sales.local', 'sales.gone') "
+                          "AND write_id = 'w1'"))
     engine = create_engine(store_url)
-    cfg = Config()
-    cfg.set_main_option("script_location", str(_SCRIPTS))
     try:
-        with engine.begin() as conn:
-            cfg.attributes["connection"] = conn
-            command.downgrade(cfg, "0019")
-            # What the older serve did: every overwrite past retention marked dealt
-            # with; it deleted the local table's file, the job later sales.gone's.
-            conn.execute(text("UPDATE pn_revision_replacements SET vacuumed_at = 5.0"))
-            conn.execute(text("UPDATE pn_revision_files SET removed_at = 5.0 WHERE "
-                              "table_name IN ('sales.local', 'sales.gone') "
-                              "AND write_id = 'w1'"))
-        migrate(engine)
         with engine.connect() as conn:
             reopened = sorted(conn.execute(text(
                 "SELECT table_name FROM pn_revision_replacements WHERE vacuumed_at IS NULL"
