@@ -21,10 +21,11 @@ import logging
 from collections.abc import Iterator
 
 import pytest
+from partition_notify.store.dead_letters import DeadLetters
+from partition_notify.subscriber import Subscriber
 from sqlalchemy import text
 
 from partition_notify.app import App
-from partition_notify.subscriber import Subscriber
 from tests.faults.support import Collector
 
 TIMEOUT = 15.0
@@ -114,3 +115,22 @@ def test_every_log_read_survives_a_row_with_damaged_headers(app: App, value: str
         assert [e.event_id for e in got] == [m.event_id for m in sent], name
         assert got[1].headers["PN_MESSAGE_ID"] == sent[1].message_id, name
         assert got[1].headers["PN_TABLE"] == "db.a", name
+
+
+@pytest.mark.parametrize("value", DAMAGE)
+def test_a_dead_letter_with_damaged_headers_is_listed_redriven_and_rejected(
+    app: App, value: str
+) -> None:
+    """The dead-letter machinery loads whole rows: a damaged one must not break it."""
+    app.publisher.register_table("db", "a", ["ds"])
+    _damage_on_insert(app, value)
+    poison = app.publisher.announce_partitions("db", "a", ["ds=poison"])[0]
+    with app.store.engine.begin() as conn:
+        conn.execute(text("UPDATE pn_events SET published_at = NULL, dead_at = 1.0, "
+                          "last_error = 'refused' WHERE event_id = :e"), {"e": poison.event_id})
+    letters = DeadLetters(app.store)
+    assert [d.event_id for d in letters.find()] == [poison.event_id]
+    assert [d.event_id for d in letters.redrive([poison.event_id])] == [poison.event_id]
+    letters.record_rejections({poison.event_id: "refused again"}, max_attempts=1,
+                              backoff=lambda n: 1.0)
+    assert [(d.event_id, d.error) for d in letters.find()] == [(poison.event_id, "refused again")]
