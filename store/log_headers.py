@@ -33,6 +33,12 @@ log = logging.getLogger("partition_notify.store.log_headers")
 REPORTED_BOUND = 10_000
 _reported: dict[tuple[int, int], None] = {}
 _reported_lock = threading.Lock()
+_damaged = 0
+
+
+def damaged_events() -> int:
+    """Damaged events this process reported (the ``pn_log_damaged_headers`` metric)."""
+    return _damaged
 
 
 def raw_headers(column: ColumnElement[Any]) -> ColumnElement[Any]:
@@ -74,6 +80,7 @@ def _rebuilt(event_id: int, topic: str, body: str, problem: str) -> dict[str, st
 
 
 def _first_report(key: tuple[int, int]) -> bool:
+    global _damaged
     with _reported_lock:
         if key in _reported:
             return False
@@ -81,4 +88,5 @@ def _first_report(key: tuple[int, int]) -> bool:
             for old in list(_reported)[: REPORTED_BOUND // 2]:
                 del _reported[old]
         _reported[key] = None
+        _damaged += 1
         return True

@@ -18,14 +18,17 @@ same statement that logs it (a trigger), so no reader can see it undamaged.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Iterator
 
 import pytest
 from partition_notify.store.dead_letters import DeadLetters
+from partition_notify.store.log_headers import damaged_events
 from partition_notify.subscriber import Subscriber
 from sqlalchemy import text
 
 from partition_notify.app import App
+from partition_notify.metrics import Metrics
 from tests.faults.support import Collector
 
 TIMEOUT = 15.0
@@ -34,22 +37,25 @@ TIMEOUT = 15.0
 DAMAGE = ["'{not json'", "'[1, 2]'", "'\"text\"'", "'null'"]
 
 
-def _damage_on_insert(app: App, value: str) -> None:
-    """Every row logged for a partition ``ds=poison`` gets ``headers`` = ``value``."""
+def _damage_on_insert(app: App, value: str, body: str | None = None) -> None:
+    """Every row logged for a partition ``ds=poison`` gets ``headers`` = ``value``
+    (and ``body`` = ``body`` when given)."""
+    also = "" if body is None else f", body = {body}"
     engine = app.store.engine
     with engine.begin() as conn:
         if engine.dialect.name == "sqlite":
             conn.execute(text(
                 "CREATE TRIGGER pn_test_damage AFTER INSERT ON pn_events "
                 "WHEN NEW.body LIKE '%poison%' BEGIN "
-                f"UPDATE pn_events SET headers = {value} WHERE event_id = NEW.event_id; END"))
+                f"UPDATE pn_events SET headers = {value}{also} WHERE event_id = NEW.event_id; END"))
             return
         if value == DAMAGE[0]:
             pytest.skip("a json column refuses text that is not JSON")
         conn.execute(text(
             "CREATE FUNCTION pn_test_damage() RETURNS trigger AS $$ BEGIN "
             "IF NEW.body LIKE '%poison%' THEN "
-            f"NEW.headers := {value}::json; END IF; "
+            f"NEW.headers := {value}::json; "
+            + ("" if body is None else f"NEW.body := {body}; ") + "END IF; "
             "RETURN NEW; END $$ LANGUAGE plpgsql"))
         conn.execute(text("CREATE TRIGGER pn_test_damage BEFORE INSERT ON pn_events "
                           "FOR EACH ROW EXECUTE FUNCTION pn_test_damage()"))
@@ -101,6 +107,7 @@ def test_every_log_read_survives_a_row_with_damaged_headers(app: App, value: str
     before = app.store.log.max_event_id()
     sent = [app.publisher.announce_partitions("db", "a", [f"ds={p}"])[0]
             for p in ("0", "poison", "1")]
+    damaged = damaged_events()
     log = app.store.log
     table_id = app.store.catalog.get_table("db", "a").id
     reads = {
@@ -115,6 +122,29 @@ def test_every_log_read_survives_a_row_with_damaged_headers(app: App, value: str
         assert [e.event_id for e in got] == [m.event_id for m in sent], name
         assert got[1].headers["PN_MESSAGE_ID"] == sent[1].message_id, name
         assert got[1].headers["PN_TABLE"] == "db.a", name
+    # Reported once, however often it is read: the serve process's metric counts it.
+    metrics = Metrics()
+    metrics.log_damaged = damaged_events
+    assert damaged_events() == damaged + 1
+    assert metrics.registry.get_sample_value("pn_log_damaged_headers_total") == damaged + 1
+
+
+def test_a_row_whose_body_is_damaged_too_is_skipped_as_malformed(
+    app: App, subscriber: Subscriber, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Nothing to rebuild the headers from: the subscriber counts it malformed, goes on."""
+    # A body of its own: damage is reported once per event and body per process.
+    _damage_on_insert(app, "'[1, 2]'", f"'not a message {uuid.uuid4()}'")
+    got = Collector()
+    subscriber.subscribe("db.a", got)
+    poison = app.publisher.announce_partitions("db", "a", ["ds=poison"])[0]
+    later = app.publisher.announce_partitions("db", "a", ["ds=1"])[0]
+    assert got.wait_for({later.message_id}, TIMEOUT), f"db.a got {dict(got.seen)}"
+    assert poison.message_id not in got.seen and got.max_per_id() == 1
+    assert subscriber.stats.malformed == 1
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert any(f"event {poison.event_id} " in m and "does not decode either" in m
+               for m in said), said
 
 
 @pytest.mark.parametrize("value", DAMAGE)
