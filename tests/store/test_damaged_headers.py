@@ -30,35 +30,9 @@ from sqlalchemy import text
 from partition_notify.app import App
 from partition_notify.metrics import Metrics
 from tests.faults.support import Collector
+from tests.support.damaged_rows import DAMAGE, damage_on_insert
 
 TIMEOUT = 15.0
-#: What the damaged row's ``headers`` hold; the first is not JSON (SQLite only:
-#: PostgreSQL's json column refuses it), the others are JSON but not an object.
-DAMAGE = ["'{not json'", "'[1, 2]'", "'\"text\"'", "'null'"]
-
-
-def _damage_on_insert(app: App, value: str, body: str | None = None) -> None:
-    """Every row logged for a partition ``ds=poison`` gets ``headers`` = ``value``
-    (and ``body`` = ``body`` when given)."""
-    also = "" if body is None else f", body = {body}"
-    engine = app.store.engine
-    with engine.begin() as conn:
-        if engine.dialect.name == "sqlite":
-            conn.execute(text(
-                "CREATE TRIGGER pn_test_damage AFTER INSERT ON pn_events "
-                "WHEN NEW.body LIKE '%poison%' BEGIN "
-                f"UPDATE pn_events SET headers = {value}{also} WHERE event_id = NEW.event_id; END"))
-            return
-        if value == DAMAGE[0]:
-            pytest.skip("a json column refuses text that is not JSON")
-        conn.execute(text(
-            "CREATE FUNCTION pn_test_damage() RETURNS trigger AS $$ BEGIN "
-            "IF NEW.body LIKE '%poison%' THEN "
-            f"NEW.headers := {value}::json; "
-            + ("" if body is None else f"NEW.body := {body}; ") + "END IF; "
-            "RETURN NEW; END $$ LANGUAGE plpgsql"))
-        conn.execute(text("CREATE TRIGGER pn_test_damage BEFORE INSERT ON pn_events "
-                          "FOR EACH ROW EXECUTE FUNCTION pn_test_damage()"))
 
 
 @pytest.fixture
@@ -74,7 +48,7 @@ def subscriber(app: App) -> Iterator[Subscriber]:
 def test_a_row_with_damaged_headers_does_not_stall_the_embedded_subscriber(
     app: App, subscriber: Subscriber, value: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    _damage_on_insert(app, value)
+    damage_on_insert(app, value)
     got_a, got_b = Collector(), Collector()
     subscriber.subscribe("db.a", got_a)
     subscriber.subscribe("db.b", got_b)
@@ -103,7 +77,7 @@ def test_a_row_with_damaged_headers_does_not_stall_the_embedded_subscriber(
 def test_every_log_read_survives_a_row_with_damaged_headers(app: App, value: str) -> None:
     """The relay's lease, a subscriber's catch-up, the push sink's table read."""
     app.publisher.register_table("db", "a", ["ds"])
-    _damage_on_insert(app, value)
+    damage_on_insert(app, value)
     before = app.store.log.max_event_id()
     sent = [app.publisher.announce_partitions("db", "a", [f"ds={p}"])[0]
             for p in ("0", "poison", "1")]
@@ -134,7 +108,7 @@ def test_a_row_whose_body_is_damaged_too_is_skipped_as_malformed(
 ) -> None:
     """Nothing to rebuild the headers from: the subscriber counts it malformed, goes on."""
     # A body of its own: damage is reported once per event and body per process.
-    _damage_on_insert(app, "'[1, 2]'", f"'not a message {uuid.uuid4()}'")
+    damage_on_insert(app, "'[1, 2]'", f"'not a message {uuid.uuid4()}'")
     got = Collector()
     subscriber.subscribe("db.a", got)
     poison = app.publisher.announce_partitions("db", "a", ["ds=poison"])[0]
@@ -153,7 +127,7 @@ def test_a_dead_letter_with_damaged_headers_is_listed_redriven_and_rejected(
 ) -> None:
     """The dead-letter machinery loads whole rows: a damaged one must not break it."""
     app.publisher.register_table("db", "a", ["ds"])
-    _damage_on_insert(app, value)
+    damage_on_insert(app, value)
     poison = app.publisher.announce_partitions("db", "a", ["ds=poison"])[0]
     with app.store.engine.begin() as conn:
         conn.execute(text("UPDATE pn_events SET published_at = NULL, dead_at = 1.0, "
