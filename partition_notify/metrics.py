@@ -127,6 +127,12 @@ class Metrics:
             ["format"], registry=r)
         self._server: WSGIServer | None = None
         self.healthy: Callable[[], bool] = lambda: True
+        #: The store's count (store/log_headers.py); serve sets it (metrics imports only core).
+        self.log_damaged: Callable[[], int] = lambda: 0
+        r.register(CountCollector(
+            "pn_log_damaged_headers", "Logged events whose headers were damaged (not a JSON "
+            "object) and rebuilt from their bodies; each is logged at ERROR",
+            lambda: self.log_damaged()))
 
     def track_subscriber(self, stats: _Stats, name: str = "default") -> None:
         """Export a subscriber's counters (gaps detected, malformed, ...)."""
@@ -202,6 +208,16 @@ class _ThreadingServer(ThreadingMixIn, WSGIServer):
 class _QuietHandler(WSGIRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         """Scrapes every few seconds would flood stderr."""
+
+
+class CountCollector(Collector):
+    """A counter another layer keeps (metrics imports only core): read at each scrape."""
+
+    def __init__(self, name: str, doc: str, read: Callable[[], int]) -> None:
+        self.name, self.doc, self.read = name, doc, read
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        yield CounterMetricFamily(self.name, self.doc, value=float(self.read()))
 
 
 class _SubscriberCollector(Collector):

@@ -17,7 +17,7 @@ from partition_notify.store.append_rows import (
 )
 from partition_notify.store.group_commit import FOLLOWER_WAIT_SECONDS, GroupCommit
 from partition_notify.store.hot_read import HotReader
-from partition_notify.store.log_reads import LogReads
+from partition_notify.store.log_reads import LogReads, logged
 from partition_notify.store.records import EventDraft, LoggedEvent
 from partition_notify.store.repositories import (
     INSERT_EVENTS,
@@ -297,7 +297,7 @@ class EventLog(LogReads):
                 claimed.append(r)
             uow.events.lease([r.event_id for r in claimed], owner, now + lease_seconds)
             return [
-                LoggedEvent(r.event_id, r.topic, r.topic_seq, r.body, dict(r.headers))
+                logged(r.event_id, r.topic, r.topic_seq, r.body, r.headers)
                 for r in claimed
             ]
 

@@ -7,10 +7,10 @@ checkout and an ORM session.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from partition_notify.store.hot_read import HotReader
+from partition_notify.store.log_headers import read_headers
 from partition_notify.store.records import LoggedEvent
 from partition_notify.store.repositories import TOPIC_EVENTS_AFTER, TOPIC_IDS_AFTER
 from partition_notify.store.topic_seqs import last_seqs
@@ -23,6 +23,12 @@ _AFTER_SQL = ("SELECT event_id, topic, topic_seq, body, headers FROM pn_events "
 #: :meth:`LogReads.topic_ids_after` as one driver statement (numbers, ids, kinds: no bodies).
 _IDS_SQL = ("SELECT topic_seq, message_id, event_type FROM pn_events WHERE topic = {mark} "
             "AND topic_seq > {mark} AND topic_seq <= {mark} ORDER BY topic_seq LIMIT {mark}")
+
+
+def logged(event_id: int, topic: str, topic_seq: int, body: str, headers: object) -> LoggedEvent:
+    """One row of the log as read (``headers`` as stored: a damaged value is rebuilt)."""
+    return LoggedEvent(event_id, topic, topic_seq, body,
+                       read_headers(event_id, topic, body, headers))
 
 
 class LogReads:
@@ -53,15 +59,13 @@ class LogReads:
         rows = self._hot.rows(self._after_sql, (event_id, limit))
         if rows is None:  # no kept connection free
             with self._db.uow() as uow:
-                return [LoggedEvent(*row) for row in uow.events.after(event_id, limit)]
-        return [LoggedEvent(e, t, s, b, json.loads(h) if isinstance(h, str) else h)
-                for e, t, s, b, h in rows]
+                rows = uow.events.after(event_id, limit)
+        return [logged(*row) for row in rows]
 
     def table_events_after(self, table_id: int, event_id: int, limit: int) -> list[LoggedEvent]:
         """Events of one table with id > ``event_id``, oldest first (never skips, as above)."""
         with self._db.uow() as uow:
-            return [LoggedEvent(*row) for row in uow.events.of_table_after(table_id, event_id,
-                                                                          limit)]
+            return [logged(*row) for row in uow.events.of_table_after(table_id, event_id, limit)]
 
     def topic_events_after(
         self, topic: str, after_seq: int, limit: int = 1000, *, upto_seq: int | None = None
@@ -76,7 +80,7 @@ class LogReads:
         upto = upto_seq if upto_seq is not None else 2**62
         params = {"topic": topic, "after": after_seq, "upto": upto, "limit": limit}
         return [
-            LoggedEvent(r.event_id, r.topic, r.topic_seq, r.body, dict(r.headers))
+            logged(r.event_id, r.topic, r.topic_seq, r.body, r.headers)
             for r in self._db.read(TOPIC_EVENTS_AFTER, params)
         ]
 

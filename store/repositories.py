@@ -8,6 +8,7 @@ from typing import Any, cast
 
 from partition_notify.store.append_rows import JsonColumn, insert_many
 from partition_notify.store.existing_specs import existing_specs
+from partition_notify.store.log_headers import raw_headers, read_headers
 from partition_notify.store.purge_order import oldest_first
 from partition_notify.store.schema import EventRow, PartitionRow, SequenceRow, SetDoneRow, TableRow
 from partition_notify.store.wakeups import NOTIFY_SQL
@@ -57,10 +58,13 @@ TABLE_INFO_BY_NAME = select(*_TABLES_T.c).where(
 _EVENTS_T = cast(Table, EventRow.__table__)
 _EV = _EVENTS_T.c
 INSERT_EVENTS = insert(_EVENTS_T)
+#: Every read of whole events takes ``headers`` undecoded: one damaged row must not
+#: stall the log (store/log_headers.py decodes, and rebuilds a damaged value).
+_RAW_HEADERS = raw_headers(_EV.headers).label("headers")
 # The relay's statements, built once (bench/relay_drain.py): expanding IN
 # lists compile once instead of once per batch.
 _UNPUBLISHED_HEAD = (
-    select(_EV.event_id, _EV.topic, _EV.topic_seq, _EV.body, _EV.headers, _EV.created_at,
+    select(_EV.event_id, _EV.topic, _EV.topic_seq, _EV.body, _RAW_HEADERS, _EV.created_at,
            _EV.lease_owner, _EV.lease_until)
     .where(_EV.published_at.is_(None), _EV.dead_at.is_(None), _EV.event_id > bindparam("after"))
     .order_by(_EV.event_id)
@@ -92,7 +96,7 @@ TOPIC_EVENTS_AFTER = (
         _EVENTS_T.c.topic,
         _EVENTS_T.c.topic_seq,
         _EVENTS_T.c.body,
-        _EVENTS_T.c.headers,
+        _RAW_HEADERS,
     )
     .where(
         _EVENTS_T.c.topic == bindparam("topic"),
@@ -221,25 +225,27 @@ class EventRepository:
     def max_id(self) -> int:
         return int(self.session.scalar(select(func.coalesce(func.max(EventRow.event_id), 0))) or 0)
 
-    def after(self, event_id: int, limit: int) -> list[tuple[int, str, int, str, dict[str, Any]]]:
+    def after(self, event_id: int, limit: int) -> list[tuple[int, str, int, str, dict[str, str]]]:
+        """Events after ``event_id``, oldest first; damaged headers rebuilt (log_headers)."""
         stmt = (
             select(
                 EventRow.event_id,
                 EventRow.topic,
                 EventRow.topic_seq,
                 EventRow.body,
-                EventRow.headers,
+                _RAW_HEADERS,
             )
             .where(EventRow.event_id > event_id)
             .order_by(EventRow.event_id)
             .limit(limit)
         )
-        return [tuple(r) for r in self.session.execute(stmt)]
+        rows = self.session.execute(stmt)
+        return [(e, t, s, b, read_headers(e, t, b, h)) for e, t, s, b, h in rows]
 
     def of_table_after(self, table_id: int, event_id: int, limit: int) -> list[Any]:
         """One table's events after ``event_id``, oldest first (the push sink's read)."""
         cols = (EventRow.event_id, EventRow.topic, EventRow.topic_seq, EventRow.body,
-                EventRow.headers)
+                _RAW_HEADERS)
         stmt = (select(*cols).where(EventRow.table_id == table_id, EventRow.event_id > event_id)
                 .order_by(EventRow.event_id).limit(limit))
         return [tuple(r) for r in self.session.execute(stmt)]

@@ -68,7 +68,9 @@ class EventRow(Base):
     event_type: Mapped[str] = mapped_column(String(32))
     table_id: Mapped[int] = mapped_column(Integer)
     message_id: Mapped[str] = mapped_column(String(64), unique=True)
-    headers: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # Deferred: loading a whole row (dead letters) decoded it, and a damaged value
+    # raised; the log's reads take it undecoded (store/log_headers.py).
+    headers: Mapped[dict[str, Any]] = mapped_column(JSON, deferred=True)
     body: Mapped[str] = mapped_column(Text)
     created_at: Mapped[float] = mapped_column(Float)
     published_at: Mapped[float | None] = mapped_column(Float, nullable=True)

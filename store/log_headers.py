@@ -1,0 +1,92 @@
+"""The ``headers`` of a logged event as read back, damaged or not.
+
+``pn_events.headers`` is JSON text on SQLite and a ``json`` column on
+PostgreSQL. A broken tool or a half-done manual edit can leave a row whose value
+is not JSON, or JSON that is not an object (a list, a string, null). Every
+follower of the log reads every row in id order, so a reader that raised on
+such a row raised on every pass: every later event of every table stalled
+behind it, for ever. Headers are a pure function of the message (contract
+``headers_for``), so a damaged value is rebuilt from the row's body - nothing
+is lost, the order stands - and the damage is logged at ERROR, naming the
+event, its topic, the field and what was wrong, once per event per process.
+A body that does not decode either leaves empty headers: the subscriber then
+counts the message malformed, as one received from a broker.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from typing import Any
+
+from sqlalchemy import ColumnElement, Text, type_coerce
+
+from partition_notify.contract import decode
+from partition_notify.contract.messages import headers_for
+from partition_notify.core.errors import MalformedMessageError
+
+log = logging.getLogger("partition_notify.store.log_headers")
+
+#: Damaged events already reported by this process (bounded: once full, the
+#: oldest half is forgotten, and an event seen again is reported again).
+REPORTED_BOUND = 10_000
+_reported: dict[tuple[int, int], None] = {}
+_reported_lock = threading.Lock()
+_damaged = 0
+
+
+def damaged_events() -> int:
+    """Damaged events this process reported (the ``pn_log_damaged_headers`` metric)."""
+    return _damaged
+
+
+def raw_headers(column: ColumnElement[Any]) -> ColumnElement[Any]:
+    """``column`` read without SQLAlchemy's JSON decoding, which raised on a damaged
+    row before any code of ours could look at it (SQLite: the text as stored;
+    PostgreSQL: what the driver decoded)."""
+    return type_coerce(column, Text)
+
+
+def read_headers(event_id: int, topic: str, body: str, raw: object) -> dict[str, str]:
+    """The headers of one logged event from the stored ``raw`` value."""
+    value = raw
+    problem = None
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw)
+        except ValueError as exc:
+            problem = f"is not JSON ({exc}): {raw[:80]!r}"
+    if problem is None and not isinstance(value, dict):
+        problem = f"is a JSON {type(value).__name__}, expected a JSON object: {str(raw)[:80]!r}"
+    if problem is None:
+        assert isinstance(value, dict)
+        return value
+    return _rebuilt(event_id, topic, body, problem)
+
+
+def _rebuilt(event_id: int, topic: str, body: str, problem: str) -> dict[str, str]:
+    try:
+        headers = headers_for(decode(body))
+        outcome = "rebuilt from the body; delivered"
+    except MalformedMessageError as exc:
+        headers = {}
+        outcome = f"the body does not decode either ({exc}); delivered as malformed"
+    if _first_report((event_id, hash(body))):  # the body: ids repeat across stores
+        log.error("event log: event %d of topic %s: field 'headers' %s; %s. Repair the row "
+                  "(UPDATE pn_events SET headers = ... WHERE event_id = %d)",
+                  event_id, topic, problem, outcome, event_id)
+    return headers
+
+
+def _first_report(key: tuple[int, int]) -> bool:
+    global _damaged
+    with _reported_lock:
+        if key in _reported:
+            return False
+        if len(_reported) >= REPORTED_BOUND:
+            for old in list(_reported)[: REPORTED_BOUND // 2]:
+                del _reported[old]
+        _reported[key] = None
+        _damaged += 1
+        return True
