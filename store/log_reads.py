@@ -57,9 +57,9 @@ class LogReads:
         1.9 ms of the 3.3 ms commit -> callback p50 (bench/cross_process_trace.py).
         """
         rows = self._hot.rows(self._after_sql, (event_id, limit))
-        if rows is None:  # no kept connection free
+        if rows is None:  # no kept connection free (the repository decodes headers itself)
             with self._db.uow() as uow:
-                rows = uow.events.after(event_id, limit)
+                return [LoggedEvent(*row) for row in uow.events.after(event_id, limit)]
         return [logged(*row) for row in rows]
 
     def table_events_after(self, table_id: int, event_id: int, limit: int) -> list[LoggedEvent]:

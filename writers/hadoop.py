@@ -169,6 +169,7 @@ class HadoopFs:
         ``guard`` runs before each rename and raises to stop them (a placement
         lease lost: revisions/placement.py). Returns the number of files moved.
         """
+        check = guard if guard is not None else _no_guard
         todo = list(partitions)
         if not todo:
             return 0
@@ -180,8 +181,7 @@ class HadoopFs:
             if names:
                 self.mkdirs(f"{directory}/{sub}")
             for name in names:
-                if guard is not None:
-                    guard()
+                check()
                 if not self.rename(f"{directory}/{name}", f"{directory}/{sub}/{name}"):
                     raise OSError(f"could not move {directory}/{name} into {sub}")
             return len(names)
