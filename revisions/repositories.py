@@ -15,6 +15,7 @@ from partition_notify.revisions.schema import (
     RUNNING,
     RevisionFamilyRow,
     RevisionFileRow,
+    RevisionPlacingRow,
     RevisionReplacementRow,
     RevisionTableRow,
     RevisionTxnRow,
@@ -275,6 +276,12 @@ class RevisionFileRepository:
             .where(RevisionFileRow.table_name == table, RevisionFileRow.revision == old)
             .values(revision=new)
         )
+
+    def retag_placing(self, table: str, old: int, new: int) -> None:
+        """A placement begun at ``old`` (not finished) now places at ``new``."""
+        p = RevisionPlacingRow
+        self.session.execute(update(p).where(p.table_name == table, p.revision == old)
+                             .values(revision=new))
 
     def up_to(self, table: str, max_revision: int) -> list[RevisionFileRow]:
         stmt = select(RevisionFileRow).where(

@@ -1,5 +1,5 @@
 """Tables of the revision manager (0002), of SNAPSHOT datasets (0002), of revision files
-(0004; their removal, 0017) and of placement leases (0019).
+(0004; their removal, 0017), of placement leases (0019) and of placements begun (0023).
 
 The revision manager keeps exactly what a ZooKeeper-style revision layout keeps:
 a revision counter per table, the running transactions and the aborted
@@ -176,6 +176,23 @@ class RevisionPlacementRow(Base):
     expires_at: Mapped[float] = mapped_column(Float)
 
 
+class RevisionPlacingRow(Base):
+    """A write whose placement began and has not finished (0023): taken with the lease,
+    before any rename; deleted with the lease's release that records its rows.
+
+    It outlasts the lease (a crash, then another write taking the lease over): the
+    refusal to abort an overwrite some of whose files may have moved reads it, and
+    housekeeping keeps such a revision's files and rows (revisions/placement.py)."""
+
+    __tablename__ = "pn_revision_placing"
+    table_name: Mapped[str] = mapped_column(String(MAX_TABLE_CHARS), primary_key=True)
+    write_id: Mapped[str] = mapped_column(String(MAX_WRITE_ID_CHARS), primary_key=True)
+    #: The revision it places at (a recovery's adopting revision once it places again).
+    revision: Mapped[int] = mapped_column(BigInteger)
+    began_at: Mapped[float] = mapped_column(Float)
+    __table_args__ = (Index("ix_pn_revision_placing_revision", "table_name", "revision"),)
+
+
 __all__ = [
     "ABORTED",
     "MAX_FAMILY_CHARS",
@@ -185,6 +202,7 @@ __all__ = [
     "RevisionFamilyRow",
     "RevisionFileRow",
     "RevisionPlacementRow",
+    "RevisionPlacingRow",
     "RevisionReplacementRow",
     "RevisionTableRow",
     "RevisionTxnRow",

@@ -125,3 +125,22 @@ def test_an_append_that_finished_placing_still_aborts(
     with files.placing(T, c.revision, "wC", ["d=1"]):
         (root / "d=1" / "part-wC.parquet").write_text("appended")
     assert rev_commands.abort(rm, T, c.revision)["state"] == "aborted"
+
+
+def test_migration_0023_marks_a_placement_cut_short_before_the_upgrade(
+        rm: RevisionManager, clock: FakeClock, store_url: str, tmp_path: Path) -> None:
+    """A store at 0022 whose lease still names a write that died mid-placement: after the
+    upgrade its abort is refused even once another write takes the lease over."""
+    from tests.support.migrations import downgraded
+
+    files, root = RevisionFiles(rm), tmp_path / "orders"
+    _table(rm, files, root)
+    a = rm.begin_write_transaction(T, ["data"], keep_alive=3600)
+    files.record(T, a.revision, "wA", lambda: ["d=1/part-wA.parquet"])
+    with downgraded(store_url, "0022") as conn:
+        conn.exec_driver_sql(
+            "INSERT INTO pn_revision_placements (table_name, holder, token, acquired_at, "
+            f"expires_at) VALUES ('{T}', 'wA', 'dead', {clock() - 90}, {clock() - 30})")
+    _another_write_places(rm, files, root)
+    with pytest.raises(PlacedOverwriteAbortError, match="write wA began placing"):
+        rev_commands.abort(rm, T, a.revision)
