@@ -129,7 +129,8 @@ class RevisionFiles:
                 refuse_aborted_overwrite(uow, table, revision, write_id)
             uow.files.unretire(table, write_id)  # only a void overwrite moved any
             # Lasts past this lease: an abort is refused once files may have moved.
-            placement_began(uow, table, revision, write_id, self.manager.clock())
+            placement_began(uow, table, revision, write_id, self.manager.clock(),
+                            retiring=retiring)
 
         lease = PlacementLease.take(self.manager.engine, self.manager.clock, table, write_id,
                                     check, seconds=self.lease_seconds,

@@ -220,17 +220,20 @@ def placing_now(session: Session, tables: Iterable[str], now: float) -> set[str]
 
 
 def placement_began(uow: RevisionUnitOfWork, table: str, revision: int, write_id: str,
-                    now: float) -> None:
-    """Record that write ``write_id`` places at ``revision`` now: in the transaction that
-    takes the lease for it, before any rename. It lasts past the lease (a crash, another
-    write taking it over) till :func:`placement_done`; a write placing again (its
-    recovery, at an adopting revision) moves it to its revision, keeping when it began."""
-    row = uow.session.get(RevisionPlacingRow, (table, write_id), with_for_update=True)
+                    now: float, *, retiring: bool) -> None:
+    """Record that write ``write_id`` places at ``revision`` now (``retiring``: an
+    overwrite that has yet to retire): in the transaction that takes the lease for it,
+    before any rename. It lasts past the lease (a crash, another write taking it over)
+    till :func:`placement_done`; a write placing again at another revision (its
+    recovery's adopting one) gets a row for that one too."""
+    row = uow.session.get(RevisionPlacingRow, (table, write_id, revision),
+                          with_for_update=True)
     if row is None:
         uow.session.add(RevisionPlacingRow(table_name=table, write_id=write_id,
-                                           revision=revision, began_at=now))
+                                           revision=revision, began_at=now,
+                                           retiring=retiring))
     else:
-        row.revision = revision
+        row.retiring = row.retiring or retiring
     uow.session.flush()
 
 

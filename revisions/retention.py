@@ -39,9 +39,10 @@ recovery would have: :func:`adopt_placed` commits it as a new revision (what a
 writer's ``settle`` does with an expired revision), so snapshots read what plain reads
 read and its retired files go ``PN_RETIRED_FILE_RETENTION_SECONDS`` after that commit
 (logged, ``revision_purge.adopted``; its partitions are announced only if its recovery
-runs). One whose placement began and never finished (``pn_revision_placing``: some files
-moved, no rows) waits for its recovery, which alone can finish the renames (ERROR each
-pass, ``revision_purge.placement_unfinished``).
+runs). An overwrite whose placement began and never finished (``pn_revision_placing``
+with ``retiring``: some files moved aside, no rows) waits for its recovery, which alone
+can finish the renames (ERROR each pass, ``revision_purge.placement_unfinished``); an
+append's cut short moved only its own files, which go as any aborted write's.
 """
 
 from __future__ import annotations
@@ -116,9 +117,11 @@ def _kept_placed(uow: UnitOfWork, keys: list[tuple[str, int]], who: str,
     if not keys:
         return set()
     s, r, p, t = uow.session, RevisionReplacementRow, RevisionPlacingRow, RevisionTxnRow
+    # An append's placement cut short moved only its own files: they go as any
+    # aborted write's (its record with them).
     began = {(str(n), int(v)): (str(w), float(at)) for n, v, w, at in s.execute(
         select(p.table_name, p.revision, p.write_id, p.began_at).where(
-            tuple_(p.table_name, p.revision).in_(keys)))}
+            tuple_(p.table_name, p.revision).in_(keys), p.retiring.is_(True)))}
     placed = {(str(n), int(v)): str(w) for n, v, w in s.execute(
         select(r.table_name, r.revision, r.write_id).where(
             tuple_(r.table_name, r.revision).in_(keys)))}

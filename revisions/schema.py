@@ -10,7 +10,7 @@ counter that is neither running nor aborted is committed.
 from __future__ import annotations
 
 from partition_notify.store.schema import MAX_SPEC_CHARS, Base, BigId
-from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, BigInteger, Boolean, Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 #: Longest table / dataset name the revision tables accept.
@@ -187,9 +187,13 @@ class RevisionPlacingRow(Base):
     __tablename__ = "pn_revision_placing"
     table_name: Mapped[str] = mapped_column(String(MAX_TABLE_CHARS), primary_key=True)
     write_id: Mapped[str] = mapped_column(String(MAX_WRITE_ID_CHARS), primary_key=True)
-    #: The revision it places at (a recovery's adopting revision once it places again).
-    revision: Mapped[int] = mapped_column(BigInteger)
+    #: A revision it places at: its own, and a recovery's adopting one once it places
+    #: again (both kept till it finishes: its files are tagged with the first till then).
+    revision: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
     began_at: Mapped[float] = mapped_column(Float)
+    #: An overwrite that has yet to retire: files of the partitions may lie in
+    #: ``_pn_retired`` with no row saying so (an append's placement moves its own only).
+    retiring: Mapped[bool] = mapped_column(Boolean)
     __table_args__ = (Index("ix_pn_revision_placing_revision", "table_name", "revision"),)
 
 

@@ -169,3 +169,49 @@ def test_an_unfinished_placement_is_not_purged_until_recovered(
     purge_all(app, 10, None)
     assert _listing(root) == ["d=1/part-wA.parquet"]
     assert _count(app, "SELECT count(*) FROM pn_revision_txns") == 0
+
+
+def test_an_append_cut_short_goes_like_any_aborted_write(
+        app: App, clock: FakeClock, tmp_path: Path) -> None:
+    """An append moves only its own files: past the retention they and its rows go,
+    its placement record with them (nothing of another revision lies aside)."""
+    root = tmp_path / "orders"
+    files = _table(app, root)
+    rm = app.revisions
+    c = rm.begin_write_transaction(T, ["data"], keep_alive=30)
+    files.record(T, c.revision, "wC", lambda: ["d=1/part-wC.parquet"])
+    with pytest.raises(_Died), files.placing(T, c.revision, "wC", ["d=1"]) as place:
+        place.lease.release = lambda commit: None  # type: ignore[method-assign]
+        place.lease._stop.set()
+        (root / "d=1" / "part-wC.parquet").write_text("appended")
+        raise _Died
+    clock.advance(120)
+    rm.abort_write_transaction(rm.begin_write_transaction(T, ["data"]))
+    clock.advance(app.settings.revision_abort_retention_seconds + 1)
+    purge_all(app, 10, None)
+    assert _listing(root) == ["d=1/part-w0.parquet"]
+    assert _count(app, "SELECT count(*) FROM pn_revision_txns") == 0
+    assert _count(app, "SELECT count(*) FROM pn_revision_placing") == 0
+
+
+def test_a_recovery_cut_short_keeps_both_revisions(
+        app: App, clock: FakeClock, tmp_path: Path) -> None:
+    """The recovery of the expired overwrite places at a new revision and dies too: its
+    files are still tagged with the first, so neither revision is purged."""
+    root = tmp_path / "orders"
+    files = _table(app, root)
+    a = _overwrite(files, clock, root, dies_mid_placement=True)
+    rm = app.revisions
+    m = rm.begin_write_transaction(T, ["data"], keep_alive=30)
+    with pytest.raises(_Died), files.placing(T, m.revision, "wA", ["d=1"],
+                                             retiring=True) as place:
+        place.lease.release = lambda commit: None  # type: ignore[method-assign]
+        place.lease._stop.set()
+        raise _Died
+    on_disk = _listing(root)
+    clock.advance(120)
+    rm.abort_write_transaction(rm.begin_write_transaction(T, ["data"]))
+    clock.advance(app.settings.revision_abort_retention_seconds + 1)
+    purge_all(app, 10, None)
+    assert _listing(root) == on_disk
+    assert files.transaction(T, a)[0] == files.transaction(T, m.revision)[0] == "expired"

@@ -10,7 +10,8 @@ rows (revisions/placement.py).
 
 A store upgraded with a lease in its table has a placement under way or cut short:
 its holder gets a row (at the revision its recorded files have), so the refusal
-holds for it too.
+holds for it too; whether it is an overwrite is not known here, so it counts as one
+(housekeeping keeps its files till its recovery rather than risk an overwrite's).
 
 Revision ID: 0023
 Revises: 0022
@@ -32,17 +33,18 @@ def upgrade() -> None:
         "pn_revision_placing",
         sa.Column("table_name", sa.String(260), primary_key=True),
         sa.Column("write_id", sa.String(64), primary_key=True),
-        sa.Column("revision", sa.BigInteger, nullable=False),
+        sa.Column("revision", sa.BigInteger, primary_key=True, autoincrement=False),
         sa.Column("began_at", sa.Float, nullable=False),
+        sa.Column("retiring", sa.Boolean, nullable=False),
     )
     op.create_index("ix_pn_revision_placing_revision", "pn_revision_placing",
                     ["table_name", "revision"])
     op.get_bind().execute(sa.text(
-        "INSERT INTO pn_revision_placing (table_name, write_id, revision, began_at) "
-        "SELECT p.table_name, p.holder, max(f.revision), min(p.acquired_at) "
+        "INSERT INTO pn_revision_placing (table_name, write_id, revision, began_at, retiring) "
+        "SELECT p.table_name, p.holder, max(f.revision), min(p.acquired_at), :retiring "
         "FROM pn_revision_placements p JOIN pn_revision_files f"
         " ON f.table_name = p.table_name AND f.write_id = p.holder "
-        "GROUP BY p.table_name, p.holder"))
+        "GROUP BY p.table_name, p.holder"), {"retiring": True})
 
 
 def downgrade() -> None:
