@@ -23,6 +23,11 @@ rename): a renewal found it taken over, or none succeeded for a whole lease (the
 store unreachable, the row locked), after which another write may take it over. It
 then renames no more. One JVM call (the FileOutputCommitter merge) is not stopped
 half-way: a lease lost during it is found at the release.
+
+The taking of the lease also records on the write that its placement began
+(``pn_revision_placing``, :func:`placement_began`), deleted by the release that records
+its rows: unlike the lease, it outlasts a crash and another write taking the lease
+over, so the abort refusal and housekeeping still know that files may have moved.
 """
 
 from __future__ import annotations

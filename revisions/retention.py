@@ -133,7 +133,8 @@ def _kept_placed(uow: UnitOfWork, keys: list[tuple[str, int]], who: str,
         if key in began:
             write, at = began[key]
             log.error(
-                "revision %d of %s (%s) is kept, not purged by %s: write %s began placing "
+                "revision %d of %s (%s) is kept (neither its files nor its rows deleted) by %s: "
+                "write %s began placing "
                 "its files at %.3f and never finished (some of the partitions' old files "
                 "may lie in _pn_retired/%s, its own partly in place); its files and rows "
                 "stay until its recovery places it: run recover() on the table's location "
@@ -147,7 +148,8 @@ def _kept_placed(uow: UnitOfWork, keys: list[tuple[str, int]], who: str,
                 "an aborted revision is not rolled back: write the partitions again, "
                 f"then delete _pn_retired/{write} by hand")
         log.error(
-            "revision %d of %s (%s) is kept, not purged by %s: write %s placed its "
+            "revision %d of %s (%s) is kept (neither its files nor its rows deleted) by %s: "
+            "write %s placed its "
             "overwrite (its files are the partitions' data in plain reads, the old ones "
             "in _pn_retired/%s); its files and rows stay: %s", revision, table, why, who,
             write, write, then, extra={"pn_event": "revision_purge.placed_kept"})
