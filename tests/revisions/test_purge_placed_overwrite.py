@@ -215,3 +215,31 @@ def test_a_recovery_cut_short_keeps_both_revisions(
     purge_all(app, 10, None)
     assert _listing(root) == on_disk
     assert files.transaction(T, a)[0] == files.transaction(T, m.revision)[0] == "expired"
+
+
+def test_an_overwrite_a_later_write_placed_over_is_not_committed_under_it(
+        app: App, clock: FakeClock, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Append wB (a later revision) placed into d=1 after wA; committing wA now, as a
+    revision above wB's, would hide wB's committed rows from every later snapshot.
+    Kept instead (files and rows), logged."""
+    root = tmp_path / "orders"
+    files = _table(app, root)
+    a = _overwrite(files, clock, root, dies_mid_placement=False)
+    rm = app.revisions
+    b = rm.begin_write_transaction(T, ["data"])
+    files.record(T, b.revision, "wB", lambda: ["d=1/part-wB.parquet"])
+    with files.placing(T, b.revision, "wB", ["d=1"]):
+        (root / "d=1" / "part-wB.parquet").write_text("wB rows")
+    rm.commit_write_transaction(b)
+    on_disk = _listing(root)
+    seen = files.visible(T, rm.create_snapshot(T))
+
+    clock.advance(app.settings.revision_abort_retention_seconds + 1)
+    with caplog.at_level(logging.ERROR):
+        purge_all(app, 10, None)
+    assert _listing(root) == on_disk
+    assert files.visible(T, rm.create_snapshot(T)) == seen, "wB's rows hidden"
+    assert "d=1/part-wB.parquet" in seen
+    assert files.transaction(T, a)[0] == "expired"
+    assert any(f"revision {a} of {T}" in r.getMessage() and "later write" in r.getMessage()
+               for r in caplog.records), [r.getMessage() for r in caplog.records]
