@@ -39,9 +39,12 @@ recovery would have: :func:`adopt_placed` commits it as a new revision (what a
 writer's ``settle`` does with an expired revision), so snapshots read what plain reads
 read and its retired files go ``PN_RETIRED_FILE_RETENTION_SECONDS`` after that commit
 (logged, ``revision_purge.adopted``; its partitions are announced only if its recovery
-runs). An overwrite whose placement began and never finished (``pn_revision_placing``
-with ``retiring``: some files moved aside, no rows) waits for its recovery, which alone
-can finish the renames (ERROR each pass, ``revision_purge.placement_unfinished``); an
+runs) — unless a write of a later revision put files into (or replaced) one of its
+partitions since: committed above it, the overwrite would hide that write's rows
+(visibility follows revision order), so it is kept and logged instead. An overwrite
+whose placement began and never finished (``pn_revision_placing`` with ``retiring``:
+some files moved aside, no rows) waits for its recovery, which alone can finish the
+renames (ERROR each pass, ``revision_purge.placement_unfinished``); an
 append's cut short moved only its own files, which go as any aborted write's.
 """
 
@@ -90,7 +93,11 @@ def adopt_placed(files: RevisionFiles, before: float) -> int:
         writes = {(str(n), int(v)): sorted(set(uow.session.scalars(select(r.write_id).where(
             r.table_name == n, r.revision == v)))) for n, v in found}
         ids = {n: _table_id(uow, n) for n in {str(n) for n, _ in found}}
+    with UnitOfWork(files.manager.engine, write=False) as uow:
+        over = {k for k, w in writes.items() if _placed_over(uow, *k, w)}
     for (table, revision), write_ids in writes.items():
+        if (table, revision) in over:
+            continue  # kept: the purge logs it (revision_purge.placed_kept)
         new = files.adopt(table, [revision], table_id=ids[table])
         log.warning(
             "revision %d of %s (write %s) placed its overwrite and expired, and its "
@@ -101,6 +108,20 @@ def adopt_placed(files: RevisionFiles, before: float) -> int:
             "announces them", revision, table, ", ".join(write_ids), new,
             extra={"pn_event": "revision_purge.adopted"})
     return len(writes)
+
+
+def _placed_over(uow: UnitOfWork, table: str, revision: int, writes: list[str]) -> bool:
+    """Whether another write of a later revision put files into (or replaced) a partition
+    the overwrite at ``revision`` replaced: committed as a revision above it, the
+    overwrite would hide that write's rows (visibility follows revision order)."""
+    f, r = RevisionFileRow, RevisionReplacementRow
+    mine = select(r.partition).where(r.table_name == table, r.revision == revision)
+    for row in (f, r):
+        if uow.session.scalar(select(exists().where(
+                row.table_name == table, row.partition.in_(mine), row.revision > revision,
+                row.write_id.not_in(writes)))):
+            return True
+    return False
 
 
 def _table_id(uow: UnitOfWork, name: str) -> int | None:
@@ -142,8 +163,11 @@ def _kept_placed(uow: UnitOfWork, keys: list[tuple[str, int]], who: str,
                 extra={"pn_event": "revision_purge.placement_unfinished"})
             continue
         write = placed[key]
-        then = ("serve's housekeeping commits it (recovered) once "
-                "PN_REVISION_ABORT_RETENTION_SECONDS passed, or run its recovery"
+        then = ("serve's housekeeping commits it as a new revision once "
+                "PN_REVISION_ABORT_RETENTION_SECONDS passed, unless a later write placed "
+                "into its partitions (committed above that write, it would hide its rows: "
+                "then write the partitions again, and delete its files and "
+                f"_pn_retired/{write} by hand)"
                 if why == "expired" else
                 "an aborted revision is not rolled back: write the partitions again, "
                 f"then delete _pn_retired/{write} by hand")
