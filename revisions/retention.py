@@ -41,7 +41,9 @@ read and its retired files go ``PN_RETIRED_FILE_RETENTION_SECONDS`` after that c
 (logged, ``revision_purge.adopted``; its partitions are announced only if its recovery
 runs) — unless a write of a later revision put files into (or replaced) one of its
 partitions since: committed above it, the overwrite would hide that write's rows
-(visibility follows revision order), so it is kept and logged instead. An overwrite
+(visibility follows revision order), so it is kept and logged instead (a later one
+that is itself such an overwrite, committed too, is committed above it: their order
+stays). An overwrite
 whose placement began and never finished (``pn_revision_placing`` with ``retiring``:
 some files moved aside, no rows) waits for its recovery, which alone can finish the
 renames (ERROR each pass, ``revision_purge.placement_unfinished``); an
@@ -93,9 +95,15 @@ def adopt_placed(files: RevisionFiles, before: float) -> int:
         writes = {(str(n), int(v)): sorted(set(uow.session.scalars(select(r.write_id).where(
             r.table_name == n, r.revision == v)))) for n, v in found}
         ids = {n: _table_id(uow, n) for n in {str(n) for n, _ in found}}
+    over: set[tuple[str, int]] = set()
     with UnitOfWork(files.manager.engine, write=False) as uow:
-        over = {k for k, w in writes.items() if _placed_over(uow, *k, w)}
-    for (table, revision), write_ids in writes.items():
+        # Latest first: one placed over by another such overwrite is committed below it
+        # (ascending order below) unless that one is kept itself.
+        for key in sorted(writes, key=lambda k: k[1], reverse=True):
+            later = _placed_over(uow, *key, writes[key])
+            if any((key[0], v) not in writes or (key[0], v) in over for v in later):
+                over.add(key)
+    for (table, revision), write_ids in sorted(writes.items(), key=lambda kv: kv[0][1]):
         if (table, revision) in over:
             continue  # kept: the purge logs it (revision_purge.placed_kept)
         new = files.adopt(table, [revision], table_id=ids[table])
@@ -110,18 +118,18 @@ def adopt_placed(files: RevisionFiles, before: float) -> int:
     return len(writes)
 
 
-def _placed_over(uow: UnitOfWork, table: str, revision: int, writes: list[str]) -> bool:
-    """Whether another write of a later revision put files into (or replaced) a partition
-    the overwrite at ``revision`` replaced: committed as a revision above it, the
-    overwrite would hide that write's rows (visibility follows revision order)."""
+def _placed_over(uow: UnitOfWork, table: str, revision: int, writes: list[str]) -> set[int]:
+    """The later revisions whose writes put files into (or replaced) a partition the
+    overwrite at ``revision`` replaced: committed as a revision above theirs, the
+    overwrite would hide their rows (visibility follows revision order)."""
     f, r = RevisionFileRow, RevisionReplacementRow
     mine = select(r.partition).where(r.table_name == table, r.revision == revision)
+    found: set[int] = set()
     for row in (f, r):
-        if uow.session.scalar(select(exists().where(
-                row.table_name == table, row.partition.in_(mine), row.revision > revision,
-                row.write_id.not_in(writes)))):
-            return True
-    return False
+        found.update(int(v) for v in uow.session.scalars(select(row.revision).distinct().where(
+            row.table_name == table, row.partition.in_(mine), row.revision > revision,
+            row.write_id.not_in(writes))))
+    return found
 
 
 def _table_id(uow: UnitOfWork, name: str) -> int | None:

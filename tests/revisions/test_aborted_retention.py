@@ -85,6 +85,10 @@ def test_aborted_transactions_and_their_file_rows_go_after_the_retention(
     assert _count(app, "SELECT count(*) FROM pn_revision_replacements "
                        "WHERE committed_at IS NOT NULL") == 11
     assert _count(app, "SELECT count(*) FROM pn_revision_replacements") == 11
+    # Committed in their order: the latest snapshot reads the last one's ds=3, as plain
+    # reads do (it moved the earlier ones' files aside).
+    assert files.visible(T, rm.create_snapshot(T)) == [
+        "ds=1/part-w1.parquet", "ds=2/part-w1.parquet", "ds=3/part-f21.parquet"]
     again = rm.create_snapshot(T, revision=held.revision)
     assert again.aborted == {held.revision}
     after = files.visible(T, again), [p.spec for p in snapshot_partitions(
