@@ -1,5 +1,5 @@
 """Tables of the revision manager (0002), of SNAPSHOT datasets (0002), of revision files
-(0004; their removal, 0017), of placement leases (0019) and of placements begun (0023).
+(0004; their removal, 0017), of placement leases (0019) and of placements begun (0024).
 
 The revision manager keeps exactly what a ZooKeeper-style revision layout keeps:
 a revision counter per table, the running transactions and the aborted
@@ -177,7 +177,7 @@ class RevisionPlacementRow(Base):
 
 
 class RevisionPlacingRow(Base):
-    """A write whose placement began and has not finished (0023): taken with the lease,
+    """A write whose placement began and has not finished (0024): taken with the lease,
     before any rename; deleted with the lease's release that records its rows.
 
     It outlasts the lease (a crash, then another write taking the lease over): the

@@ -127,9 +127,9 @@ def test_an_append_that_finished_placing_still_aborts(
     assert rev_commands.abort(rm, T, c.revision)["state"] == "aborted"
 
 
-def test_migration_0023_marks_a_placement_cut_short_before_the_upgrade(
+def test_migration_0024_marks_a_placement_cut_short_before_the_upgrade(
         rm: RevisionManager, clock: FakeClock, store_url: str, tmp_path: Path) -> None:
-    """A store at 0022 whose lease still names a write that died mid-placement: after the
+    """A store at 0023 whose lease still names a write that died mid-placement: after the
     upgrade its abort is refused even once another write takes the lease over."""
     from tests.support.migrations import downgraded
 
@@ -137,7 +137,7 @@ def test_migration_0023_marks_a_placement_cut_short_before_the_upgrade(
     _table(rm, files, root)
     a = rm.begin_write_transaction(T, ["data"], keep_alive=3600)
     files.record(T, a.revision, "wA", lambda: ["d=1/part-wA.parquet"])
-    with downgraded(store_url, "0022") as conn:
+    with downgraded(store_url, "0023") as conn:
         conn.exec_driver_sql(
             "INSERT INTO pn_revision_placements (table_name, holder, token, acquired_at, "
             f"expires_at) VALUES ('{T}', 'wA', 'dead', {clock() - 90}, {clock() - 30})")

@@ -13,8 +13,8 @@ its holder gets a row (at the revision its recorded files have), so the refusal
 holds for it too; whether it is an overwrite is not known here, so it counts as one
 (housekeeping keeps its files till its recovery rather than risk an overwrite's).
 
-Revision ID: 0023
-Revises: 0022
+Revision ID: 0024
+Revises: 0023
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0023"
-down_revision = "0022"
+revision = "0024"
+down_revision = "0023"
 branch_labels = None
 depends_on = None
 
