@@ -9,8 +9,14 @@ behind it, for ever. Headers are a pure function of the message (contract
 ``headers_for``), so a damaged value is rebuilt from the row's body - nothing
 is lost, the order stands - and the damage is logged at ERROR, naming the
 event, its topic, the field and what was wrong, once per event per process.
-A body that does not decode either leaves empty headers: the subscriber then
-counts the message malformed, as one received from a broker.
+A body that does not decode either leaves nothing to verify the message by:
+the row is *unverifiable* (:attr:`LoggedEvent.unverifiable` names the event,
+topic, both fields and what was expected), its headers are empty. A relay
+dead-letters it instead of sending it (publisher/relay.py); every reader of
+the log skips it as malformed (the embedded subscriber counts it in
+``malformed``; catch-up reads, SSE, the push sink and the follower find no
+table or kind in it). Either way the one ERROR line here, per event per
+process, and ``pn_log_unverifiable_events_total`` make it visible.
 """
 
 from __future__ import annotations
@@ -34,11 +40,18 @@ REPORTED_BOUND = 10_000
 _reported: dict[tuple[int, int], None] = {}
 _reported_lock = threading.Lock()
 _damaged = 0
+_unverifiable = 0
 
 
 def damaged_events() -> int:
     """Damaged events this process reported (the ``pn_log_damaged_headers`` metric)."""
     return _damaged
+
+
+def unverifiable_events() -> int:
+    """Of :func:`damaged_events`, those whose body does not decode either (the
+    ``pn_log_unverifiable_events`` metric)."""
+    return _unverifiable
 
 
 def raw_headers(column: ColumnElement[Any]) -> ColumnElement[Any]:
@@ -50,6 +63,12 @@ def raw_headers(column: ColumnElement[Any]) -> ColumnElement[Any]:
 
 def read_headers(event_id: int, topic: str, body: str, raw: object) -> dict[str, str]:
     """The headers of one logged event from the stored ``raw`` value."""
+    return checked_headers(event_id, topic, body, raw)[0]
+
+
+def checked_headers(event_id: int, topic: str, body: str,
+                    raw: object) -> tuple[dict[str, str], str]:
+    """The headers of one logged event, and why it is unverifiable ("" when it is not)."""
     value = raw
     problem = None
     if isinstance(raw, str):
@@ -61,32 +80,38 @@ def read_headers(event_id: int, topic: str, body: str, raw: object) -> dict[str,
         problem = f"is a JSON {type(value).__name__}, expected a JSON object: {str(raw)[:80]!r}"
     if problem is None:
         assert isinstance(value, dict)
-        return value
+        return value, ""
     return _rebuilt(event_id, topic, body, problem)
 
 
-def _rebuilt(event_id: int, topic: str, body: str, problem: str) -> dict[str, str]:
+def _rebuilt(event_id: int, topic: str, body: str, problem: str) -> tuple[dict[str, str], str]:
     try:
-        headers = headers_for(decode(body))
+        headers, why = headers_for(decode(body)), ""
         outcome = "rebuilt from the body; delivered"
     except MalformedMessageError as exc:
         headers = {}
-        outcome = f"the body does not decode either ({exc}); delivered as malformed"
-    if _first_report((event_id, hash(body))):  # the body: ids repeat across stores
+        why = (f"event {event_id} of topic {topic} is unverifiable: field 'headers' {problem}, "
+               f"and field 'body' does not decode ({exc}), expected a partition-notify "
+               "message (a JSON object)")
+        outcome = ("the body does not decode either: unverifiable, never sent (a relay "
+                   "dead-letters it), skipped as malformed by every reader")
+    if _first_report((event_id, hash(body)), unverifiable=bool(why)):  # ids repeat across stores
         log.error("event log: event %d of topic %s: field 'headers' %s; %s. Repair the row "
                   "(UPDATE pn_events SET headers = ... WHERE event_id = %d)",
                   event_id, topic, problem, outcome, event_id)
-    return headers
+    return headers, why
 
 
-def _first_report(key: tuple[int, int]) -> bool:
-    global _damaged
+def _first_report(key: tuple[int, int], *, unverifiable: bool) -> bool:
+    global _damaged, _unverifiable
     with _reported_lock:
         if key in _reported:
             return False
         if len(_reported) >= REPORTED_BOUND:
-            for old in list(_reported)[: REPORTED_BOUND // 2]:
+            # The oldest half (at least one): a bound of 1 must not grow for ever.
+            for old in list(_reported)[: max(1, REPORTED_BOUND // 2)]:
                 del _reported[old]
         _reported[key] = None
         _damaged += 1
+        _unverifiable += unverifiable
         return True
