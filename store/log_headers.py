@@ -69,37 +69,51 @@ def read_headers(event_id: int, topic: str, body: str, raw: object) -> dict[str,
 def checked_headers(event_id: int, topic: str, body: str,
                     raw: object) -> tuple[dict[str, str], str]:
     """The headers of one logged event, and why it is unverifiable ("" when it is not)."""
-    value = raw
-    problem = None
-    if isinstance(raw, str):
-        try:
-            value = json.loads(raw)
-        except ValueError as exc:
-            problem = f"is not JSON ({exc}): {raw[:80]!r}"
-    if problem is None and not isinstance(value, dict):
-        problem = f"is a JSON {type(value).__name__}, expected a JSON object: {str(raw)[:80]!r}"
+    value, problem = _parsed(raw)
     if problem is None:
         assert isinstance(value, dict)
         return value, ""
-    return _rebuilt(event_id, topic, body, problem)
-
-
-def _rebuilt(event_id: int, topic: str, body: str, problem: str) -> tuple[dict[str, str], str]:
-    try:
-        headers, why = headers_for(decode(body)), ""
-        outcome = "rebuilt from the body; delivered"
-    except MalformedMessageError as exc:
-        headers = {}
-        why = (f"event {event_id} of topic {topic} is unverifiable: field 'headers' {problem}, "
-               f"and field 'body' does not decode ({exc}), expected a partition-notify "
-               "message (a JSON object)")
-        outcome = ("the body does not decode either: unverifiable, never sent (a relay "
-                   "dead-letters it), skipped as malformed by every reader")
+    headers, why = _from_body(event_id, topic, body, problem)
     if _first_report((event_id, hash(body)), unverifiable=bool(why)):  # ids repeat across stores
+        outcome = ("the body does not decode either: unverifiable, never sent (a relay "
+                   "dead-letters it), skipped as malformed by every reader" if why
+                   else "rebuilt from the body; delivered")
         log.error("event log: event %d of topic %s: field 'headers' %s; %s. Repair the row "
                   "(UPDATE pn_events SET headers = ... WHERE event_id = %d)",
                   event_id, topic, problem, outcome, event_id)
     return headers, why
+
+
+def diagnose(event_id: int, topic: str, body: str, raw: object) -> tuple[str, str] | None:
+    """What is wrong with a row's ``headers`` and why it is unverifiable ("" if it is
+    not), None when nothing is; neither logged nor counted (the ops page, the CLI)."""
+    problem = _parsed(raw)[1]
+    if problem is None:
+        return None
+    return f"field 'headers' {problem}", _from_body(event_id, topic, body, problem)[1]
+
+
+def _parsed(raw: object) -> tuple[object, str | None]:
+    value = raw
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw)
+        except ValueError as exc:
+            return None, f"is not JSON ({exc}): {raw[:80]!r}"
+    if not isinstance(value, dict):
+        return value, (f"is a JSON {type(value).__name__}, expected a JSON object: "
+                       f"{str(raw)[:80]!r}")
+    return value, None
+
+
+def _from_body(event_id: int, topic: str, body: str,
+               problem: str) -> tuple[dict[str, str], str]:
+    try:
+        return headers_for(decode(body)), ""
+    except MalformedMessageError as exc:
+        return {}, (f"event {event_id} of topic {topic} is unverifiable: field 'headers' "
+                    f"{problem}, and field 'body' does not decode ({exc}), expected a "
+                    "partition-notify message (a JSON object)")
 
 
 def _first_report(key: tuple[int, int], *, unverifiable: bool) -> bool:
