@@ -6,7 +6,10 @@
 ``serve`` purges every minute; in steady state a minute's worth of events has
 passed the horizon and the rest of the log is retained. The log holds --rows
 published events of 1,000 topics inside the horizon; before each round
---tail events past it are added. Each round, alternating:
+--tail events past it are added, with lower ids (ids follow the clock: an append
+takes its id under the write lock and reads the clock after it; since migration
+0023 the purge relies on that to bound its read, store/housekeeping.py). Each
+round, alternating:
 
 * **previous first statement**: the newest purgeable id (``max(event_id)``
   over the purge's condition), which the purge asked for before its first
@@ -29,8 +32,8 @@ from core_common import analyze, backends, machine_note, scratch_store_url
 from sqlalchemy import text
 
 TOPICS = 1000
-#: Ids of the added tail start here, far above the retained log's.
-TAIL_BASE = 10**9
+#: Ids of the retained log start here, far above every added tail's.
+RETAINED_BASE = 10**9
 _FILL = """
 WITH RECURSIVE g(x) AS (SELECT CAST(:lo AS BIGINT) UNION ALL SELECT x + 1 FROM g WHERE x < :hi)
 INSERT INTO pn_events (event_id, topic, topic_seq, event_type, table_id, message_id,
@@ -60,7 +63,7 @@ def rounds(store: Any, n: int, tail: int, before: float, first: int) -> tuple[li
     prev: list[float] = []
     ours: list[float] = []
     for r in range(n):
-        lo = TAIL_BASE + (first + r) * tail
+        lo = 1 + (first + r) * tail
         fill(store, lo, lo + tail - 1, before - 3600, 1.0 / tail, -1)
         t = time.perf_counter()
         with store.engine.connect() as conn:
@@ -84,7 +87,8 @@ def run(backend: str, rows: int, tail: int, n: int) -> None:
         store = Store.open(url)
         try:
             now = time.time()
-            fill(store, 1, rows, now - rows * 0.01, 0.01, 1)  # inside the horizon
+            fill(store, RETAINED_BASE, RETAINED_BASE + rows - 1, now - rows * 0.01, 0.01,
+                 1)  # inside the horizon
             for label, first in (("no statistics", 0), ("after ANALYZE", n)):
                 if first:
                     analyze(store, "pn_events")

@@ -133,6 +133,11 @@ class Metrics:
             "pn_log_damaged_headers", "Logged events whose headers were damaged (not a JSON "
             "object) and rebuilt from their bodies; each is logged at ERROR",
             lambda: self.log_damaged()))
+        self.log_unverifiable: Callable[[], int] = lambda: 0
+        r.register(CountCollector(
+            "pn_log_unverifiable_events", "Of those, events whose body does not decode "
+            "either: never sent (a relay dead-letters them), skipped by every reader",
+            lambda: self.log_unverifiable()))
 
     def track_subscriber(self, stats: _Stats, name: str = "default") -> None:
         """Export a subscriber's counters (gaps detected, malformed, ...)."""

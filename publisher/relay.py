@@ -26,6 +26,13 @@ dead-lettered (:mod:`partition_notify.store.dead_letters`): logged at ERROR with
 table, topic and error, counted in ``stats.dead_lettered``, and its topic
 flows again. Subscribers see the hole as a ``topicSeq`` gap. Retriable
 failures (broker down, timeout, connection lost) never count toward it.
+
+Unverifiable rows. A row of the log whose headers and body are both damaged
+(:attr:`LoggedEvent.unverifiable`, store/log_headers.py) has nothing a
+subscriber could check it by: the relay never sends it. It is dead-lettered
+as soon as it is leased, with the reason as its error, logged at ERROR once
+and counted like a refused one; the rest of its batch goes on in order.
+Repair the row, then redrive it.
 """
 
 from __future__ import annotations
@@ -150,15 +157,35 @@ class Relay:
         return sent
 
     def _lease(self, after: int) -> list[LoggedEvent]:
+        """The next batch, unverifiable rows taken out (dead-lettered: never sent).
+
+        A batch shorter for it is not prefetched past; the next run goes on."""
         if self.stopping.is_set():
             return []
-        return self.store.log.lease_unpublished(
+        got = self.store.log.lease_unpublished(
             self.owner,
             self.batch_size,
             self.lease_seconds,
             min_age_seconds=self.writer_grace,
             after_event_id=after,
         )
+        bad = {e.event_id: e.unverifiable for e in got if e.unverifiable}
+        if bad:
+            self._refuse_unverifiable(bad)
+        return [e for e in got if e.event_id not in bad] if bad else got
+
+    def _refuse_unverifiable(self, bad: dict[int, str]) -> None:
+        # One "refusal" is final: no broker could make such a row verifiable.
+        for d in self.dead_letters.record_rejections(
+                bad, max_attempts=1, backoff=self._backoff.delay):
+            self.stats.dead_lettered += 1
+            log.error("relay: dead-lettered event %d of table %s (topic %s, topicSeq %d) "
+                      "without sending it: %s; later events of the topic flow (repair the "
+                      "row, then redrive it: partition-notify dead-letters)",
+                      d.event_id, d.table, d.topic, d.topic_seq, d.error,
+                      extra={"pn_event": "relay.dead_lettered", "event_id": d.event_id,
+                             "table": d.table, "topic": d.topic, "topic_seq": d.topic_seq,
+                             "attempts": 0, "error": d.error, "relay": self.owner})
 
     def _send(self, pool: ThreadPoolExecutor, batch: list[LoggedEvent]) -> Future[None] | None:
         if not batch or self.stopping.is_set():

@@ -3,6 +3,16 @@
 Each purge deletes oldest first in short batches (one transaction each), as
 the set-done purge does (:func:`in_batches`), so writers get in between.
 
+The event log's oldest are read in ``event_id`` order (its primary key), up to the
+last event created before the horizon, found by a binary search of a few primary-key
+look-ups (:func:`created_before_bound`). ``created_at`` needs no index of its own
+(migration 0023): every append wrote a page of one (bench/durable_profile.py pages).
+Ids are taken under the write lock and the clock is read after, in the same
+transaction, so ``created_at`` follows ``event_id`` while the clock does not step
+back. If it does (or writers' clocks differ), each row is still checked against the
+horizon: no event younger than it is purged; older ones past the bound wait for a
+later run (for at most the step).
+
 * the event log: published (or discarded) events older than the log's
   horizon, at or below every consumer cursor, never the last event of a
   topic (subscribers compare topic sequences with it), never one still
@@ -31,6 +41,7 @@ from sqlalchemy import (
     Table,
     TableClause,
     and_,
+    bindparam,
     column,
     delete,
     exists,
@@ -97,7 +108,7 @@ def _purge_marked(session: Session, where: ColumnElement[bool], n: int) -> int:
     id, asked for up front, cost a read of the whole retained log every run.
     """
     gone = session.execute(delete(_EVENTS).where(oldest_first(
-        session, _EVENTS.c.event_id, _EVENTS.c.created_at, where, n,
+        session, _EVENTS.c.event_id, _EVENTS.c.event_id, where, n,
     )).returning(_EVENTS.c.event_id)).scalars().all()
     if gone:
         top = max(gone)
@@ -105,6 +116,37 @@ def _purge_marked(session: Session, where: ColumnElement[bool], n: int) -> int:
             SequenceRow.name == PURGED_BELOW, SequenceRow.next_value <= top
         ).values(next_value=int(top) + 1))
     return len(gone)
+
+
+def created_before_bound(session: Session, before: float) -> int | None:
+    """The last event id, by a binary search on the primary key, whose event was created
+    before ``before``; None when the oldest event is not (or the log is empty).
+
+    Exact while ``created_at`` follows ``event_id`` (see the module docstring); else a
+    bound on the ids the purge reads, never on what it may delete. About 2 log2(ids)
+    one-row look-ups: the first row at or after an id, by the primary key.
+    """
+    ids = _EVENTS.c.event_id
+    # Two statements: SQLite answers a lone min() or max() from the primary key's
+    # ends, both in one statement by reading a whole index.
+    lo = session.scalar(select(func.min(ids)))
+    hi = session.scalar(select(func.max(ids)))
+    if lo is None or hi is None:
+        return None
+    first_at = select(_EVENTS.c.event_id, _EVENTS.c.created_at).where(
+        ids >= bindparam("at")).order_by(ids).limit(1)
+    row = session.execute(first_at, {"at": lo}).one()
+    if row[1] >= before:
+        return None
+    lo, hi = int(lo), int(hi)
+    while lo < hi:  # lo was created before; nothing after hi exists
+        mid = (lo + hi + 1) // 2
+        found, created = session.execute(first_at, {"at": mid}).one()
+        if created < before:
+            lo = int(found)  # >= mid > lo
+        else:
+            hi = mid - 1
+    return lo
 
 
 def delete_where(session: Session, t: TableClause, where: ColumnElement[bool]) -> int:
@@ -132,10 +174,14 @@ class Housekeeping:
         """
         with self._db.uow() as uow:
             floor = uow.session.scalar(select(func.min(CursorRow.event_id)))
+            bound = created_before_bound(uow.session, before)
+        if bound is None:
+            return 0
         floor = _NO_FLOOR if floor is None else int(floor)
         held = _NO_FLOOR if held_from is None else held_from
         later = aliased(EventRow)
         where = and_(
+            EventRow.event_id <= bound,
             EventRow.created_at < before,
             EventRow.event_id <= floor,
             or_(EventRow.event_id <= held, EventRow.created_at < hold_until),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from partition_notify.store.hot_read import HotReader
-from partition_notify.store.log_headers import read_headers
+from partition_notify.store.log_headers import checked_headers
 from partition_notify.store.records import LoggedEvent
 from partition_notify.store.repositories import TOPIC_EVENTS_AFTER, TOPIC_IDS_AFTER
 from partition_notify.store.topic_seqs import last_seqs
@@ -28,7 +28,7 @@ _IDS_SQL = ("SELECT topic_seq, message_id, event_type FROM pn_events WHERE topic
 def logged(event_id: int, topic: str, topic_seq: int, body: str, headers: object) -> LoggedEvent:
     """One row of the log as read (``headers`` as stored: a damaged value is rebuilt)."""
     return LoggedEvent(event_id, topic, topic_seq, body,
-                       read_headers(event_id, topic, body, headers))
+                       *checked_headers(event_id, topic, body, headers))
 
 
 class LogReads:

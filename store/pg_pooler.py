@@ -120,34 +120,37 @@ def pooler_of(engine: Engine) -> Pooler | None:
     return _POOLERS.get(engine)
 
 
-def keeps_sessions(engine: Engine) -> bool:
+def keeps_sessions(engine: Engine, *, quiet: bool = False) -> bool | None:
     """Whether a LISTEN through ``engine``'s pooler hears other clients' NOTIFY: only
     where a client keeps its server connection (PgBouncer's session mode). In
     transaction mode the LISTEN stays on a server connection handed to others;
     told once per engine by a probe channel of its own, within :data:`PROBE_SECONDS`
     (at once when the notifying client gets the server connection that listened).
-    An engine that has not connected yet connects once first (:func:`behind_pooler`);
-    if it cannot, False: readers poll (tests/store/test_pgbouncer_first_use.py)."""
+    An engine that has not connected yet connects once first (:func:`behind_pooler`,
+    within its connect deadline). None when it cannot tell (no connection, a failed
+    probe): the wake-ups ask again later (store/wakeups.py), readers poll meanwhile;
+    said at WARNING unless ``quiet`` (a re-probe: said once already)."""
+    say = log.debug if quiet else log.warning
     pooler = _POOLERS.get(engine)
     if pooler is not None and pooler.pooled is None:
         # The listener may be the engine's first use (a subscriber that listens before
         # any query): its own connection would learn of the pooler only after the choice.
         try:
             behind_pooler(engine)
-        except Exception as exc:  # asked again when the next reader starts
-            log.warning("PostgreSQL at %s:%s: cannot connect to tell whether it is behind "
-                        "a connection pooler, readers poll the log: %s",
-                        engine.url.host, engine.url.port, exc)
-            return False
+        except Exception as exc:
+            say("PostgreSQL at %s:%s: cannot connect to tell whether it is behind a "
+                "connection pooler, readers poll the log until it answers: %s",
+                engine.url.host, engine.url.port, exc)
+            return None
     if pooler is None or not pooler.pooled:
         return True
     if pooler.sessions is None:
         try:
             pooler.sessions = _probe(engine, pooler)
-        except Exception as exc:  # e.g. a session pool that is full: asked again next time
-            log.warning("PostgreSQL at %s:%s: the wake-up probe through its pooler failed, "
-                        "readers poll the log: %s", engine.url.host, engine.url.port, exc)
-            return False
+        except Exception as exc:  # e.g. a session pool that is full
+            say("PostgreSQL at %s:%s: the wake-up probe through its pooler failed, readers "
+                "poll the log until it answers: %s", engine.url.host, engine.url.port, exc)
+            return None
         if not pooler.sessions:
             log.warning("PostgreSQL at %s:%s is behind a connection pooler that does not keep "
                         "a client's server connection (PgBouncer transaction mode): LISTEN "

@@ -103,6 +103,9 @@ class LoggedEvent:
     topic_seq: int
     body: str
     headers: dict[str, str]
+    #: Why the row cannot be verified, "" when it can: its headers AND body are damaged
+    #: (store/log_headers.py). A relay dead-letters such an event instead of sending it.
+    unverifiable: str = ""
 
 
 class Logged(list[AnyMessage]):

@@ -8,7 +8,7 @@ from typing import Any, cast
 
 from partition_notify.store.append_rows import JsonColumn, insert_many
 from partition_notify.store.existing_specs import existing_specs
-from partition_notify.store.log_headers import raw_headers, read_headers
+from partition_notify.store.log_headers import checked_headers, raw_headers
 from partition_notify.store.purge_order import oldest_first
 from partition_notify.store.schema import EventRow, PartitionRow, SequenceRow, SetDoneRow, TableRow
 from partition_notify.store.wakeups import NOTIFY_SQL
@@ -225,7 +225,8 @@ class EventRepository:
     def max_id(self) -> int:
         return int(self.session.scalar(select(func.coalesce(func.max(EventRow.event_id), 0))) or 0)
 
-    def after(self, event_id: int, limit: int) -> list[tuple[int, str, int, str, dict[str, str]]]:
+    def after(self, event_id: int,
+              limit: int) -> list[tuple[int, str, int, str, dict[str, str], str]]:
         """Events after ``event_id``, oldest first; damaged headers rebuilt (log_headers)."""
         stmt = (
             select(
@@ -240,7 +241,7 @@ class EventRepository:
             .limit(limit)
         )
         rows = self.session.execute(stmt)
-        return [(e, t, s, b, read_headers(e, t, b, h)) for e, t, s, b, h in rows]
+        return [(e, t, s, b, *checked_headers(e, t, b, h)) for e, t, s, b, h in rows]
 
     def of_table_after(self, table_id: int, event_id: int, limit: int) -> list[Any]:
         """One table's events after ``event_id``, oldest first (the push sink's read)."""

@@ -88,9 +88,10 @@ class EventRow(Base):
     __table_args__ = (
         Index("ux_pn_events_topic_seq", "topic", "topic_seq", unique=True),
         Index("ix_pn_events_unpublished", "published_at", "event_id"),
-        # One table's replay (SSE) and the log purge's oldest-first batches (0008).
+        # One table's replay (SSE) and the /ui's events of a table (0008). The log
+        # purge reads in event_id order (store/housekeeping.py): no created_at index
+        # to write on every append (migration 0023).
         Index("ix_pn_events_table", "table_id", "event_id"),
-        Index("ix_pn_events_created", "created_at"),
         # Partial: only the few refused rows are indexed. A full index on
         # dead_at (NULL for every live row) lured SQLite's planner into
         # scanning every pending row on each lease (bench/relay_drain.py).

@@ -51,6 +51,11 @@ NOTIFY_SQL = f"NOTIFY {CHANNEL}"
 #: With a waker, readers still read the log at least this often: a lost
 #: wake-up costs at most this much latency.
 FALLBACK_SECONDS = 1.0
+#: A PostgreSQL listener that could not tell whether LISTEN is heard asks again after
+#: this long, doubling up to REPROBE_MAX_SECONDS (each attempt: the engine's connect
+#: deadline, PN_CONNECT_TIMEOUT_SECONDS).
+REPROBE_SECONDS = 0.25
+REPROBE_MAX_SECONDS = 5.0
 #: How often a waker checks that it was asked to stop (also its longest close).
 STOP_CHECK_SECONDS = 0.25
 #: SQLite: how often ``PRAGMA data_version`` is read (always without inotify;
@@ -110,16 +115,55 @@ class Waker:
     def run(self, backoff: Backoff) -> None:
         raise NotImplementedError
 
+    def hears(self) -> bool:
+        """Whether commits of other processes wake readers (else they poll the log at
+        their poll interval, not the wake-up fallback)."""
+        return True
+
 
 class PostgresWaker(Waker):
+    """LISTEN on one connection. Started ``undecided`` (an engine that could not tell
+    whether LISTEN would be heard through its pooler: store/pg_pooler.py), it asks
+    again with a capped backoff, each attempt within the engine's connect deadline,
+    until it can: then it listens, or (a transaction-mode pooler) ends, readers polling."""
+
     def __init__(self, conninfo: str, deadlines: tuple[float | None, dict[str, Any]],
-                 on_commit: OnCommit, pooler: Pooler | None = None) -> None:
+                 on_commit: OnCommit, pooler: Pooler | None = None,
+                 undecided: Engine | None = None) -> None:
         super().__init__("postgresql", on_commit)
         self._conninfo = conninfo
         self._reply, self._args = deadlines  # the engine's (store/pg_deadlines.py)
         self._pooler = pooler
+        self._undecided = undecided
+        self._listens = undecided is None
+        #: Set once it is known whether LISTEN is heard (at once unless undecided).
+        self.settled = threading.Event()
+        if undecided is None:
+            self.settled.set()
+
+    def hears(self) -> bool:
+        return self._listens
+
+    def _decide(self, engine: Engine) -> bool:
+        """Ask the pooler question again until answered; whether to listen."""
+        again = Backoff(initial=REPROBE_SECONDS, cap=REPROBE_MAX_SECONDS)
+        while not self.stop.is_set():
+            sessions = pg_pooler.keeps_sessions(engine, quiet=True)
+            if sessions is not None:
+                self._undecided, self._listens = None, sessions
+                self.settled.set()
+                if sessions:
+                    log.info("PostgreSQL at %s:%s answers: wake-ups listen (LISTEN %s), "
+                             "readers no longer poll", engine.url.host, engine.url.port,
+                             CHANNEL)
+                return sessions
+            again.wait(self.stop, again.failed())
+        return False
 
     def run(self, backoff: Backoff) -> None:
+        if self._undecided is not None and not self._decide(self._undecided):
+            self.stop.set()  # a transaction-mode pooler (said once) or closed: readers poll
+            return
         with pg_deadlines.connect(self._reply, self._conninfo, autocommit=True,
                                   pooler=self._pooler, **self._args) as conn:
             conn.execute(f"LISTEN {CHANNEL}")
@@ -322,14 +366,17 @@ def cross_process_waker(engine: Engine, on_commit: OnCommit, *,
                         inotify: bool = True) -> Waker | None:
     """A started waker for ``engine``'s database, or None (an in-memory SQLite, a
     PostgreSQL pooler in transaction mode: readers poll). On PostgreSQL it connects
-    with the engine's deadlines (make_engine's)."""
+    with the engine's deadlines (make_engine's); one that cannot tell yet whether
+    LISTEN would be heard asks again until it can (:class:`PostgresWaker`)."""
     url = engine.url
     if engine.dialect.name == "postgresql":
-        if not pg_pooler.keeps_sessions(engine):  # LISTEN would hear nothing
+        sessions = pg_pooler.keeps_sessions(engine)
+        if sessions is False:  # LISTEN would hear nothing
             return None
         conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
         return PostgresWaker(conninfo, pg_deadlines.config(engine), on_commit,
-                             pg_pooler.pooler_of(engine)).start()
+                             pg_pooler.pooler_of(engine),
+                             undecided=engine if sessions is None else None).start()
     database = _sqlite_database(engine)
     if database is None:
         return None

@@ -85,6 +85,14 @@ class CommitSignal:
                 self._waker = cross_process_waker(self._engine, self.committed)
             return self._waker is not None
 
+    def fallback(self, poll: float) -> float:
+        """How long a reader waits for a wake-up before reading the log anyway: the
+        wake-up fallback while the waker hears other processes' commits, else ``poll``
+        (a PostgreSQL listener still asking its pooler, or told LISTEN is not heard)."""
+        waker = self._waker
+        return max(poll, WAKEUP_FALLBACK_SECONDS) if waker is not None and waker.hears() \
+            else poll
+
     def release_wakeups(self, timeout: float) -> None:
         """The last reader's release stops the waker."""
         with self._cond:
@@ -168,7 +176,6 @@ class EmbeddedConsumer(Consumer):
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._signal = commit_signal(store.log)
-        self._fallback = poll_interval
         self._wakeups = wakeups
         self._acquired = False
 
@@ -187,8 +194,7 @@ class EmbeddedConsumer(Consumer):
             if self._thread is None:
                 if self._wakeups:
                     self._acquired = True
-                    if self._signal.acquire_wakeups():
-                        self._fallback = max(self._poll, WAKEUP_FALLBACK_SECONDS)
+                    self._signal.acquire_wakeups()
                 self._thread = threading.Thread(
                     target=self._run, name="pn-embedded-consumer", daemon=True
                 )
@@ -231,7 +237,8 @@ class EmbeddedConsumer(Consumer):
             # since then moved the generation, and the wait returns at once. Reading
             # again regardless cost a read per message, competing for the GIL with
             # the dispatcher (bench/cross_process_trace.py).
-            self._signal.wait(generation, self._fallback, self._stop)
+            fallback = self._signal.fallback(self._poll) if self._acquired else self._poll
+            self._signal.wait(generation, fallback, self._stop)
 
     def close(self, timeout: float) -> None:
         self._stop.set()

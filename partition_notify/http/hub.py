@@ -120,7 +120,7 @@ class EventHub:
     @property
     def fallback_interval(self) -> float:
         """How long the hub waits for a wake-up before it reads the log anyway."""
-        if self._waker is None:
+        if self._waker is None or not self._waker.hears():  # e.g. asking its pooler
             return self.poll_interval
         return max(self.poll_interval, FALLBACK_SECONDS)
 

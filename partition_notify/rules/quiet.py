@@ -115,7 +115,7 @@ def _unread_input(uow: UnitOfWork, cursor: int | None, kind: Quiet, s: str) -> b
     rows = uow.events.after(cursor, MAX_UNREAD + 1)
     if len(rows) > MAX_UNREAD:
         return True
-    for _, _, _, body, headers in rows:
+    for _, _, _, body, headers, _ in rows:
         table = headers.get(PN_TABLE)
         if table not in kind.inputs:
             continue

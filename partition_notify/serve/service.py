@@ -21,7 +21,7 @@ from partition_notify.core.redact import redact_url
 from partition_notify.metrics import Metrics
 from partition_notify.serve.jobs import JOBS, Job, JobFn, Runtime
 from partition_notify.store.engine import sqlite_access, sqlite_access_problem, sqlite_file
-from partition_notify.store.log_headers import damaged_events
+from partition_notify.store.log_headers import damaged_events, unverifiable_events
 
 if TYPE_CHECKING:
     from partition_notify.http.server import HttpServer
@@ -40,6 +40,7 @@ class Service:
         self.app = app
         self.metrics = metrics or Metrics()
         self.metrics.log_damaged = damaged_events
+        self.metrics.log_unverifiable = unverifiable_events
         self.relay = relay or app.relay
         # misfire_grace_time None: a run late because the machine was busy still runs
         # (coalesced into one) instead of being skipped with a WARNING: an hourly job

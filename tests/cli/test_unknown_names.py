@@ -47,6 +47,7 @@ NOT_READS = {
     "register", "announce", "mark-done", "withdraw", "alter", "unregister", "purge", "serve",
     "schema", "demo", "tables", "rev begin", "rev commit", "rev abort", "rev keep-alive",
     "rev tables", "dataset define", "dataset list", "dataset expire", "dead-letters redrive",
+    "dead-letters damaged",
     "dead-letters discard", "token create", "token list", "token revoke", "expect add",
     "expect remove", "expect check", "rule add", "rule remove", "spark-conf",
     "commits apply", "commits scan", "commits ignored", "lakehouse skip",

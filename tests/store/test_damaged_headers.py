@@ -23,7 +23,7 @@ from collections.abc import Iterator
 
 import pytest
 from partition_notify.store.dead_letters import DeadLetters
-from partition_notify.store.log_headers import damaged_events
+from partition_notify.store.log_headers import damaged_events, unverifiable_events
 from partition_notify.subscriber import Subscriber
 from sqlalchemy import text
 
@@ -121,6 +121,38 @@ def test_a_row_whose_body_is_damaged_too_is_skipped_as_malformed(
     said = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert any(f"event {poison.event_id} " in m and "does not decode either" in m
                for m in said), said
+
+
+def test_every_log_read_marks_a_row_damaged_beyond_repair_unverifiable(app: App) -> None:
+    """Headers and body damaged: every read says why (what the relay dead-letters by),
+    with empty headers (what the readers skip by); reported and counted once."""
+    app.publisher.register_table("db", "a", ["ds"])
+    damage_on_insert(app, "'[1, 2]'", f"'not a message {uuid.uuid4()}'")
+    before = app.store.log.max_event_id()
+    damaged, unverifiable = damaged_events() + 1, unverifiable_events() + 1
+    sent = [app.publisher.announce_partitions("db", "a", [f"ds={p}"])[0]
+            for p in ("0", "poison", "1")]
+    log = app.store.log
+    table_id = app.store.catalog.get_table("db", "a").id
+    reads = {
+        "events_after": log.events_after(before, 10),
+        "topic_events_after": log.topic_events_after(sent[0].topic, 0, 10),
+        "table_events_after": log.table_events_after(table_id, before, 10),
+    }
+    with app.store.engine.begin() as conn:
+        conn.execute(text("UPDATE pn_events SET published_at = NULL"))
+    reads["lease_unpublished"] = log.lease_unpublished("test-relay", 10, 30.0)
+    for name, got in reads.items():
+        assert [e.event_id for e in got] == [m.event_id for m in sent], name
+        assert [bool(e.unverifiable) for e in got] == [False, True, False], name
+        why = got[1].unverifiable
+        assert f"event {sent[1].event_id} of topic {sent[1].topic}" in why, why
+        assert "'headers' is a JSON list" in why and "'body' does not decode" in why, why
+        assert got[1].headers == {}, name
+    assert (damaged_events(), unverifiable_events()) == (damaged, unverifiable)
+    metrics = Metrics()
+    metrics.log_unverifiable = unverifiable_events
+    assert metrics.registry.get_sample_value("pn_log_unverifiable_events_total") == unverifiable
 
 
 @pytest.mark.parametrize("value", DAMAGE)

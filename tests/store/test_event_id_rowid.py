@@ -87,9 +87,11 @@ def test_migration_0021_makes_event_id_the_rowid_and_keeps_every_row(
     # At the head: 0021 and every later migration ran on the rebuilt table.
     assert version == ScriptDirectory(str(_SCRIPTS)).get_current_head()
     assert after_rows == before_rows and len(before_rows["pn_events"]) == 8
-    assert after["indexes"] == before["indexes"]
+    # Every index as it was, but the one 0023 drops (tests/store/test_events_created_index.py).
+    assert after["indexes"] == [i for i in before["indexes"] if i[0] != "ix_pn_events_created"]
+    assert len(after["indexes"]) == len(before["indexes"]) - 1
     if store_url.startswith("sqlite"):
-        assert len(after["indexes"]) == 6
+        assert len(after["indexes"]) == 5
         # 0020: a primary-key b-tree besides message_id's; 0021: message_id's only.
         assert (before["origins"], before["id_type"]) == (["pk", "u"], "BIGINT")
         assert (after["origins"], after["id_type"]) == (["u"], "INTEGER")

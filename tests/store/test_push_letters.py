@@ -162,6 +162,15 @@ def test_the_log_purge_looks_letters_up_by_event(sqlite_url: str) -> None:
     # (The letters' own purge may scan the letters: one pass per run, not per event.)
     store = Store.open(sqlite_url)
     try:
+        # Two published events of one topic, the first past the horizon: the purge
+        # reads the log only when its oldest event is (store/housekeeping.py).
+        with store.engine.begin() as conn:
+            for event_id in (1, 2):
+                conn.execute(text(
+                    "INSERT INTO pn_events (event_id, topic, topic_seq, event_type, table_id, "
+                    "message_id, headers, body, created_at, published_at, attempts, "
+                    "rejections) VALUES (:e, 't', :e, 'SET_DONE', 1, :m, '{}', 'x', 1, 1, 0, 0)"),
+                    {"e": event_id, "m": f"m{event_id}"})
         sent: list[tuple[str, Any]] = []
 
         @event.listens_for(store.engine, "before_cursor_execute")

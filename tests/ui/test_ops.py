@@ -16,11 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from partition_notify.store.damaged_rows import find_damaged
+from partition_notify.store.dead_letters import DeadLetters
 from partition_notify.store.push_letters import PushLetters
 from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
+from sqlalchemy import text
 
 from partition_notify.app import build_app
 from partition_notify.http.store import HttpStore
@@ -112,3 +115,44 @@ def _click(browser: Any, row_id: str, label: str) -> None:
     WebDriverWait(browser, 10, ignored_exceptions=(WebDriverException,)).until(
         EC.staleness_of(row))
     WebDriverWait(browser, 10).until(lambda b: b.find_elements(By.ID, "done"))
+
+
+def test_admin_sees_damaged_rows_of_the_event_log(browser: Any) -> None:
+    """A row whose headers are damaged (rebuilt by the readers) and one whose body is
+    damaged too (unverifiable, dead-lettered): both listed, the damaged text escaped."""
+    tmp = Path(tempfile.mkdtemp(prefix="pn-ui-ops-"))
+    url = f"sqlite:///{tmp}/store.db"
+    app = build_app(store_url=url, transport_url="embedded://")
+    serve: HttpServe | None = None
+    db = unique_db()
+    try:
+        app.publisher.register_table(db, "orders", ["ds"])
+        ids = [app.publisher.announce_partitions(db, "orders", [f"ds={p}"])[0].event_id
+               for p in ("1", "2", "3")]
+        with app.store.engine.begin() as conn:  # a broken tool's edits
+            conn.execute(text("UPDATE pn_events SET headers = :h WHERE event_id = :e"),
+                         {"h": json.dumps('<b id="injected">x</b>'), "e": ids[0]})
+            conn.execute(text("UPDATE pn_events SET headers = '[1]', body = 'garbage', "
+                              "published_at = NULL WHERE event_id = :e"), {"e": ids[1]})
+        why = find_damaged(app.store, 10).rows[0].unverifiable
+        DeadLetters(app.store).record_rejections({ids[1]: why}, max_attempts=1,
+                                                 backoff=lambda n: 1.0)  # as the relay does
+        admin = HttpStore(app.store).create_token("ops-admin", "admin")[1]
+        serve = HttpServe(url, tmp / "serve.log").start()
+        sign_in(browser, serve.base, admin, "/ui/ops")
+        rebuilt = browser.find_element(By.ID, f"dr-{ids[0]}").text
+        assert f"{db}.orders" in rebuilt and "headers rebuilt from the body" in rebuilt
+        assert "is a JSON str, expected a JSON object" in rebuilt
+        assert "<b id=" in rebuilt and "</b>" in rebuilt, rebuilt  # shown as text...
+        assert not browser.find_elements(By.ID, "injected")  # ...never as markup
+        bad = browser.find_element(By.ID, f"dr-{ids[1]}").text
+        assert "unverifiable: never sent; dead-lettered" in bad, bad
+        assert "'body' does not decode" in bad
+        assert "'body' does not decode" in browser.find_element(By.ID, f"dl-{ids[1]}").text
+        assert not browser.find_elements(By.ID, f"dr-{ids[2]}")
+        scope = browser.find_element(By.ID, "damaged-scope").text
+        assert f"ids 1..{ids[2]}" in scope and "at most 200 shown" in scope, scope
+    finally:
+        code = serve.stop() if serve is not None else 0
+        app.close()
+    assert code == 0

@@ -1,4 +1,5 @@
-"""``/ui/ops`` (admin): dead letters (relay, Airflow push), relay status, Spark commits
+"""``/ui/ops`` (admin): dead letters (relay, Airflow push), damaged rows of the event
+log (store/damaged_rows.py), relay status, Spark commits
 applied, ignored and rejected (the HTTP route's refusals: writers/commit_refusals.py;
 the spools': partition_notify/http/ui/spool.py); Iceberg/Delta commits operators skipped
 (writers/lakehouse/skip.py); expectation forms.
@@ -28,7 +29,9 @@ from partition_notify.http.ui.reads import StatusReadRepository, StatusReads
 from partition_notify.http.ui.render import page, to_sign_in
 from partition_notify.http.ui.session import check_admin_post, is_admin, read_form, viewer
 from partition_notify.metrics import SPARK_COMMIT_STATUSES
+from partition_notify.store.damaged_rows import find_damaged
 from partition_notify.store.dead_letters import DeadLetters
+from partition_notify.store.log_headers import damaged_events
 from partition_notify.store.push_letters import PushLetters
 from partition_notify.writers.commit_refusals import CommitRefusals
 from partition_notify.writers.lakehouse.skip import SKIPPED, skip
@@ -75,7 +78,8 @@ def ops(request: Request, ctx: Ctx) -> Response:
     pending, age = ctx.app.store.log.relay_lag()
     return page(request, who, "ops.html", letters=letters, pushed=pushed, commits=commits,
                 refused=refused, skipped=skipped, stopped=stopped, set_aside=set_aside,
-                counts=counts,
+                counts=counts, damaged=find_damaged(ctx.app.store, SHOWN),
+                damaged_here=damaged_events(), shown=SHOWN,
                 relay_pending=pending, relay_age=age, done=request.query_params.get("done"))
 
 
