@@ -29,6 +29,8 @@ from partition_notify.revisions.placement import (
     PLACEMENT_LEASE_SECONDS,
     PLACEMENT_WAIT_SECONDS,
     PlacementLease,
+    placement_began,
+    placement_done,
     refuse_aborted_overwrite,
 )
 from partition_notify.revisions.repositories import RevisionUnitOfWork
@@ -126,6 +128,9 @@ class RevisionFiles:
             if retiring:
                 refuse_aborted_overwrite(uow, table, revision, write_id)
             uow.files.unretire(table, write_id)  # only a void overwrite moved any
+            # Lasts past this lease: an abort is refused once files may have moved.
+            placement_began(uow, table, revision, write_id, self.manager.clock(),
+                            retiring=retiring)
 
         lease = PlacementLease.take(self.manager.engine, self.manager.clock, table, write_id,
                                     check, seconds=self.lease_seconds,
@@ -175,6 +180,27 @@ class RevisionFiles:
                 return "expired", None
             return "running", WriteTransaction._of(row)
 
+    def discard(self, table: str, revision: int, write_id: str, *, abort: bool) -> State:
+        """A write refused before it placed (overtaken, or aborted on request) is
+        discarded: its placement record goes (a merge begun before a crash never
+        finishes now: what it moved, the later overwrite moved aside) and, with
+        ``abort``, its revision is aborted if it runs. Returns the revision's state
+        before. One database transaction."""
+        with self._uow(write=True) as uow:
+            uow.revisions.lock_table(table, 0.0, create=False)  # the order a placement takes
+            placement_done(uow.session, table, write_id)
+            row = uow.revisions.get_txn(table, revision)
+            now = self.manager.clock()
+            if row is None:
+                return "committed"
+            if row.state == ABORTED:
+                return "expired" if row.reason == "expired" else "aborted"
+            if row.expires_at <= now:
+                return "expired"  # settle may adopt it: not this write's to abort
+            if abort:
+                self.manager.abort_in(uow, WriteTransaction._of(row))
+        return "running"
+
     def settle(self, tx: WriteTransaction, *, table_id: int | None) -> int:
         """Commit ``tx``; if it expired, adopt its revision into a new committed one.
 
@@ -202,6 +228,7 @@ class RevisionFiles:
             for revision in old:
                 uow.files.retag(table, revision, tx.revision)
                 uow.replacements.retag(table, revision, tx.revision)
+                uow.files.retag_placing(table, revision, tx.revision)
                 if table_id is not None:
                     uow.partitions.retag(table_id, revision, tx.revision)
             refusal = self.manager.commit_in(uow, tx)
@@ -235,6 +262,7 @@ class Placement:
 
     def commit(self, uow: RevisionUnitOfWork) -> None:
         """Record the retirement (if any) in the lease's releasing transaction."""
+        placement_done(uow.session, self.table, self.write_id)
         if self._retired is None:
             return
         (partitions, retired_to), table, write_id = self._retired, self.table, self.write_id

@@ -23,6 +23,11 @@ rename): a renewal found it taken over, or none succeeded for a whole lease (the
 store unreachable, the row locked), after which another write may take it over. It
 then renames no more. One JVM call (the FileOutputCommitter merge) is not stopped
 half-way: a lease lost during it is found at the release.
+
+The taking of the lease also records on the write that its placement began
+(``pn_revision_placing``, :func:`placement_began`), deleted by the release that records
+its rows: unlike the lease, it outlasts a crash and another write taking the lease
+over, so the abort refusal and housekeeping still know that files may have moved.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from partition_notify.revisions.schema import (
     ABORTED,
     RevisionFileRow,
     RevisionPlacementRow,
+    RevisionPlacingRow,
     RevisionReplacementRow,
 )
 from sqlalchemy import Engine, delete, select, update
@@ -218,29 +224,63 @@ def placing_now(session: Session, tables: Iterable[str], now: float) -> set[str]
     return busy
 
 
+def placement_began(uow: RevisionUnitOfWork, table: str, revision: int, write_id: str,
+                    now: float, *, retiring: bool) -> None:
+    """Record that write ``write_id`` places at ``revision`` now (``retiring``: an
+    overwrite that has yet to retire): in the transaction that takes the lease for it,
+    before any rename. It lasts past the lease (a crash, another write taking it over)
+    till :func:`placement_done`; a write placing again at another revision (its
+    recovery's adopting one) gets a row for that one too."""
+    row = uow.session.get(RevisionPlacingRow, (table, write_id, revision),
+                          with_for_update=True)
+    if row is None:
+        uow.session.add(RevisionPlacingRow(table_name=table, write_id=write_id,
+                                           revision=revision, began_at=now,
+                                           retiring=retiring))
+    else:
+        row.retiring = row.retiring or retiring
+    uow.session.flush()
+
+
+def placement_done(session: Session, table: str, write_id: str) -> None:
+    """The write's placement finished (its rows are recorded in this transaction), or
+    it is discarded: no longer a placement begun."""
+    p = RevisionPlacingRow
+    session.execute(delete(p).where(p.table_name == table, p.write_id == write_id))
+
+
 def refuse_abort_if_placed(uow: RevisionUnitOfWork, table: str, revision: int) -> None:
     """:class:`PlacedOverwriteAbortError` if revision ``revision`` of ``table`` retired
     a partition's files (an overwrite placed: its retirement rows are written with the
-    lease's release) or the table's lease names one of its writes (a placement under
-    way, or cut short: its recovery retires and merges again).
+    lease's release), or one of its writes began placing and has not finished
+    (:func:`placement_began`: under way, or cut short by a crash, whoever holds the
+    lease since), or the table's lease names one of its writes.
 
     Nothing rolls an aborted revision back (docs/revisions.md): aborted, such an
     overwrite would leave its rows where plain reads find them and the partition's old
     files in ``_pn_retired`` for good (housekeeping purges the aborted revision's rows,
     and with them every record of what was moved aside)."""
-    f, r, p = RevisionFileRow, RevisionReplacementRow, RevisionPlacementRow
+    f, r, p, b = RevisionFileRow, RevisionReplacementRow, RevisionPlacementRow, RevisionPlacingRow
     s = uow.session
     retired = s.scalars(select(r.write_id).where(r.table_name == table, r.revision == revision)
                         .limit(1)).first()
+    began = s.execute(select(b.write_id, b.began_at).where(
+        b.table_name == table, b.revision == revision).order_by(b.began_at).limit(1)).first()
     writes = select(f.write_id).where(f.table_name == table, f.revision == revision)
     placing = s.scalars(select(p.holder).where(p.table_name == table,
                                                p.holder.in_(writes))).first()
-    if retired is None and placing is None:
+    if retired is not None:
+        what = (f"write {retired} placed it (retired the partitions' old files to "
+                "_pn_retired/ and merged its own)")
+    elif began is not None:
+        what = (f"write {began[0]} began placing it at {began[1]:.3f} and has not finished "
+                "(its placement is under way, or was cut short: some of the partitions' "
+                "files may have moved; its recovery places it)")
+    elif placing is not None:
+        what = (f"write {placing} holds the table's placement lease (its placement is "
+                "under way or was cut short; its recovery places it)")
+    else:
         return
-    what = (f"write {retired} placed it (retired the partitions' old files to "
-            f"_pn_retired/ and merged its own)" if retired is not None else
-            f"write {placing} holds the table's placement lease (its placement is under "
-            "way or was cut short; its recovery places it)")
     raise PlacedOverwriteAbortError(
         f"revision {revision} of {table} cannot be aborted: {what}. An aborted revision's "
         "data is not rolled back, so plain reads would keep its rows and lose the "
@@ -281,4 +321,5 @@ def _take(uow: RevisionUnitOfWork, row: RevisionPlacementRow | None, table: str,
 
 
 __all__ = ["PLACEMENT_LEASE_SECONDS", "PLACEMENT_WAIT_SECONDS", "PlacementLease",
-           "placing_now", "refuse_abort_if_placed", "refuse_aborted_overwrite"]
+           "placement_began", "placement_done", "placing_now", "refuse_abort_if_placed",
+           "refuse_aborted_overwrite"]

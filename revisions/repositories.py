@@ -15,6 +15,7 @@ from partition_notify.revisions.schema import (
     RUNNING,
     RevisionFamilyRow,
     RevisionFileRow,
+    RevisionPlacingRow,
     RevisionReplacementRow,
     RevisionTableRow,
     RevisionTxnRow,
@@ -25,7 +26,7 @@ from partition_notify.store.schema import TableRow
 from partition_notify.store.uow import UnitOfWork
 from sqlalchemy import Select, delete, exists, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 
 class RevisionRepository:
@@ -275,6 +276,15 @@ class RevisionFileRepository:
             .where(RevisionFileRow.table_name == table, RevisionFileRow.revision == old)
             .values(revision=new)
         )
+
+    def retag_placing(self, table: str, old: int, new: int) -> None:
+        """A placement begun at ``old`` (not finished) now places at ``new``."""
+        p, q = RevisionPlacingRow, aliased(RevisionPlacingRow)
+        self.session.execute(delete(p).where(p.table_name == table, p.revision == old, exists()
+                                             .where(q.table_name == table, q.revision == new,
+                                                    q.write_id == p.write_id)))
+        self.session.execute(update(p).where(p.table_name == table, p.revision == old)
+                             .values(revision=new))
 
     def up_to(self, table: str, max_revision: int) -> list[RevisionFileRow]:
         stmt = select(RevisionFileRow).where(

@@ -29,16 +29,38 @@ later pass deletes it or gives up), and not while a placement of the table holds
 lease (revisions/placement.py ``placing_now``: skipped that pass, done at a later one).
 Elsewhere (``hdfs://``) a Spark job's ``vacuum_retired`` deletes them earlier, keeping
 the rows (:func:`remove_aborted_files`).
+
+An aborted revision that placed an overwrite is different: its files are the
+partitions' data in plain reads, the old ones lie in ``_pn_retired``, and its rows are
+the only record of where they went. Neither the purge nor the Spark job deletes its
+files or rows (logged each pass, ``revision_purge.placed_kept``). One that *expired*
+(its writer died after placing, nobody ran its recovery) is recovered first, as its
+recovery would have: :func:`adopt_placed` commits it as a new revision (what a
+writer's ``settle`` does with an expired revision), so snapshots read what plain reads
+read and its retired files go ``PN_RETIRED_FILE_RETENTION_SECONDS`` after that commit
+(logged, ``revision_purge.adopted``; its partitions are announced only if its recovery
+runs) — unless a write of a later revision put files into (or replaced) one of its
+partitions since: committed above it, the overwrite would hide that write's rows
+(visibility follows revision order), so it is kept and logged instead (a later one
+that is itself such an overwrite, committed too, is committed above it: their order
+stays). An overwrite
+whose placement began and never finished (``pn_revision_placing`` with ``retiring``:
+some files moved aside, no rows) waits for its recovery, which alone can finish the
+renames (ERROR each pass, ``revision_purge.placement_unfinished``); an
+append's cut short moved only its own files, which go as any aborted write's.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from partition_notify.revisions.placement import placing_now
 from partition_notify.revisions.schema import (
     ABORTED,
     RevisionFileRow,
+    RevisionPlacingRow,
     RevisionReplacementRow,
     RevisionTxnRow,
 )
@@ -46,10 +68,124 @@ from partition_notify.revisions.vacuum import MAX_REMOVE_ATTEMPTS, FileRemover, 
 from partition_notify.store.housekeeping import BetweenBatches, in_batches
 from partition_notify.store.schema import PartitionRow, TableRow
 from partition_notify.store.uow import UnitOfWork
-from sqlalchemy import and_, delete, select, tuple_
+from sqlalchemy import and_, delete, exists, select, tuple_
 from sqlalchemy.orm import aliased
 
+if TYPE_CHECKING:
+    from partition_notify.revisions.files import RevisionFiles
+
+log = logging.getLogger(__name__)
+
 Key = tuple[float, str, int]
+#: Expired placed overwrites :func:`adopt_placed` commits per pass at most.
+ADOPT_PER_PASS = 1000
+
+
+def adopt_placed(files: RevisionFiles, before: float) -> int:
+    """Commit, each as a new revision, the overwrites that placed their files and then
+    expired before ``before`` without their recovery (see the module docstring);
+    returns how many. One database transaction each (``RevisionFiles.adopt``)."""
+    t, r, p = RevisionTxnRow, RevisionReplacementRow, RevisionPlacingRow
+    with UnitOfWork(files.manager.engine, write=False) as uow:
+        found = uow.session.execute(select(t.table_name, t.revision).where(
+            t.state == ABORTED, t.reason == "expired", t.ended_at < before,
+            exists().where(r.table_name == t.table_name, r.revision == t.revision),
+            ~exists().where(p.table_name == t.table_name, p.revision == t.revision),
+        ).order_by(t.ended_at, t.table_name, t.revision).limit(ADOPT_PER_PASS)).all()
+        writes = {(str(n), int(v)): sorted(set(uow.session.scalars(select(r.write_id).where(
+            r.table_name == n, r.revision == v)))) for n, v in found}
+        ids = {n: _table_id(uow, n) for n in {str(n) for n, _ in found}}
+    over: set[tuple[str, int]] = set()
+    with UnitOfWork(files.manager.engine, write=False) as uow:
+        # Latest first: one placed over by another such overwrite is committed below it
+        # (ascending order below) unless that one is kept itself.
+        for key in sorted(writes, key=lambda k: k[1], reverse=True):
+            later = _placed_over(uow, *key, writes[key])
+            if any((key[0], v) not in writes or (key[0], v) in over for v in later):
+                over.add(key)
+    for (table, revision), write_ids in sorted(writes.items(), key=lambda kv: kv[0][1]):
+        if (table, revision) in over:
+            continue  # kept: the purge logs it (revision_purge.placed_kept)
+        new = files.adopt(table, [revision], table_id=ids[table])
+        log.warning(
+            "revision %d of %s (write %s) placed its overwrite and expired, and its "
+            "recovery never ran: housekeeping commits it as revision %d rather than purge "
+            "it (plain reads already read its files; the partitions' old ones in "
+            "_pn_retired go PN_RETIRED_FILE_RETENTION_SECONDS from now). Its partitions "
+            "were announced only if its writer logged them; its recovery (recover()) "
+            "announces them", revision, table, ", ".join(write_ids), new,
+            extra={"pn_event": "revision_purge.adopted"})
+    return len(writes)
+
+
+def _placed_over(uow: UnitOfWork, table: str, revision: int, writes: list[str]) -> set[int]:
+    """The later revisions whose writes put files into (or replaced) a partition the
+    overwrite at ``revision`` replaced: committed as a revision above theirs, the
+    overwrite would hide their rows (visibility follows revision order)."""
+    f, r = RevisionFileRow, RevisionReplacementRow
+    mine = select(r.partition).where(r.table_name == table, r.revision == revision)
+    found: set[int] = set()
+    for row in (f, r):
+        found.update(int(v) for v in uow.session.scalars(select(row.revision).distinct().where(
+            row.table_name == table, row.partition.in_(mine), row.revision > revision,
+            row.write_id.not_in(writes))))
+    return found
+
+
+def _table_id(uow: UnitOfWork, name: str) -> int | None:
+    db, _, table = name.partition(".")
+    return uow.session.scalar(select(TableRow.id).where(TableRow.db == db,
+                                                        TableRow.name == table))
+
+
+def _kept_placed(uow: UnitOfWork, keys: list[tuple[str, int]], who: str,
+                 ) -> set[tuple[str, int]]:
+    """Of ``keys``, the aborted revisions whose files must stay: one of their writes
+    placed an overwrite (retirement rows) or began placing and never finished; each
+    logged, naming the write and what resolves it."""
+    if not keys:
+        return set()
+    s, r, p, t = uow.session, RevisionReplacementRow, RevisionPlacingRow, RevisionTxnRow
+    # An append's placement cut short moved only its own files: they go as any
+    # aborted write's (its record with them).
+    began = {(str(n), int(v)): (str(w), float(at)) for n, v, w, at in s.execute(
+        select(p.table_name, p.revision, p.write_id, p.began_at).where(
+            tuple_(p.table_name, p.revision).in_(keys), p.retiring.is_(True)))}
+    placed = {(str(n), int(v)): str(w) for n, v, w in s.execute(
+        select(r.table_name, r.revision, r.write_id).where(
+            tuple_(r.table_name, r.revision).in_(keys)))}
+    reasons = {(str(n), int(v)): why for n, v, why in s.execute(
+        select(t.table_name, t.revision, t.reason).where(
+            tuple_(t.table_name, t.revision).in_(keys)))}
+    for key in sorted(began.keys() | placed.keys()):
+        (table, revision), why = key, reasons.get(key) or "aborted"
+        if key in began:
+            write, at = began[key]
+            log.error(
+                "revision %d of %s (%s) is kept (neither its files nor its rows deleted) by %s: "
+                "write %s began placing "
+                "its files at %.3f and never finished (some of the partitions' old files "
+                "may lie in _pn_retired/%s, its own partly in place); its files and rows "
+                "stay until its recovery places it: run recover() on the table's location "
+                "(NotifyingWriter.recover)", revision, table, why, who, write, at, write,
+                extra={"pn_event": "revision_purge.placement_unfinished"})
+            continue
+        write = placed[key]
+        then = ("serve's housekeeping commits it as a new revision once "
+                "PN_REVISION_ABORT_RETENTION_SECONDS passed, unless a later write placed "
+                "into its partitions (committed above that write, it would hide its rows: "
+                "then write the partitions again, and delete its files and "
+                f"_pn_retired/{write} by hand)"
+                if why == "expired" else
+                "an aborted revision is not rolled back: write the partitions again, "
+                f"then delete _pn_retired/{write} by hand")
+        log.error(
+            "revision %d of %s (%s) is kept (neither its files nor its rows deleted) by %s: "
+            "write %s placed its "
+            "overwrite (its files are the partitions' data in plain reads, the old ones "
+            "in _pn_retired/%s); its files and rows stay: %s", revision, table, why, who,
+            write, write, then, extra={"pn_event": "revision_purge.placed_kept"})
+    return began.keys() | placed.keys()
 
 
 def purge_aborted(write_uow: Callable[[], UnitOfWork], before: float, *, batch_size: int,
@@ -68,6 +204,8 @@ def purge_aborted(write_uow: Callable[[], UnitOfWork], before: float, *, batch_s
             after.append(rows[-1])
         held = _held_by_partitions(uow, [(t, r) for _, t, r in rows])
         gone = [(t, r) for _, t, r in rows if (t, r) not in held]
+        kept = _kept_placed(uow, gone, "serve's housekeeping")
+        gone = [k for k in gone if k not in kept]
         if remover is not None:  # not under a placement renaming in the same table
             busy = placing_now(uow.session, [t for t, _ in gone], now)
             gone = [k for k in gone if k[0] not in busy and remover.settle(*_files(uow, k), now)]
@@ -96,7 +234,8 @@ def remove_aborted_files(write_uow: Callable[[], UnitOfWork], remover: FileRemov
             after.append(revisions[-1])
         if placing_now(uow.session, [table], now):
             return 0  # a placement renames in the table: the next run deletes them
-        for revision in revisions:
+        kept = _kept_placed(uow, [(table, v) for v in revisions], "the vacuum job")
+        for revision in (v for v in revisions if (table, v) not in kept):
             remover.settle(*_files(uow, (table, revision)), now)
         return len(revisions)
 
@@ -151,7 +290,7 @@ def _delete(uow: UnitOfWork, keys: list[tuple[str, int]]) -> int:
     if not keys:
         return 0
     s = uow.session
-    for row in (RevisionFileRow, RevisionReplacementRow):
+    for row in (RevisionFileRow, RevisionReplacementRow, RevisionPlacingRow):
         s.execute(delete(row).where(tuple_(row.table_name, row.revision).in_(keys)))
     s.execute(delete(RevisionTxnRow).where(
         RevisionTxnRow.state == ABORTED,
@@ -159,4 +298,4 @@ def _delete(uow: UnitOfWork, keys: list[tuple[str, int]]) -> int:
     return len(keys)
 
 
-__all__ = ["purge_aborted", "remove_aborted_files"]
+__all__ = ["adopt_placed", "purge_aborted", "remove_aborted_files"]

@@ -1,5 +1,5 @@
 """Tables of the revision manager (0002), of SNAPSHOT datasets (0002), of revision files
-(0004; their removal, 0017) and of placement leases (0019).
+(0004; their removal, 0017), of placement leases (0019) and of placements begun (0024).
 
 The revision manager keeps exactly what a ZooKeeper-style revision layout keeps:
 a revision counter per table, the running transactions and the aborted
@@ -10,7 +10,7 @@ counter that is neither running nor aborted is committed.
 from __future__ import annotations
 
 from partition_notify.store.schema import MAX_SPEC_CHARS, Base, BigId
-from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, BigInteger, Boolean, Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 #: Longest table / dataset name the revision tables accept.
@@ -176,6 +176,27 @@ class RevisionPlacementRow(Base):
     expires_at: Mapped[float] = mapped_column(Float)
 
 
+class RevisionPlacingRow(Base):
+    """A write whose placement began and has not finished (0024): taken with the lease,
+    before any rename; deleted with the lease's release that records its rows.
+
+    It outlasts the lease (a crash, then another write taking the lease over): the
+    refusal to abort an overwrite some of whose files may have moved reads it, and
+    housekeeping keeps such a revision's files and rows (revisions/placement.py)."""
+
+    __tablename__ = "pn_revision_placing"
+    table_name: Mapped[str] = mapped_column(String(MAX_TABLE_CHARS), primary_key=True)
+    write_id: Mapped[str] = mapped_column(String(MAX_WRITE_ID_CHARS), primary_key=True)
+    #: A revision it places at: its own, and a recovery's adopting one once it places
+    #: again (both kept till it finishes: its files are tagged with the first till then).
+    revision: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    began_at: Mapped[float] = mapped_column(Float)
+    #: An overwrite that has yet to retire: files of the partitions may lie in
+    #: ``_pn_retired`` with no row saying so (an append's placement moves its own only).
+    retiring: Mapped[bool] = mapped_column(Boolean)
+    __table_args__ = (Index("ix_pn_revision_placing_revision", "table_name", "revision"),)
+
+
 __all__ = [
     "ABORTED",
     "MAX_FAMILY_CHARS",
@@ -185,6 +206,7 @@ __all__ = [
     "RevisionFamilyRow",
     "RevisionFileRow",
     "RevisionPlacementRow",
+    "RevisionPlacingRow",
     "RevisionReplacementRow",
     "RevisionTableRow",
     "RevisionTxnRow",

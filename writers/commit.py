@@ -40,7 +40,11 @@ from partition_notify.writers.lease import Lease
 from partition_notify.writers.target import add_catalog_partitions
 
 from partition_notify.contract import AddPartitionMessage, SetDoneMessage, decode, spec
-from partition_notify.core.errors import PublishError, WriteOvertakenError
+from partition_notify.core.errors import (
+    AbortedOverwriteError,
+    PublishError,
+    WriteOvertakenError,
+)
 
 if TYPE_CHECKING:
     from partition_notify.revisions.files import RevisionFiles
@@ -87,9 +91,9 @@ def complete(publisher: Publisher, fs: HadoopFs, spark: SparkSession, manifest: 
     specs = manifest.specs()  # parsed before anything moves: a bad manifest stops here
     try:
         _place_data(fs, spark, manifest, specs, files, clock)
-    except WriteOvertakenError:
+    except WriteOvertakenError as exc:
         lease.stop()
-        discard_overtaken(fs, manifest, files)
+        discard_overtaken(fs, manifest, files, exc)
         raise
     info = publisher.table(manifest.db, manifest.table)
     announced, done, delivery_error = _log(publisher, info, manifest, specs, resumed)
@@ -216,19 +220,29 @@ def _place_in_revision(fs: HadoopFs, manifest: Manifest, files: RevisionFiles,
     clock.step("move")
 
 
-def discard_overtaken(fs: HadoopFs, manifest: Manifest, files: RevisionFiles | None) -> None:
-    """A refused (overtaken) write: delete its staged data and abort the revision it owns."""
+def discard_overtaken(fs: HadoopFs, manifest: Manifest, files: RevisionFiles | None,
+                      why: WriteOvertakenError | None = None) -> None:
+    """A refused write (overtaken, or an overwrite aborted on request before it placed:
+    ``why``): delete its staged data and abort the revision it owns."""
     if not fs.exists(f"{manifest.staging}/{DATA}"):  # its merge had begun: the job dir is its
         fs.discard_merge(manifest.location, manifest.attempt)
     fs.delete(manifest.staging)
-    if files is None or manifest.revision is None or not manifest.owns_revision:
-        return  # a revision the caller passed is the caller's to abort
-    state, tx = files.transaction(manifest.revision_table, manifest.revision)
-    if tx is not None:
-        files.manager.abort_write_transaction(tx)
-    log.error("write %s: %s revision %d of %s: overtaken by a later overwrite, not placed",
-              manifest.write_id, "aborted" if tx is not None else f"left {state}",
-              manifest.revision, manifest.revision_table)
+    if files is None or manifest.revision is None:
+        return
+    # A revision the caller passed is the caller's to abort; the write's own placement
+    # record goes either way (it never finishes now).
+    state = files.discard(manifest.revision_table, manifest.revision, manifest.write_id,
+                          abort=manifest.owns_revision)
+    if not manifest.owns_revision:
+        return
+    aborted = isinstance(why, AbortedOverwriteError)
+    reason = ("aborted on request before it placed" if aborted
+              else "overtaken by a later overwrite")
+    log.error("write %s: %s revision %d of %s: %s, not placed; its staged data is deleted",
+              manifest.write_id, "aborted" if state == "running" else f"left {state}",
+              manifest.revision, manifest.revision_table, reason,
+              extra={"pn_event": "write.discarded_aborted" if aborted
+                     else "write.discarded_overtaken"})
 
 
 def staged_files(fs: HadoopFs, manifest: Manifest) -> list[str]:

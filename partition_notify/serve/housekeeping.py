@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 from partition_notify.core.errors import NotFoundError, PartitionNotifyError, ValidationError
 from partition_notify.deadlines.schema import ExpectationCheckRow
 from partition_notify.deadlines.store import DeadlineStore
-from partition_notify.revisions.retention import purge_aborted
+from partition_notify.revisions.files import RevisionFiles
+from partition_notify.revisions.retention import adopt_placed, purge_aborted
 from partition_notify.revisions.schema import RevisionTxnRow
 from partition_notify.revisions.vacuum import FileRemover, LocalFiles, Roots, remove_retired
 from partition_notify.rules.schema import RuleFiringRow, RuleInputRow
@@ -106,6 +107,9 @@ def purge_all(app: App, size: int, pause: Pause) -> Purged:
     remover = FileRemover(local_roots(app))
     remove_retired(write_uow, remover, now, now - s.retired_file_retention_seconds,
                    batch_size=size, between_batches=pause)
+    # A placed overwrite that expired unrecovered is committed, not purged: its files
+    # are the partitions' data, its rows the record of the ones it moved aside.
+    adopt_placed(RevisionFiles(app.revisions), now - s.revision_abort_retention_seconds)
     # An aborted write's files go just before its rows (the record of which they are).
     out.revision_txns = purge_aborted(
         write_uow, now - s.revision_abort_retention_seconds, batch_size=size,

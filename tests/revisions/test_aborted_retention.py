@@ -78,8 +78,17 @@ def test_aborted_transactions_and_their_file_rows_go_after_the_retention(
     assert _count(app, "SELECT count(*) FROM pn_revision_txns") == 1, (
         "only the aborted revision an announced partition still carries stays")
     assert purged.revision_txns == 23
-    assert _count(app, "SELECT count(*) FROM pn_revision_files") == 2, "w1's files only"
-    assert _count(app, "SELECT count(*) FROM pn_revision_replacements") == 0
+    # The 11 placed overwrites that expired are committed (revision_purge.adopted), not
+    # purged: their files are the partition's data (test_purge_placed_overwrite.py).
+    assert _count(app, "SELECT count(*) FROM pn_revision_files") == 2 + 11, (
+        "w1's files and the adopted overwrites'")
+    assert _count(app, "SELECT count(*) FROM pn_revision_replacements "
+                       "WHERE committed_at IS NOT NULL") == 11
+    assert _count(app, "SELECT count(*) FROM pn_revision_replacements") == 11
+    # Committed in their order: the latest snapshot reads the last one's ds=3, as plain
+    # reads do (it moved the earlier ones' files aside).
+    assert files.visible(T, rm.create_snapshot(T)) == [
+        "ds=1/part-w1.parquet", "ds=2/part-w1.parquet", "ds=3/part-f21.parquet"]
     again = rm.create_snapshot(T, revision=held.revision)
     assert again.aborted == {held.revision}
     after = files.visible(T, again), [p.spec for p in snapshot_partitions(

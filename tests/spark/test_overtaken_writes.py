@@ -191,6 +191,9 @@ def test_recovery_refuses_an_overwrite_overtaken_while_its_driver_was_dead(
     assert done == []
     assert any(f"was overtaken: revision {a}" in r.getMessage() for r in caplog.records), \
         [r.getMessage() for r in caplog.records]
+    assert any("overtaken by a later overwrite" in r.getMessage()
+               and getattr(r, "pn_event", None) == "write.discarded_overtaken"
+               for r in caplog.records), [r.getMessage() for r in caplog.records]
     assert revisions.running_transactions(T) == [], "B's revision is aborted"
     assert not list((root / "_pn_staging").glob("*"))
     _assert_rows_match_files(app, root)
@@ -238,6 +241,13 @@ def test_recovery_discards_an_overwrite_aborted_before_it_placed(spark, app, tmp
     assert done == []
     assert any("aborted on request before it placed" in r.getMessage()
                for r in caplog.records), [r.getMessage() for r in caplog.records]
+    # Review of session 26: the discard said "overtaken by a later overwrite" for it.
+    discards = [r for r in caplog.records if "not placed" in r.getMessage()]
+    assert discards and all("overtaken" not in r.getMessage() for r in discards), \
+        [r.getMessage() for r in discards]
+    assert any("aborted on request" in r.getMessage()
+               and getattr(r, "pn_event", None) == "write.discarded_aborted"
+               for r in discards), [r.getMessage() for r in discards]
     assert not list((root / "_pn_staging").glob("*"))
     assert not list(root.rglob("_pn_retired")), "nothing retired"
     assert _rows(spark.read.parquet(str(root))) == [
