@@ -98,6 +98,9 @@ def _complete_at_committed_revision(publisher: Publisher, fs: HadoopFs, spark: S
                       "announced but snapshots skip it", manifest.write_id, revisions[-1], table)
         return complete(publisher, fs, spark, replace(manifest, revision=revisions[-1]),
                         lease=lease, resumed=True, files=files)
+    # Refused before anything is placed: a re-placement at a revision above a later
+    # write's would move that write's files aside (ExpiredOverwriteOvertakenError).
+    files.check_adoptable(table, revisions if tx is None else revisions[:-1])
     if tx is None:  # expired: a new transaction takes the write over
         tx = files.manager.begin_write_transaction(table, [DEFAULT_FAMILY])
         fs.create(f"{manifest.staging}/{ADOPTED}{tx.revision}", b"", exclusive=True)
