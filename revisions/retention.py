@@ -41,7 +41,8 @@ read and its retired files go ``PN_RETIRED_FILE_RETENTION_SECONDS`` after that c
 (logged, ``revision_purge.adopted``; its partitions are announced only if its recovery
 runs) — unless a write of a later revision put files into (or replaced) one of its
 partitions since: committed above it, the overwrite would hide that write's rows
-(visibility follows revision order), so it is kept and logged instead (a later one
+(visibility follows revision order; revisions/adoption.py, the check ``settle`` and
+recovery make too), so it is kept and logged instead (a later one
 that is itself such an overwrite, committed too, is committed above it: their order
 stays). An overwrite
 whose placement began and never finished (``pn_revision_placing`` with ``retiring``:

@@ -15,6 +15,9 @@ partitions). The new revision is recorded in the staging directory
 continued under the same bookkeeping. A revision aborted on request stays
 aborted: an append's data is announced but snapshots skip it (logged as an error);
 an overwrite not yet placed is refused and discarded (``AbortedOverwriteError``).
+An expired overwrite that placed and that a later write put files into (or replaced
+a partition of) since is refused before anything is placed
+(``ExpiredOverwriteOvertakenError``, raised: revisions/adoption.py).
 A write whose caller passed ``revision=`` is completed under that revision
 and left for the caller to commit.
 """
