@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Literal
 
+from partition_notify.revisions.adoption import refuse_placed_over
 from partition_notify.revisions.manager import RevisionManager
 from partition_notify.revisions.model import DEFAULT_FAMILY, Snapshot, WriteTransaction
 from partition_notify.revisions.placement import (
@@ -219,12 +220,23 @@ class RevisionFiles:
                     "partitions now belong to committed revision %d", tx.revision, tx.table, new)
         return new
 
+    def check_adoptable(self, table: str, old: Sequence[int]) -> None:
+        """:class:`ExpiredOverwriteOvertakenError` if :meth:`adopt` would refuse ``old``
+        now: for a recovery to ask before it places anything (revisions/adoption.py)."""
+        with self._uow(write=False) as uow:
+            refuse_placed_over(uow.session, table, old)
+
     def adopt(self, table: str, old: Sequence[int], *, table_id: int | None,
-              into: WriteTransaction | None = None) -> int:
+              into: WriteTransaction | None = None, checked: bool = False) -> int:
         """Re-tag everything of the revisions ``old`` with ``into`` (default: a new
-        transaction) and commit it, all in one database transaction."""
+        transaction) and commit it, all in one database transaction. Refused
+        (:class:`ExpiredOverwriteOvertakenError`, nothing changed) when one of them placed
+        an overwrite a later write put files into or replaced, unless the caller
+        ``checked`` that itself (housekeeping's ``adopt_placed``, which keeps it)."""
         with self._uow(write=True) as uow:
             tx = into or self.manager.begin_in(uow, table, [DEFAULT_FAMILY])
+            if not checked:
+                refuse_placed_over(uow.session, table, old, also=[tx.revision])
             for revision in old:
                 uow.files.retag(table, revision, tx.revision)
                 uow.replacements.retag(table, revision, tx.revision)

@@ -41,7 +41,8 @@ read and its retired files go ``PN_RETIRED_FILE_RETENTION_SECONDS`` after that c
 (logged, ``revision_purge.adopted``; its partitions are announced only if its recovery
 runs) — unless a write of a later revision put files into (or replaced) one of its
 partitions since: committed above it, the overwrite would hide that write's rows
-(visibility follows revision order), so it is kept and logged instead (a later one
+(visibility follows revision order; revisions/adoption.py, the check ``settle`` and
+recovery make too), so it is kept and logged instead (a later one
 that is itself such an overwrite, committed too, is committed above it: their order
 stays). An overwrite
 whose placement began and never finished (``pn_revision_placing`` with ``retiring``:
@@ -56,6 +57,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from partition_notify.revisions.adoption import placed_over
 from partition_notify.revisions.placement import placing_now
 from partition_notify.revisions.schema import (
     ABORTED,
@@ -100,13 +102,13 @@ def adopt_placed(files: RevisionFiles, before: float) -> int:
         # Latest first: one placed over by another such overwrite is committed below it
         # (ascending order below) unless that one is kept itself.
         for key in sorted(writes, key=lambda k: k[1], reverse=True):
-            later = _placed_over(uow, *key, writes[key])
+            later = placed_over(uow.session, *key, writes[key])
             if any((key[0], v) not in writes or (key[0], v) in over for v in later):
                 over.add(key)
     for (table, revision), write_ids in sorted(writes.items(), key=lambda kv: kv[0][1]):
         if (table, revision) in over:
             continue  # kept: the purge logs it (revision_purge.placed_kept)
-        new = files.adopt(table, [revision], table_id=ids[table])
+        new = files.adopt(table, [revision], table_id=ids[table], checked=True)
         log.warning(
             "revision %d of %s (write %s) placed its overwrite and expired, and its "
             "recovery never ran: housekeeping commits it as revision %d rather than purge "
@@ -116,20 +118,6 @@ def adopt_placed(files: RevisionFiles, before: float) -> int:
             "announces them", revision, table, ", ".join(write_ids), new,
             extra={"pn_event": "revision_purge.adopted"})
     return len(writes)
-
-
-def _placed_over(uow: UnitOfWork, table: str, revision: int, writes: list[str]) -> set[int]:
-    """The later revisions whose writes put files into (or replaced) a partition the
-    overwrite at ``revision`` replaced: committed as a revision above theirs, the
-    overwrite would hide their rows (visibility follows revision order)."""
-    f, r = RevisionFileRow, RevisionReplacementRow
-    mine = select(r.partition).where(r.table_name == table, r.revision == revision)
-    found: set[int] = set()
-    for row in (f, r):
-        found.update(int(v) for v in uow.session.scalars(select(row.revision).distinct().where(
-            row.table_name == table, row.partition.in_(mine), row.revision > revision,
-            row.write_id.not_in(writes))))
-    return found
 
 
 def _table_id(uow: UnitOfWork, name: str) -> int | None:

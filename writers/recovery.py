@@ -15,6 +15,10 @@ partitions). The new revision is recorded in the staging directory
 continued under the same bookkeeping. A revision aborted on request stays
 aborted: an append's data is announced but snapshots skip it (logged as an error);
 an overwrite not yet placed is refused and discarded (``AbortedOverwriteError``).
+An expired overwrite that placed and that a later write put files into (or replaced
+a partition of) since is refused before anything is placed
+(``ExpiredOverwriteOvertakenError``, revisions/adoption.py): kept for an operator, the
+other stale writes under the location are still completed, then the first refusal is raised.
 A write whose caller passed ``revision=`` is completed under that revision
 and left for the caller to commit.
 """
@@ -32,7 +36,11 @@ from partition_notify.writers.hadoop import HadoopFs
 from partition_notify.writers.layout import ADOPTED, LOCK, MANIFEST, STAGING, Manifest, staging_dir
 from partition_notify.writers.lease import Lease
 
-from partition_notify.core.errors import ConflictError, WriteOvertakenError
+from partition_notify.core.errors import (
+    ConflictError,
+    ExpiredOverwriteOvertakenError,
+    WriteOvertakenError,
+)
 
 if TYPE_CHECKING:
     from partition_notify.revisions.files import RevisionFiles
@@ -47,6 +55,7 @@ def recover(publisher: Publisher, fs: HadoopFs, spark: SparkSession, location: s
     """Complete or discard the writes under ``location`` whose lease was not renewed for
     ``stale_after_seconds``; returns the completed ones."""
     done: list[WriteResult] = []
+    refused: list[ExpiredOverwriteOvertakenError] = []
     for write_id in fs.glob(f"{location}/{STAGING}", "*"):
         staging = staging_dir(location, write_id)
         lease = Lease.claim(fs, f"{staging}/{LOCK}", lease_seconds,
@@ -78,8 +87,16 @@ def recover(publisher: Publisher, fs: HadoopFs, spark: SparkSession, location: s
                                                                 lease, files))
             except WriteOvertakenError as exc:  # discarded (commit.py): not this caller's
                 log.error("write %s under %s: %s", write_id, location, exc)
+            except ExpiredOverwriteOvertakenError as exc:
+                # Kept for an operator; the other stale writes here are still completed.
+                log.error("write %s under %s: %s", write_id, location, exc)
+                refused.append(exc)
         finally:
             lease.stop()
+    if refused:
+        refused[0].add_note(f"{len(done)} other write(s) under {location} were completed; "
+                            f"{len(refused)} refused in all")
+        raise refused[0]
     return done
 
 
@@ -98,6 +115,9 @@ def _complete_at_committed_revision(publisher: Publisher, fs: HadoopFs, spark: S
                       "announced but snapshots skip it", manifest.write_id, revisions[-1], table)
         return complete(publisher, fs, spark, replace(manifest, revision=revisions[-1]),
                         lease=lease, resumed=True, files=files)
+    # Refused before anything is placed: a re-placement at a revision above a later
+    # write's would move that write's files aside (ExpiredOverwriteOvertakenError).
+    files.check_adoptable(table, revisions if tx is None else revisions[:-1])
     if tx is None:  # expired: a new transaction takes the write over
         tx = files.manager.begin_write_transaction(table, [DEFAULT_FAMILY])
         fs.create(f"{manifest.staging}/{ADOPTED}{tx.revision}", b"", exclusive=True)

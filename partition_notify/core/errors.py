@@ -20,8 +20,10 @@ boundary with ``raise ... from exc`` so callers never need to import a driver::
     │   ├── WriteOvertakenError     an overwrite of a later revision replaced the
     │   │   │                       write's partition first: refused, revision aborted
     │   │   └── AbortedOverwriteError  an overwrite aborted before it placed: never is
-    │   └── PlacedOverwriteAbortError  abort of an overwrite whose files are (being)
-    │                               placed: refused, it is left to commit
+    │   ├── PlacedOverwriteAbortError  abort of an overwrite whose files are (being)
+    │   │                           placed: refused, it is left to commit
+    │   └── ExpiredOverwriteOvertakenError  an expired placed overwrite a later
+    │                               write placed into: not committed above it
     ├── StoreError                  the database failed or is unreachable
     │   └── CatalogChanged          a table's registration kept changing under a
     │                               publish (retried 3 times; nothing was logged)
@@ -123,6 +125,13 @@ class PlacedOverwriteAbortError(ConflictError):
     """An abort of an overwrite whose files are placed (or being placed) in the table:
     nothing rolls an aborted revision's data back, so plain reads would lose the
     partitions' old rows for good; the write is left to commit (revisions/placement.py)."""
+
+
+class ExpiredOverwriteOvertakenError(ConflictError):
+    """An overwrite that placed its files and expired is not committed as a new
+    revision (``settle``, recovery) when a write of a later revision put files into,
+    or replaced, one of its partitions: above that write it would hide its rows
+    (revisions/adoption.py). It stays expired, its files and rows kept."""
 
 
 class AbortedOverwriteError(WriteOvertakenError):

@@ -195,3 +195,42 @@ def test_a_recovery_that_fails_is_continued_under_the_revision_it_adopted(spark,
     snap = rm.create_snapshot("sales.orders")
     assert {first.revision, second.revision} <= snap.aborted and snap.includes(final, "data")
     assert _snapshot_rows(spark, spark_app, snap) == 6
+
+
+def _data_files(tmp_path: Path) -> list[str]:
+    root = Path(location(tmp_path))
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*.parquet")
+                  if "_pn_staging" not in p.parts)
+
+
+def test_recovery_refuses_an_expired_overwrite_a_later_append_wrote_over(
+        spark, spark_app, tmp_path):
+    """Session 27: overwrite A placed and expired (its driver died before announcing),
+    append B of the same partition committed later; A's recovery committed A as a new
+    revision above B's (snapshots hid B's rows) and its re-retirement moved B's file
+    into ``_pn_retired``. Refused now, before anything moves."""
+    from partition_notify.revisions import RevisionManager
+
+    from partition_notify.core.errors import ExpiredOverwriteOvertakenError
+    from tests.support.clock import FakeClock
+
+    clock = FakeClock(time.time())
+    rm = RevisionManager(spark_app.store, clock=clock)
+    broken = writer_for(StoreDownPublisher(spark_app, fail={"announce"}), tmp_path, revisions=rm)
+    writer_for(spark_app, tmp_path, revisions=rm).write(
+        frame(spark, rows_for(["20110228"], ["us"])))
+    with pytest.raises(CommitIncompleteError):
+        broken.write(frame(spark, rows_for(["20110228"], ["us"], per=1)), mode="overwrite")
+    (a,) = rm.running_transactions("sales.orders")
+    clock.advance(a.keep_alive + 1)  # A's driver is gone
+    b = writer_for(spark_app, tmp_path, revisions=rm).write(
+        frame(spark, rows_for(["20110228"], ["us"], per=2)))
+    assert b.revision is not None and b.revision > a.revision
+    on_disk = _data_files(tmp_path)
+    rows = _snapshot_rows(spark, spark_app, rm.create_snapshot("sales.orders"))
+
+    with pytest.raises(ExpiredOverwriteOvertakenError, match=f"revision {b.revision} "):
+        writer_for(spark_app, tmp_path, revisions=rm).recover(spark, stale_after_seconds=0.0)
+    assert _data_files(tmp_path) == on_disk, "B's file moved aside"
+    assert _snapshot_rows(spark, spark_app, rm.create_snapshot("sales.orders")) == rows
+    assert rm.running_transactions("sales.orders") == []
