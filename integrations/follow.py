@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from partition_notify.integrations.withdrawn import taken_back
 from partition_notify.store import Store
 from partition_notify.store.cursor_take import CursorTaker
-from partition_notify.transports.embedded import WAKEUP_FALLBACK_SECONDS, commit_signal
+from partition_notify.transports.embedded import commit_signal
 
 from partition_notify.contract import SetDoneMessage, decode
 from partition_notify.contract.messages import HCAT_EVENT, PARTITION_DONE, PN_TABLE
@@ -71,8 +71,8 @@ class LogFollower:
         self._signal = commit_signal(store.log)
         self._wakeups = wakeups
         self._taker: CursorTaker | None = None  # made by the thread on first need
-        if wakeups and self._signal.acquire_wakeups():  # other processes' commits wake us too
-            self.poll = max(self.poll, WAKEUP_FALLBACK_SECONDS)
+        if wakeups:  # other processes' commits wake us too (CommitSignal.fallback)
+            self._signal.acquire_wakeups()
         self._thread = threading.Thread(target=self._run, name="pn-log-follower", daemon=True)
         self._thread.start()
 
@@ -105,13 +105,16 @@ class LogFollower:
     def _nudge(self) -> None:
         self._signal.nudge()
 
+    def _interval(self) -> float:
+        return self._signal.fallback(self.poll) if self._wakeups else self.poll
+
     def _run(self) -> None:
-        backoff = self.poll
+        backoff = self._interval()
         while not self._stop.is_set():
             generation = self._signal.generation()
             try:
                 full = self._once()
-                backoff = self.poll
+                backoff = self._interval()
             except PartitionNotifyError as exc:
                 log.warning("following the event log failed (retrying): %s", exc)
                 full = False

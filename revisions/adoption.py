@@ -50,10 +50,10 @@ def refuse_placed_over(session: Session, table: str, old: Sequence[int],
         if not later:
             continue
         mine_parts = select(r.partition).where(r.table_name == table, r.revision == revision)
-        rows = [*session.execute(select(f.write_id, f.partition).where(
-            f.table_name == table, f.revision == later[0], f.partition.in_(mine_parts))),
-            *session.execute(select(r.write_id, r.partition).where(
-                r.table_name == table, r.revision == later[0], r.partition.in_(mine_parts)))]
+        rows = [wp for row in (f, r) for wp in session.execute(select(
+            row.write_id, row.partition).where(row.table_name == table,
+                                               row.revision == later[0],
+                                               row.partition.in_(mine_parts)))]
         write, partition = sorted((str(w), str(p)) for w, p in rows)[0]
         more = f" (and {len(later) - 1} later revision(s) more)" if len(later) > 1 else ""
         raise ExpiredOverwriteOvertakenError(

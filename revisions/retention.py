@@ -97,8 +97,7 @@ def adopt_placed(files: RevisionFiles, before: float) -> int:
         writes = {(str(n), int(v)): sorted(set(uow.session.scalars(select(r.write_id).where(
             r.table_name == n, r.revision == v)))) for n, v in found}
         ids = {n: _table_id(uow, n) for n in {str(n) for n, _ in found}}
-    over: set[tuple[str, int]] = set()
-    with UnitOfWork(files.manager.engine, write=False) as uow:
+        over: set[tuple[str, int]] = set()
         # Latest first: one placed over by another such overwrite is committed below it
         # (ascending order below) unless that one is kept itself.
         for key in sorted(writes, key=lambda k: k[1], reverse=True):

@@ -362,6 +362,13 @@ def _libc() -> ctypes.CDLL:
     return libc
 
 
+def reader_fallback(waker: Waker | None, poll: float) -> float:
+    """How long a reader of the log waits for a wake-up before reading anyway:
+    :data:`FALLBACK_SECONDS` (at least ``poll``) while ``waker`` hears other processes'
+    commits, else ``poll`` (no waker, or a PostgreSQL listener still asking its pooler)."""
+    return max(poll, FALLBACK_SECONDS) if waker is not None and waker.hears() else poll
+
+
 def cross_process_waker(engine: Engine, on_commit: OnCommit, *,
                         inotify: bool = True) -> Waker | None:
     """A started waker for ``engine``'s database, or None (an in-memory SQLite, a

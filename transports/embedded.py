@@ -20,7 +20,12 @@ from urllib.parse import urlsplit
 
 from partition_notify.store import Store
 from partition_notify.store.event_log import EventLog
-from partition_notify.store.wakeups import FALLBACK_SECONDS, Waker, cross_process_waker
+from partition_notify.store.wakeups import (
+    FALLBACK_SECONDS,
+    Waker,
+    cross_process_waker,
+    reader_fallback,
+)
 from partition_notify.transports.base import Consumer, OnMessage, RawMessage, Transport
 from sqlalchemy.engine import Engine
 
@@ -89,9 +94,7 @@ class CommitSignal:
         """How long a reader waits for a wake-up before reading the log anyway: the
         wake-up fallback while the waker hears other processes' commits, else ``poll``
         (a PostgreSQL listener still asking its pooler, or told LISTEN is not heard)."""
-        waker = self._waker
-        return max(poll, WAKEUP_FALLBACK_SECONDS) if waker is not None and waker.hears() \
-            else poll
+        return reader_fallback(self._waker, poll)
 
     def release_wakeups(self, timeout: float) -> None:
         """The last reader's release stops the waker."""

@@ -31,7 +31,12 @@ from partition_notify.contract import AnyMessage, decode
 from partition_notify.contract.messages import HCAT_EVENT, PN_TABLE
 from partition_notify.core.errors import MalformedMessageError, PartitionNotifyError
 from partition_notify.store import LoggedEvent, Store
-from partition_notify.store.wakeups import FALLBACK_SECONDS, Waker, cross_process_waker
+from partition_notify.store.wakeups import (
+    FALLBACK_SECONDS,
+    Waker,
+    cross_process_waker,
+    reader_fallback,
+)
 
 log = logging.getLogger(__name__)
 #: Events read per query; a full page is followed at once by the next.
@@ -120,9 +125,7 @@ class EventHub:
     @property
     def fallback_interval(self) -> float:
         """How long the hub waits for a wake-up before it reads the log anyway."""
-        if self._waker is None or not self._waker.hears():  # e.g. asking its pooler
-            return self.poll_interval
-        return max(self.poll_interval, FALLBACK_SECONDS)
+        return reader_fallback(self._waker, self.poll_interval)
 
     def poke(self) -> None:
         """A write in this process committed: read now rather than at the next tick.
