@@ -55,7 +55,7 @@ append's cut short moved only its own files, which go as any aborted write's.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -72,13 +72,15 @@ from partition_notify.revisions.vacuum import MAX_REMOVE_ATTEMPTS, FileRemover, 
 from partition_notify.store.housekeeping import BetweenBatches, in_batches
 from partition_notify.store.schema import PartitionRow, TableRow
 from partition_notify.store.uow import UnitOfWork
-from sqlalchemy import ColumnElement, and_, delete, exists, select, tuple_
+from sqlalchemy import ColumnElement, and_, delete, exists, or_, select, tuple_
 from sqlalchemy.orm import aliased
 
 if TYPE_CHECKING:
     from partition_notify.revisions.files import RevisionFiles
 
 log = logging.getLogger(__name__)
+#: The tables a revision's rows are in, each keyed by (table_name, revision).
+RevisionRow = RevisionFileRow | RevisionReplacementRow | RevisionPlacingRow | RevisionTxnRow
 
 Key = tuple[float, str, int]
 #: Expired placed overwrites :func:`adopt_placed` commits per pass at most.
@@ -206,13 +208,13 @@ def _kept_placed(uow: UnitOfWork, keys: list[tuple[str, int]], who: str,
     # aborted write's (its record with them).
     began = {(str(n), int(v)): (str(w), float(at)) for n, v, w, at in s.execute(
         select(p.table_name, p.revision, p.write_id, p.began_at).where(
-            tuple_(p.table_name, p.revision).in_(keys), p.retiring.is_(True)))}
+            _of(p, keys), p.retiring.is_(True)))}
     placed = {(str(n), int(v)): str(w) for n, v, w in s.execute(
         select(r.table_name, r.revision, r.write_id).where(
-            tuple_(r.table_name, r.revision).in_(keys)))}
+            _of(r, keys)))}
     reasons = {(str(n), int(v)): why for n, v, why in s.execute(
         select(t.table_name, t.revision, t.reason).where(
-            tuple_(t.table_name, t.revision).in_(keys)))}
+            _of(t, keys)))}
     for key in sorted(began.keys() | placed.keys()):
         (table, revision), why = key, reasons.get(key) or "aborted"
         if key in began:
@@ -342,15 +344,26 @@ def _held_by_partitions(uow: UnitOfWork, keys: list[tuple[str, int]]) -> set[tup
     return held
 
 
+def _of(row: type[RevisionRow], keys: Sequence[tuple[str, int]]) -> ColumnElement[bool]:
+    """``row``'s rows of the revisions ``keys``, per table ``table_name = ? AND revision
+    IN (...)``: the (table_name, revision) index answers it. As a row-value list
+    (``(table_name, revision) IN (VALUES ...)``) SQLite scanned the whole table, and
+    pn_revision_files and pn_revision_replacements keep every committed revision's."""
+    tables = sorted({t for t, _ in keys})
+    return or_(*(and_(row.table_name == name,
+                      row.revision.in_(sorted({v for t, v in keys if t == name})))
+                 for name in tables))
+
+
 def _delete(uow: UnitOfWork, keys: list[tuple[str, int]]) -> int:
     if not keys:
         return 0
     s = uow.session
     for row in (RevisionFileRow, RevisionReplacementRow, RevisionPlacingRow):
-        s.execute(delete(row).where(tuple_(row.table_name, row.revision).in_(keys)))
+        s.execute(delete(row).where(_of(row, keys)))
     s.execute(delete(RevisionTxnRow).where(
         RevisionTxnRow.state == ABORTED,
-        tuple_(RevisionTxnRow.table_name, RevisionTxnRow.revision).in_(keys)))
+        _of(RevisionTxnRow, keys)))
     return len(keys)
 
 
