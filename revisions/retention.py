@@ -42,7 +42,8 @@ read and its retired files go ``PN_RETIRED_FILE_RETENTION_SECONDS`` after that c
 runs) — unless a write of a later revision put files into (or replaced) one of its
 partitions since: committed above it, the overwrite would hide that write's rows
 (visibility follows revision order; revisions/adoption.py, the check ``settle`` and
-recovery make too), so it is kept and logged instead (a later one
+recovery make too), so it is kept and logged instead (a pass walks past those: they
+never starve the rest) (a later one
 that is itself such an overwrite, committed too, is committed above it: their order
 stays). An overwrite
 whose placement began and never finished (``pn_revision_placing`` with ``retiring``:
@@ -54,7 +55,8 @@ append's cut short moved only its own files, which go as any aborted write's.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from partition_notify.revisions.adoption import placed_over
@@ -70,53 +72,122 @@ from partition_notify.revisions.vacuum import MAX_REMOVE_ATTEMPTS, FileRemover, 
 from partition_notify.store.housekeeping import BetweenBatches, in_batches
 from partition_notify.store.schema import PartitionRow, TableRow
 from partition_notify.store.uow import UnitOfWork
-from sqlalchemy import and_, delete, exists, select, tuple_
+from sqlalchemy import ColumnElement, and_, delete, exists, or_, select, tuple_
 from sqlalchemy.orm import aliased
 
 if TYPE_CHECKING:
     from partition_notify.revisions.files import RevisionFiles
 
 log = logging.getLogger(__name__)
+#: The tables a revision's rows are in, each keyed by (table_name, revision).
+RevisionRow = RevisionFileRow | RevisionReplacementRow | RevisionPlacingRow | RevisionTxnRow
 
 Key = tuple[float, str, int]
 #: Expired placed overwrites :func:`adopt_placed` commits per pass at most.
 ADOPT_PER_PASS = 1000
 
 
-def adopt_placed(files: RevisionFiles, before: float) -> int:
+@dataclass(frozen=True, slots=True)
+class Adoptions:
+    """One pass of :func:`adopt_placed`: overwrites committed, and kept (logged by the purge)."""
+
+    adopted: int
+    kept: int
+
+
+def adopt_placed(files: RevisionFiles, before: float, *,
+                 per_pass: int = ADOPT_PER_PASS) -> Adoptions:
     """Commit, each as a new revision, the overwrites that placed their files and then
-    expired before ``before`` without their recovery (see the module docstring);
-    returns how many. One database transaction each (``RevisionFiles.adopt``)."""
+    expired before ``before`` without their recovery (see the module docstring); at
+    most about ``per_pass`` each pass. One database transaction each
+    (``RevisionFiles.adopt``).
+
+    Pages of ``per_pass`` (ended_at, table, revision) walk past the kept ones (a later
+    write placed over them: they never leave by themselves), so they cannot fill the
+    pass and starve the rest, as the purge's batches walk past them too; kept counts
+    those the pass walked past."""
+    adopted = kept = 0
+    after: Key | None = None
+    while adopted < per_pass:
+        with UnitOfWork(files.manager.engine, write=False) as uow:
+            page = _expired_placed(uow, before, after, per_pass)
+            plan, kept_now = _plan(uow, before, [(t, r) for _, t, r in page])
+            ids = {n: _table_id(uow, n) for n in {t for t, _ in plan}}
+        kept += kept_now
+        # Ascending: one placed over by another such overwrite is committed below it.
+        for (table, revision), write_ids in sorted(plan.items(), key=lambda kv: kv[0][1]):
+            _adopt(files, table, revision, write_ids, ids[table])
+            adopted += 1
+        if len(page) < per_pass:
+            break
+        after = page[-1]
+    return Adoptions(adopted=adopted, kept=kept)
+
+
+def _adopt(files: RevisionFiles, table: str, revision: int, write_ids: list[str],
+           table_id: int | None) -> None:
+    new = files.adopt(table, [revision], table_id=table_id, checked=True)
+    log.warning(
+        "revision %d of %s (write %s) placed its overwrite and expired, and its "
+        "recovery never ran: housekeeping commits it as revision %d rather than purge "
+        "it (plain reads already read its files; the partitions' old ones in "
+        "_pn_retired go PN_RETIRED_FILE_RETENTION_SECONDS from now). Its partitions "
+        "were announced only if its writer logged them; its recovery (recover()) "
+        "announces them", revision, table, ", ".join(write_ids), new,
+        extra={"pn_event": "revision_purge.adopted"})
+
+
+def _placed_expired(before: float) -> ColumnElement[bool]:
+    """An expired revision ended before ``before`` that placed an overwrite (retirement
+    rows) and is not placing (an unfinished placement waits for its recovery)."""
     t, r, p = RevisionTxnRow, RevisionReplacementRow, RevisionPlacingRow
-    with UnitOfWork(files.manager.engine, write=False) as uow:
-        found = uow.session.execute(select(t.table_name, t.revision).where(
-            t.state == ABORTED, t.reason == "expired", t.ended_at < before,
-            exists().where(r.table_name == t.table_name, r.revision == t.revision),
-            ~exists().where(p.table_name == t.table_name, p.revision == t.revision),
-        ).order_by(t.ended_at, t.table_name, t.revision).limit(ADOPT_PER_PASS)).all()
-        writes = {(str(n), int(v)): sorted(set(uow.session.scalars(select(r.write_id).where(
-            r.table_name == n, r.revision == v)))) for n, v in found}
-        ids = {n: _table_id(uow, n) for n in {str(n) for n, _ in found}}
-        over: set[tuple[str, int]] = set()
-        # Latest first: one placed over by another such overwrite is committed below it
-        # (ascending order below) unless that one is kept itself.
-        for key in sorted(writes, key=lambda k: k[1], reverse=True):
-            later = placed_over(uow.session, *key, writes[key])
-            if any((key[0], v) not in writes or (key[0], v) in over for v in later):
-                over.add(key)
-    for (table, revision), write_ids in sorted(writes.items(), key=lambda kv: kv[0][1]):
-        if (table, revision) in over:
-            continue  # kept: the purge logs it (revision_purge.placed_kept)
-        new = files.adopt(table, [revision], table_id=ids[table], checked=True)
-        log.warning(
-            "revision %d of %s (write %s) placed its overwrite and expired, and its "
-            "recovery never ran: housekeeping commits it as revision %d rather than purge "
-            "it (plain reads already read its files; the partitions' old ones in "
-            "_pn_retired go PN_RETIRED_FILE_RETENTION_SECONDS from now). Its partitions "
-            "were announced only if its writer logged them; its recovery (recover()) "
-            "announces them", revision, table, ", ".join(write_ids), new,
-            extra={"pn_event": "revision_purge.adopted"})
-    return len(writes)
+    return and_(t.state == ABORTED, t.reason == "expired", t.ended_at < before,
+                exists().where(r.table_name == t.table_name, r.revision == t.revision),
+                ~exists().where(p.table_name == t.table_name, p.revision == t.revision))
+
+
+def _expired_placed(uow: UnitOfWork, before: float, after: Key | None, n: int) -> list[Key]:
+    t = RevisionTxnRow
+    where = _placed_expired(before)
+    if after is not None:
+        where = and_(where, tuple_(t.ended_at, t.table_name, t.revision) > tuple_(*after))
+    stmt = (select(t.ended_at, t.table_name, t.revision).where(where)
+            .order_by(t.ended_at, t.table_name, t.revision).limit(n))
+    return [(float(e or 0.0), str(name), int(v)) for e, name, v in uow.session.execute(stmt)]
+
+
+def _plan(uow: UnitOfWork, before: float, page: list[tuple[str, int]],
+          ) -> tuple[dict[tuple[str, int], list[str]], int]:
+    """What to adopt for ``page`` (key -> its writes), and how many of ``page`` are kept.
+
+    One is kept if a later revision placed over it that is not such an overwrite, or is
+    one that is kept itself; the later ones it is not kept for are adopted with it (above
+    it: adopted later in a page of their own, they would see it above them and stay)."""
+    s, t = uow.session, RevisionTxnRow
+    writes: dict[tuple[str, int], list[str]] = {}
+    later: dict[tuple[str, int], set[tuple[str, int]]] = {}
+    kept: set[tuple[str, int]] = set()
+    todo = list(page)
+    while todo:  # the page and the later overwrites over it, each once
+        key = todo.pop()
+        if key in writes:
+            continue
+        writes[key] = sorted(set(s.scalars(select(RevisionReplacementRow.write_id).where(
+            RevisionReplacementRow.table_name == key[0],
+            RevisionReplacementRow.revision == key[1]))))
+        later[key] = {(key[0], v) for v in placed_over(s, *key, writes[key])}
+        for other in later[key] - writes.keys():
+            if s.scalar(select(t.revision).where(
+                    t.table_name == other[0], t.revision == other[1], _placed_expired(before))):
+                todo.append(other)
+            else:
+                kept.add(key)
+    # Latest first: whether one is kept depends on later revisions only.
+    for key in sorted(writes, key=lambda k: k[1], reverse=True):
+        if later[key] & kept:
+            kept.add(key)
+    return ({k: w for k, w in writes.items() if k not in kept},
+            sum(1 for k in page if k in kept))
 
 
 def _table_id(uow: UnitOfWork, name: str) -> int | None:
@@ -137,13 +208,13 @@ def _kept_placed(uow: UnitOfWork, keys: list[tuple[str, int]], who: str,
     # aborted write's (its record with them).
     began = {(str(n), int(v)): (str(w), float(at)) for n, v, w, at in s.execute(
         select(p.table_name, p.revision, p.write_id, p.began_at).where(
-            tuple_(p.table_name, p.revision).in_(keys), p.retiring.is_(True)))}
+            _of(p, keys), p.retiring.is_(True)))}
     placed = {(str(n), int(v)): str(w) for n, v, w in s.execute(
         select(r.table_name, r.revision, r.write_id).where(
-            tuple_(r.table_name, r.revision).in_(keys)))}
+            _of(r, keys)))}
     reasons = {(str(n), int(v)): why for n, v, why in s.execute(
         select(t.table_name, t.revision, t.reason).where(
-            tuple_(t.table_name, t.revision).in_(keys)))}
+            _of(t, keys)))}
     for key in sorted(began.keys() | placed.keys()):
         (table, revision), why = key, reasons.get(key) or "aborted"
         if key in began:
@@ -273,16 +344,27 @@ def _held_by_partitions(uow: UnitOfWork, keys: list[tuple[str, int]]) -> set[tup
     return held
 
 
+def _of(row: type[RevisionRow], keys: Sequence[tuple[str, int]]) -> ColumnElement[bool]:
+    """``row``'s rows of the revisions ``keys``, per table ``table_name = ? AND revision
+    IN (...)``: the (table_name, revision) index answers it. As a row-value list
+    (``(table_name, revision) IN (VALUES ...)``) SQLite scanned the whole table, and
+    pn_revision_files and pn_revision_replacements keep every committed revision's."""
+    tables = sorted({t for t, _ in keys})
+    return or_(*(and_(row.table_name == name,
+                      row.revision.in_(sorted({v for t, v in keys if t == name})))
+                 for name in tables))
+
+
 def _delete(uow: UnitOfWork, keys: list[tuple[str, int]]) -> int:
     if not keys:
         return 0
     s = uow.session
     for row in (RevisionFileRow, RevisionReplacementRow, RevisionPlacingRow):
-        s.execute(delete(row).where(tuple_(row.table_name, row.revision).in_(keys)))
+        s.execute(delete(row).where(_of(row, keys)))
     s.execute(delete(RevisionTxnRow).where(
         RevisionTxnRow.state == ABORTED,
-        tuple_(RevisionTxnRow.table_name, RevisionTxnRow.revision).in_(keys)))
+        _of(RevisionTxnRow, keys)))
     return len(keys)
 
 
-__all__ = ["adopt_placed", "purge_aborted", "remove_aborted_files"]
+__all__ = ["Adoptions", "adopt_placed", "purge_aborted", "remove_aborted_files"]

@@ -67,10 +67,15 @@ def apply(session: Session, drafts: Sequence[EventDraft], now: float) -> None:
             session.execute(delete(SetDoneRow).where(SetDoneRow.id.in_([r.id for r in dones])))
 
 
-def take_set_done(session: Session, table_id: int, event_id: int) -> str | None:
-    """Remove the retained set-done of ``event_id`` (a retraction); return its body."""
-    body = session.execute(select(SetDoneRow.body).where(
-        SetDoneRow.table_id == table_id, SetDoneRow.event_id == event_id)).scalar()
-    session.execute(delete(SetDoneRow).where(SetDoneRow.table_id == table_id,
-                                             SetDoneRow.event_id == event_id))
-    return body
+def take_set_done(session: Session, table_id: int, set_spec: str, event_id: int) -> str | None:
+    """Remove the retained set-done of ``event_id`` (a retraction), whose canonical spec
+    is ``set_spec``; return its body (None: expired and purged, or never retained).
+
+    Keyed by the spec: ix_pn_set_done_lookup reads that spec's rows only. By table and
+    event id alone, the history index's prefix read every set-done the table retained,
+    under the counter's lock; an index of its own would cost every durable publish a
+    WAL page (issue #20). One statement: the row it deletes hands back its body.
+    """
+    return session.execute(delete(SetDoneRow).where(
+        SetDoneRow.table_id == table_id, SetDoneRow.spec == set_spec,
+        SetDoneRow.event_id == event_id).returning(SetDoneRow.body)).scalar()

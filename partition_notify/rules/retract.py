@@ -128,7 +128,7 @@ def _reopen(uow: UnitOfWork, now: float, rule_id: int, target: TableInfo, s: str
             event_id: int, withdrawn: set[str]) -> None:
     """Undo a firing: its set-done no longer counts, its other inputs count again."""
     session = uow.session
-    take_set_done(session, target.id, event_id)
+    take_set_done(session, target.id, s, event_id)  # fired for s: its spec
     session.execute(delete(RuleFiringRow).where(RuleFiringRow.rule_id == rule_id,
                                                 RuleFiringRow.spec == s))
     body = session.execute(select(EventRow.body).where(EventRow.event_id == event_id)).scalar()

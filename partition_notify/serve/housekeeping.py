@@ -109,7 +109,10 @@ def purge_all(app: App, size: int, pause: Pause) -> Purged:
                    batch_size=size, between_batches=pause)
     # A placed overwrite that expired unrecovered is committed, not purged: its files
     # are the partitions' data, its rows the record of the ones it moved aside.
-    adopt_placed(RevisionFiles(app.revisions), now - s.revision_abort_retention_seconds)
+    adoptions = adopt_placed(RevisionFiles(app.revisions), now - s.revision_abort_retention_seconds)
+    if adoptions.adopted or adoptions.kept:  # each one is logged too, adopted or kept
+        log.info("housekeeping committed %d expired placed overwrite(s); %d kept",
+                 adoptions.adopted, adoptions.kept, extra={"pn_event": "revision_purge.adopt_pass"})
     # An aborted write's files go just before its rows (the record of which they are).
     out.revision_txns = purge_aborted(
         write_uow, now - s.revision_abort_retention_seconds, batch_size=size,

@@ -101,9 +101,10 @@ def test_a_placed_expired_overwrite_is_recovered_not_purged(
     a = _overwrite(files, clock, root, dies_mid_placement=False)
 
     clock.advance(app.settings.revision_abort_retention_seconds + 1)
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.INFO):
         purge_all(app, 10, None)
 
+    assert "housekeeping committed 1 expired placed overwrite(s); 0 kept" in caplog.messages
     assert _listing(root) == ["d=1/_pn_retired/wA/part-w0.parquet", "d=1/part-wA.parquet"], \
         "the partition's data (wA's rows, what plain reads read) was deleted"
     snap = app.revisions.create_snapshot(T)
