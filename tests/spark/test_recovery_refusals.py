@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 from partition_notify.publisher import Publisher
-from partition_notify.revisions.repositories import RevisionUnitOfWork
 
 from partition_notify.app import App, build_app
 from partition_notify.core.errors import ExpiredOverwriteOvertakenError
@@ -82,3 +81,61 @@ def test_recover_completes_the_other_stale_writes_then_raises_the_refusal(
     announced = [m for m in logged(app) if type(m).__name__ == "AddPartitionMessage"]
     assert [(m.partitions[0]["datestamp"], m.revision) for m in announced][-1] \
         == ("20110301", c.revision)
+
+
+class _MeanwhilePublisher(Publisher):
+    """A's publisher: ``meanwhile`` runs once, as A's commit step announces (after A
+    placed its data, before it settles its revision)."""
+
+    def __init__(self, app: App, meanwhile: Callable[[], None]) -> None:
+        super().__init__(app.store, app.transport, app.publisher.config)
+        self.meanwhile: Callable[[], None] | None = meanwhile
+
+    def announce_partitions(self, *a: Any, **kw: Any) -> Any:
+        run, self.meanwhile = self.meanwhile, None
+        if run is not None:
+            run()
+        return super().announce_partitions(*a, **kw)
+
+
+def test_a_write_whose_settle_is_refused_raises_the_refusal_not_a_recover_promise(
+        spark, app, clock, tmp_path):
+    """Overwrite A placed; its keep-alive ran out and append B of its partition committed
+    before A settled. A's settle is refused (ExpiredOverwriteOvertakenError). The writer
+    used to raise CommitIncompleteError saying recover() would finish the write, and
+    recover() then raised the refusal; and every later write, recovering first, raised it
+    too, so the partitions could not be written again as the refusal asks."""
+    from partition_notify.writers import CommitIncompleteError, NotifyingWriter
+
+    rm = app.revisions
+    path_writer(app, tmp_path, revisions=rm).write(frame(spark, rows_for(["20110228"], ["us"])))
+    later: list[Any] = []
+
+    def b_writes() -> None:
+        (a,) = rm.running_transactions(T)
+        clock.advance(a.keep_alive + 1)
+        later.append(path_writer(app, tmp_path, revisions=rm).write(
+            frame(spark, rows_for(["20110228"], ["us"], per=2))))
+
+    writer_a = NotifyingWriter(_MeanwhilePublisher(app, b_writes), "sales", "orders",
+                               revisions=rm)
+    with pytest.raises(ExpiredOverwriteOvertakenError) as err:
+        writer_a.write(frame(spark, rows_for(["20110228"], ["us"], per=1)), mode="overwrite")
+    assert f"revision {later[0].revision} " in str(err.value), err.value
+    assert not isinstance(err.value, CommitIncompleteError)
+    [a_write] = _staging(tmp_path)
+    notes = " ".join(getattr(err.value, "__notes__", []))
+    assert a_write in notes and "recover() refuses it too" in notes, notes
+
+    # What recover() says is what the write said.
+    age_locks(tmp_path, 3600)
+    with pytest.raises(ExpiredOverwriteOvertakenError, match=f"revision {later[0].revision} "):
+        path_writer(app, tmp_path, revisions=rm).recover(spark, stale_after_seconds=0.0)
+    # Writing the partitions again, as the refusal asks, is not stopped by A's staging
+    # (its lease lapsed: the write's own recovery takes it and is refused).
+    age_locks(tmp_path, 3600)
+    again = path_writer(app, tmp_path, revisions=rm).write(
+        frame(spark, rows_for(["20110228"], ["us"], per=4)), mode="overwrite")
+    assert again.revision is not None and again.revision > later[0].revision
+    assert spark.read.parquet(str(tmp_path / "warehouse" / "orders")).count() == 4
+    assert _staging(tmp_path) == [a_write], "kept for an operator"
