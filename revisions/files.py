@@ -93,6 +93,7 @@ class RevisionFiles:
     @contextmanager
     def placing(self, table: str, revision: int, write_id: str, partitions: Sequence[str], *,
                 merge_begun: bool = False, retiring: bool = False,
+                adopting: Sequence[int] = (),
                 wait_seconds: float = PLACEMENT_WAIT_SECONDS) -> Iterator[Placement]:
         """Hold ``table``'s placement lease while the write's data moves into ``partitions``.
 
@@ -120,6 +121,12 @@ class RevisionFiles:
         block's renames hold no database lock, so the rest of the store (other tables,
         on SQLite the whole database) stays writable. Another placement of the table
         waits for it, up to ``wait_seconds`` (:class:`ConflictError` past that).
+
+        ``adopting``: the expired revisions a recovery places the write for, to commit them
+        as ``revision`` afterwards. :meth:`adopt` would refuse them when a write put files
+        into one's overwritten partitions (:class:`ExpiredOverwriteOvertakenError`); asked
+        here too, under the lease, no such write can place between that answer and this
+        placement (whose retirement would move its files aside).
         """
         def check(uow: RevisionUnitOfWork) -> None:
             later = uow.replacements.later(table, partitions, revision, write_id)
@@ -128,6 +135,8 @@ class RevisionFiles:
                 raise _overtaken(table, revision, write_id, later, moved)
             if retiring:
                 refuse_aborted_overwrite(uow, table, revision, write_id)
+            if adopting:
+                refuse_placed_over(uow.session, table, adopting, also=[revision])
             uow.files.unretire(table, write_id)  # only a void overwrite moved any
             # Lasts past this lease: an abort is refused once files may have moved.
             placement_began(uow, table, revision, write_id, self.manager.clock(),

@@ -144,8 +144,11 @@ def _complete_at_committed_revision(publisher: Publisher, fs: HadoopFs, spark: S
             return files.adopt(table, revisions, table_id=table_id)
 
     with files.manager.kept_alive(live):
+        # Asked again under the placement lease: a write that placed since the check
+        # above would have its files moved aside by this placement's retirement.
         return complete(publisher, fs, spark, replace(manifest, revision=live.revision),
-                        lease=lease, resumed=True, files=files, finish=finish)
+                        lease=lease, resumed=True, files=files, finish=finish,
+                        adopting=revisions[:-1])
 
 
 def commit_step_failure(manifest: Manifest, table: str, exc: Exception,

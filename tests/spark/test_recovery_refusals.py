@@ -139,3 +139,56 @@ def test_a_write_whose_settle_is_refused_raises_the_refusal_not_a_recover_promis
     assert again.revision is not None and again.revision > later[0].revision
     assert spark.read.parquet(str(tmp_path / "warehouse" / "orders")).count() == 4
     assert _staging(tmp_path) == [a_write], "kept for an operator"
+
+
+def _data_files(root: Path) -> set[str]:
+    """Data files a plain read of the table serves (no ``_``/``.`` entry below)."""
+    return {str(p.relative_to(root)) for p in root.rglob("*.parquet")
+            if not any(part.startswith(("_", ".")) for part in p.relative_to(root).parts)}
+
+
+def test_a_write_placed_between_recoverys_check_and_its_placement_is_not_moved_aside(
+        spark, app, clock, tmp_path):
+    """Overwrite A placed (its retirement recorded), its driver died before it marked
+    the retirement done, and A expired. Its recovery checks that no later write put
+    files into A's partition, then places A again (retiring again) at a new revision N.
+    Append B began after that check and before N, and placed first: the retirement at N
+    (keeping only files of revisions above N) used to move B's committed file into
+    ``_pn_retired``, then the adoption refused A. The check is now also made when the
+    recovery takes the placement lease, so B's file stays where its rows say."""
+    from partition_notify.revisions.files import RevisionFiles
+    from partition_notify.writers import CommitIncompleteError
+
+    rm = app.revisions
+    root = tmp_path / "warehouse" / "orders"
+    path_writer(app, tmp_path, revisions=rm).write(frame(spark, rows_for(["20110228"], ["us"])))
+    broken = writer_for(StoreDownPublisher(app, fail={"announce"}), tmp_path, revisions=rm)
+    with pytest.raises(CommitIncompleteError):
+        broken.write(frame(spark, rows_for(["20110228"], ["us"], per=1)), mode="overwrite")
+    (a,) = rm.running_transactions(T)
+    [a_write] = _staging(tmp_path)
+    (root / "_pn_staging" / a_write / "_pn_replaced").unlink()  # died before marking it
+    clock.advance(a.keep_alive + 1)
+    placed: list[Any] = []
+
+    class _BDuringRecovery(RevisionFiles):
+        def check_adoptable(self, table: str, old: Any) -> None:
+            super().check_adoptable(table, old)
+            if not placed:
+                placed.append(path_writer(app, tmp_path, revisions=rm).write(
+                    frame(spark, rows_for(["20110228"], ["us"], per=2))))
+                placed.append(_data_files(root))
+
+    recovering = path_writer(app, tmp_path, revisions=rm)
+    assert recovering.files is not None
+    recovering.files = _BDuringRecovery(recovering.files.manager)
+    age_locks(tmp_path, 3600)
+    with pytest.raises(ExpiredOverwriteOvertakenError) as err:
+        recovering.recover(spark, stale_after_seconds=0.0)
+    b, on_disk = placed
+    assert f"revision {b.revision} " in str(err.value), err.value
+    assert _data_files(root) == on_disk, "B's file moved aside"
+    assert not list(root.rglob(f"_pn_retired/{b.write_id}")) and \
+        not [p for p in root.rglob("_pn_retired/*/*.parquet") if "part" in p.name
+             and p.name in {Path(f).name for f in on_disk}], "B's file moved aside"
+    assert spark.read.parquet(str(root)).count() == 1 + 2
