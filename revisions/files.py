@@ -153,6 +153,34 @@ class RevisionFiles:
             raise
         lease.release(place.commit)
 
+    @contextmanager
+    def returning(self, table: str, revision: int, write_id: str, partitions: Sequence[str],
+                  ) -> Iterator[Callable[[str, str], str | None]]:
+        """Under ``table``'s placement lease, where a refused overwrite's moved files go.
+
+        An overwrite cut short moved old files into its ``_pn_retired/<write_id>``
+        without rows; refused since (a later overwrite took the partition), those files
+        must go where the rows say they are, or no retention ever finds them. Yields
+        ``home(partition, name)``: the file's row's ``retired_to`` (None: the partition
+        itself), or for a file no row names the first later overwrite's folder of the
+        partition (None: none), as that overwrite would have moved it."""
+        lease = PlacementLease.take(self.manager.engine, self.manager.clock, table, write_id,
+                                    lambda uow: None, seconds=self.lease_seconds)
+        try:
+            with self._uow(write=False) as uow:
+                rows = {r.path: r.retired_to for r in uow.files.in_partitions(table, partitions)}
+                first: dict[str, str] = {}
+                for r in reversed(uow.replacements.later(table, partitions, revision, write_id)):
+                    first[r.partition] = r.retired_to
+
+            def home(partition: str, name: str) -> str | None:
+                path = f"{partition}/{name}"
+                return rows[path] if path in rows else first.get(partition)
+
+            yield home
+        finally:
+            lease.release(None)
+
     def visible(self, table: str, snapshot: Snapshot, family: str = DEFAULT_FAMILY) -> list[str]:
         """Paths (relative to the table location) of the files ``snapshot`` covers.
 

@@ -227,7 +227,10 @@ def _place_in_revision(fs: HadoopFs, manifest: Manifest, files: RevisionFiles,
 def discard_overtaken(fs: HadoopFs, manifest: Manifest, files: RevisionFiles | None,
                       why: WriteOvertakenError | None = None) -> None:
     """A refused write (overtaken, or an overwrite aborted on request before it placed:
-    ``why``): delete its staged data and abort the revision it owns."""
+    ``why``): delete its staged data and abort the revision it owns; an overwrite's
+    files its cut-short placement had moved aside go where the rows say first."""
+    if files is not None and manifest.revision is not None and manifest.mode == "overwrite":
+        _return_retired(fs, manifest, files, manifest.revision)
     if not fs.exists(f"{manifest.staging}/{DATA}"):  # its merge had begun: the job dir is its
         fs.discard_merge(manifest.location, manifest.attempt)
     fs.delete(manifest.staging)
@@ -247,6 +250,30 @@ def discard_overtaken(fs: HadoopFs, manifest: Manifest, files: RevisionFiles | N
               manifest.revision, manifest.revision_table, reason,
               extra={"pn_event": "write.discarded_aborted" if aborted
                      else "write.discarded_overtaken"})
+
+
+def _return_retired(fs: HadoopFs, manifest: Manifest, files: RevisionFiles,
+                    revision: int) -> None:
+    """Move what the refused overwrite moved into ``<partition>/<its retired folder>``
+    (a placement cut short: no rows say so) to where the rows say each file is."""
+    base, sub = manifest.location, manifest.retired
+    with files.returning(manifest.revision_table, revision, manifest.write_id,
+                         manifest.partitions) as home:
+        for partition in manifest.partitions:
+            folder = f"{base}/{partition}/{sub}"
+            names = fs.glob(folder, "*")
+            for name in names:
+                to = home(partition, name)
+                if to == sub:
+                    continue  # the rows say it is here (recorded: not this write's alone)
+                dest = f"{base}/{partition}" if to is None else f"{base}/{partition}/{to}"
+                fs.mkdirs(dest)
+                if not fs.rename(f"{folder}/{name}", f"{dest}/{name}"):
+                    raise OSError(f"could not move {folder}/{name} back to {dest}")
+                log.warning("write %s: refused, its retired %s/%s moved to %s",
+                            manifest.write_id, partition, name, dest)
+            if names and not fs.glob(folder, "*"):
+                fs.delete(folder)
 
 
 def staged_files(fs: HadoopFs, manifest: Manifest) -> list[str]:
