@@ -288,7 +288,8 @@ class RevisionFileRepository:
 
     def in_partitions(self, table: str, partitions: Sequence[str]) -> list[RevisionFileRow]:
         """The files of ``partitions`` housekeeping has not removed."""
-        f, found = RevisionFileRow, []
+        f = RevisionFileRow
+        found: list[RevisionFileRow] = []
         for chunk in _chunks(partitions):
             found += self.session.scalars(select(f).where(
                 f.table_name == table, f.partition.in_(chunk), f.removed_at.is_(None)))
