@@ -192,3 +192,42 @@ def test_a_write_placed_between_recoverys_check_and_its_placement_is_not_moved_a
         not [p for p in root.rglob("_pn_retired/*/*.parquet") if "part" in p.name
              and p.name in {Path(f).name for f in on_disk}], "B's file moved aside"
     assert spark.read.parquet(str(root)).count() == 1 + 2
+
+
+def test_a_write_begun_after_recovery_adopted_does_not_refuse_the_adoption(
+        spark, app, clock, tmp_path):
+    """Overwrite A placed and expired; its recovery began revision N to commit A as, and
+    append C of A's partition began after N (revision above N) and placed before the
+    adoption. Committed as N, A hides nothing of C (visibility follows revision order, and
+    the recovery's retirement keeps files of revisions above N), yet the adoption was
+    refused for any write above A's own revision: A stayed uncommitted for an operator."""
+    from partition_notify.writers import CommitIncompleteError, NotifyingWriter
+
+    rm = app.revisions
+    root = tmp_path / "warehouse" / "orders"
+    path_writer(app, tmp_path, revisions=rm).write(frame(spark, rows_for(["20110228"], ["us"])))
+    broken = writer_for(StoreDownPublisher(app, fail={"announce"}), tmp_path, revisions=rm)
+    with pytest.raises(CommitIncompleteError):
+        broken.write(frame(spark, rows_for(["20110228"], ["us"], per=1)), mode="overwrite")
+    (a,) = rm.running_transactions(T)
+    clock.advance(a.keep_alive + 1)
+    later: list[Any] = []
+
+    def c_writes() -> None:
+        later.append(path_writer(app, tmp_path, revisions=rm).write(
+            frame(spark, rows_for(["20110228"], ["us"], per=2))))
+
+    recovering = NotifyingWriter(_MeanwhilePublisher(app, c_writes), "sales", "orders",
+                                 revisions=rm)
+    age_locks(tmp_path, 3600)
+    [done] = recovering.recover(spark, stale_after_seconds=0.0)
+    [c] = later
+    assert done.revision is not None and c.revision is not None
+    assert a.revision < done.revision < c.revision
+    snap = rm.create_snapshot(T)
+    assert snap.includes(done.revision, "data") and snap.includes(c.revision, "data")
+    from partition_notify.writers.snapshot_read import read_snapshot
+
+    assert read_snapshot(spark, app, "sales", "orders", snapshot=snap).frame.count() == 1 + 2
+    assert spark.read.parquet(str(root)).count() == 1 + 2
+    assert _staging(tmp_path) == []
