@@ -38,15 +38,19 @@ def refuse_placed_over(session: Session, table: str, old: Sequence[int],
                        also: Collection[int] = ()) -> None:
     """:class:`ExpiredOverwriteOvertakenError` if one of the revisions ``old`` placed an
     overwrite some later write put files into or replaced (the revisions ``old`` and
-    ``also``, the one they are adopted into, are not such writes)."""
+    ``also``, the one they are adopted into, are not such writes; nor is a write of a
+    revision above ``also``: it stays above the adopted overwrite, which hides nothing
+    of it, and a placement at ``also`` keeps its files where they are)."""
     r, f = RevisionReplacementRow, RevisionFileRow
     mine = set(old) | set(also)
+    ceiling = max(also, default=None)
     for revision in sorted(old):
         writes = sorted(set(session.scalars(select(r.write_id).where(
             r.table_name == table, r.revision == revision))))
         if not writes:
             continue  # not an overwrite that placed: it hides nothing
-        later = sorted(placed_over(session, table, revision, writes) - mine)
+        later = sorted(v for v in placed_over(session, table, revision, writes) - mine
+                       if ceiling is None or v < ceiling)
         if not later:
             continue
         mine_parts = select(r.partition).where(r.table_name == table, r.revision == revision)

@@ -93,6 +93,7 @@ class RevisionFiles:
     @contextmanager
     def placing(self, table: str, revision: int, write_id: str, partitions: Sequence[str], *,
                 merge_begun: bool = False, retiring: bool = False,
+                adopting: Sequence[int] = (),
                 wait_seconds: float = PLACEMENT_WAIT_SECONDS) -> Iterator[Placement]:
         """Hold ``table``'s placement lease while the write's data moves into ``partitions``.
 
@@ -120,6 +121,12 @@ class RevisionFiles:
         block's renames hold no database lock, so the rest of the store (other tables,
         on SQLite the whole database) stays writable. Another placement of the table
         waits for it, up to ``wait_seconds`` (:class:`ConflictError` past that).
+
+        ``adopting``: the expired revisions a recovery places the write for, to commit them
+        as ``revision`` afterwards. :meth:`adopt` would refuse them when a write put files
+        into one's overwritten partitions (:class:`ExpiredOverwriteOvertakenError`); asked
+        here too, under the lease, no such write can place between that answer and this
+        placement (whose retirement would move its files aside).
         """
         def check(uow: RevisionUnitOfWork) -> None:
             later = uow.replacements.later(table, partitions, revision, write_id)
@@ -128,6 +135,8 @@ class RevisionFiles:
                 raise _overtaken(table, revision, write_id, later, moved)
             if retiring:
                 refuse_aborted_overwrite(uow, table, revision, write_id)
+            if adopting:
+                refuse_placed_over(uow.session, table, adopting, also=[revision])
             uow.files.unretire(table, write_id)  # only a void overwrite moved any
             # Lasts past this lease: an abort is refused once files may have moved.
             placement_began(uow, table, revision, write_id, self.manager.clock(),
@@ -143,6 +152,34 @@ class RevisionFiles:
             lease.release(None)
             raise
         lease.release(place.commit)
+
+    @contextmanager
+    def returning(self, table: str, revision: int, write_id: str, partitions: Sequence[str],
+                  ) -> Iterator[Callable[[str, str], str | None]]:
+        """Under ``table``'s placement lease, where a refused overwrite's moved files go.
+
+        An overwrite cut short moved old files into its ``_pn_retired/<write_id>``
+        without rows; refused since (a later overwrite took the partition), those files
+        must go where the rows say they are, or no retention ever finds them. Yields
+        ``home(partition, name)``: the file's row's ``retired_to`` (None: the partition
+        itself), or for a file no row names the first later overwrite's folder of the
+        partition (None: none), as that overwrite would have moved it."""
+        lease = PlacementLease.take(self.manager.engine, self.manager.clock, table, write_id,
+                                    lambda uow: None, seconds=self.lease_seconds)
+        try:
+            with self._uow(write=False) as uow:
+                rows = {r.path: r.retired_to for r in uow.files.in_partitions(table, partitions)}
+                first: dict[str, str] = {}
+                for r in reversed(uow.replacements.later(table, partitions, revision, write_id)):
+                    first[r.partition] = r.retired_to
+
+            def home(partition: str, name: str) -> str | None:
+                path = f"{partition}/{name}"
+                return rows[path] if path in rows else first.get(partition)
+
+            yield home
+        finally:
+            lease.release(None)
 
     def visible(self, table: str, snapshot: Snapshot, family: str = DEFAULT_FAMILY) -> list[str]:
         """Paths (relative to the table location) of the files ``snapshot`` covers.

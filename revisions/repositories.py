@@ -286,6 +286,15 @@ class RevisionFileRepository:
         self.session.execute(update(p).where(p.table_name == table, p.revision == old)
                              .values(revision=new))
 
+    def in_partitions(self, table: str, partitions: Sequence[str]) -> list[RevisionFileRow]:
+        """The files of ``partitions`` housekeeping has not removed."""
+        f = RevisionFileRow
+        found: list[RevisionFileRow] = []
+        for chunk in _chunks(partitions):
+            found += self.session.scalars(select(f).where(
+                f.table_name == table, f.partition.in_(chunk), f.removed_at.is_(None)))
+        return found
+
     def up_to(self, table: str, max_revision: int) -> list[RevisionFileRow]:
         stmt = select(RevisionFileRow).where(
             RevisionFileRow.table_name == table, RevisionFileRow.revision <= max_revision

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -83,14 +83,17 @@ class WriteResult:
 def complete(publisher: Publisher, fs: HadoopFs, spark: SparkSession, manifest: Manifest, *,
              lease: Lease, resumed: bool, spark_seconds: float = 0.0,
              list_seconds: float = 0.0, files: RevisionFiles | None = None,
-             finish: Callable[[], int | None] | None = None) -> WriteResult:
+             finish: Callable[[], int | None] | None = None,
+             adopting: Sequence[int] = ()) -> WriteResult:
     """Run the commit step of ``manifest``; ``finish`` (commit the write's revision,
     returning the committed one) runs after the log step, before the staging
-    directory is deleted, so a failure there leaves the write to recovery."""
+    directory is deleted, so a failure there leaves the write to recovery.
+    ``adopting``: the expired revisions ``finish`` adopts (a recovery), checked again
+    when the placement lease is taken (``RevisionFiles.placing``)."""
     clock = _StepClock()
     specs = manifest.specs()  # parsed before anything moves: a bad manifest stops here
     try:
-        _place_data(fs, spark, manifest, specs, files, clock)
+        _place_data(fs, spark, manifest, specs, files, clock, adopting)
     except WriteOvertakenError as exc:
         lease.stop()
         discard_overtaken(fs, manifest, files, exc)
@@ -126,14 +129,14 @@ class _StepClock:
 
 def _place_data(fs: HadoopFs, spark: SparkSession, manifest: Manifest,
                 specs: list[dict[str, str]], files: RevisionFiles | None,
-                clock: _StepClock) -> None:
+                clock: _StepClock, adopting: Sequence[int] = ()) -> None:
     """Steps 0-3: record the staged files, replace (overwrite), move, catalog."""
     staging = manifest.staging
     if files is not None and manifest.revision is not None:
         files.record(manifest.revision_table, manifest.revision, manifest.write_id,
                      lambda: staged_files(fs, manifest))
         clock.step("record")
-        _place_in_revision(fs, manifest, files, manifest.revision, clock)
+        _place_in_revision(fs, manifest, files, manifest.revision, clock, adopting)
     else:
         clock.step("record")
         if manifest.mode == "overwrite" and not fs.exists(f"{staging}/{REPLACED}"):
@@ -188,7 +191,7 @@ def _log(publisher: Publisher, info: TableInfo, manifest: Manifest,
 
 
 def _place_in_revision(fs: HadoopFs, manifest: Manifest, files: RevisionFiles,
-                       revision: int, clock: _StepClock) -> None:
+                       revision: int, clock: _StepClock, adopting: Sequence[int]) -> None:
     """Steps 1-2 of a transactional write, under its table's placement lease.
 
     The overwrite's retirement (rows and files) and the merge are one locked step,
@@ -203,7 +206,8 @@ def _place_in_revision(fs: HadoopFs, manifest: Manifest, files: RevisionFiles,
         # Begun, some of its files may already lie in the table (revisions/files.py).
         begun = not fs.exists(f"{staging}/{DATA}")
         with files.placing(manifest.revision_table, revision, manifest.write_id,
-                           manifest.partitions, merge_begun=begun, retiring=retire) as place:
+                           manifest.partitions, merge_begun=begun, retiring=retire,
+                           adopting=adopting) as place:
             if retire:
                 # Older snapshots still read these files where they go.
                 keep = place.retire(manifest.partitions, manifest.retired)
@@ -223,7 +227,10 @@ def _place_in_revision(fs: HadoopFs, manifest: Manifest, files: RevisionFiles,
 def discard_overtaken(fs: HadoopFs, manifest: Manifest, files: RevisionFiles | None,
                       why: WriteOvertakenError | None = None) -> None:
     """A refused write (overtaken, or an overwrite aborted on request before it placed:
-    ``why``): delete its staged data and abort the revision it owns."""
+    ``why``): delete its staged data and abort the revision it owns; an overwrite's
+    files its cut-short placement had moved aside go where the rows say first."""
+    if files is not None and manifest.revision is not None and manifest.mode == "overwrite":
+        _return_retired(fs, manifest, files, manifest.revision)
     if not fs.exists(f"{manifest.staging}/{DATA}"):  # its merge had begun: the job dir is its
         fs.discard_merge(manifest.location, manifest.attempt)
     fs.delete(manifest.staging)
@@ -243,6 +250,30 @@ def discard_overtaken(fs: HadoopFs, manifest: Manifest, files: RevisionFiles | N
               manifest.revision, manifest.revision_table, reason,
               extra={"pn_event": "write.discarded_aborted" if aborted
                      else "write.discarded_overtaken"})
+
+
+def _return_retired(fs: HadoopFs, manifest: Manifest, files: RevisionFiles,
+                    revision: int) -> None:
+    """Move what the refused overwrite moved into ``<partition>/<its retired folder>``
+    (a placement cut short: no rows say so) to where the rows say each file is."""
+    base, sub = manifest.location, manifest.retired
+    with files.returning(manifest.revision_table, revision, manifest.write_id,
+                         manifest.partitions) as home:
+        for partition in manifest.partitions:
+            folder = f"{base}/{partition}/{sub}"
+            names = fs.glob(folder, "*")
+            for name in names:
+                to = home(partition, name)
+                if to == sub:
+                    continue  # the rows say it is here (recorded: not this write's alone)
+                dest = f"{base}/{partition}" if to is None else f"{base}/{partition}/{to}"
+                fs.mkdirs(dest)
+                if not fs.rename(f"{folder}/{name}", f"{dest}/{name}"):
+                    raise OSError(f"could not move {folder}/{name} back to {dest}")
+                log.warning("write %s: refused, its retired %s/%s moved to %s",
+                            manifest.write_id, partition, name, dest)
+            if names and not fs.glob(folder, "*"):
+                fs.delete(folder)
 
 
 def staged_files(fs: HadoopFs, manifest: Manifest) -> list[str]:

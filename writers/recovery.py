@@ -20,7 +20,9 @@ a partition of) since is refused before anything is placed
 (``ExpiredOverwriteOvertakenError``, revisions/adoption.py): kept for an operator, the
 other stale writes under the location are still completed, then the first refusal is raised.
 A write whose caller passed ``revision=`` is completed under that revision
-and left for the caller to commit.
+and left for the caller to commit. A write's own recovery of the location before it
+writes (``raise_refused=False``) only logs such refusals: the refusal asks for the
+partitions to be written again, which a raise there would stop for good.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from partition_notify.writers.layout import ADOPTED, LOCK, MANIFEST, STAGING, Ma
 from partition_notify.writers.lease import Lease
 
 from partition_notify.core.errors import (
+    CommitIncompleteError,
     ConflictError,
     ExpiredOverwriteOvertakenError,
     WriteOvertakenError,
@@ -51,9 +54,12 @@ log = logging.getLogger(__name__)
 
 def recover(publisher: Publisher, fs: HadoopFs, spark: SparkSession, location: str, *,
             stale_after_seconds: float, lease_seconds: float,
-            files: RevisionFiles | None = None) -> list[WriteResult]:
+            files: RevisionFiles | None = None, raise_refused: bool = True,
+            ) -> list[WriteResult]:
     """Complete or discard the writes under ``location`` whose lease was not renewed for
-    ``stale_after_seconds``; returns the completed ones."""
+    ``stale_after_seconds``; returns the completed ones. The first refusal
+    (:class:`ExpiredOverwriteOvertakenError`) is raised after them, or only logged
+    without ``raise_refused``."""
     done: list[WriteResult] = []
     refused: list[ExpiredOverwriteOvertakenError] = []
     for write_id in fs.glob(f"{location}/{STAGING}", "*"):
@@ -89,11 +95,13 @@ def recover(publisher: Publisher, fs: HadoopFs, spark: SparkSession, location: s
                 log.error("write %s under %s: %s", write_id, location, exc)
             except ExpiredOverwriteOvertakenError as exc:
                 # Kept for an operator; the other stale writes here are still completed.
+                exc.add_note(f"write {write_id}: its staging directory {staging} is kept; "
+                             "delete it too")
                 log.error("write %s under %s: %s", write_id, location, exc)
                 refused.append(exc)
         finally:
             lease.stop()
-    if refused:
+    if refused and raise_refused:
         refused[0].add_note(f"{len(done)} other write(s) under {location} were completed; "
                             f"{len(refused)} refused in all")
         raise refused[0]
@@ -136,5 +144,32 @@ def _complete_at_committed_revision(publisher: Publisher, fs: HadoopFs, spark: S
             return files.adopt(table, revisions, table_id=table_id)
 
     with files.manager.kept_alive(live):
+        # Asked again under the placement lease: a write that placed since the check
+        # above would have its files moved aside by this placement's retirement.
         return complete(publisher, fs, spark, replace(manifest, revision=live.revision),
-                        lease=lease, resumed=True, files=files, finish=finish)
+                        lease=lease, resumed=True, files=files, finish=finish,
+                        adopting=revisions[:-1])
+
+
+def commit_step_failure(manifest: Manifest, table: str, exc: Exception,
+                        settle_refused: bool) -> Exception:
+    """What a write raises when its commit step failed after Spark committed its data:
+    what ``recover()`` will then do, truly. ``settle_refused``: ``exc`` is the refusal
+    of the write's revision by ``settle`` (not a failure to reach the store)."""
+    staging = manifest.staging
+    if isinstance(exc, ExpiredOverwriteOvertakenError):
+        # recover() would refuse it the same way: no promise that it finishes it.
+        exc.add_note(
+            f"write {manifest.write_id}: its data is placed in the table, its revision not "
+            f"committed; its manifest stays in {staging} and recover() refuses it too "
+            "(later writes to the table log that and go on). Delete that directory as "
+            "well once the partitions are written again")
+        return exc
+    then = "lets recover() finish it"
+    if settle_refused:
+        then = ("lets recover() finish placing and announcing it, but its revision was "
+                "refused (above) and stays so: snapshots skip its rows")
+    return CommitIncompleteError(
+        f"write {manifest.write_id} to {table}: Spark committed the data but the commit "
+        f"step failed ({type(exc).__name__}: {exc}); the manifest in {staging} {then} — "
+        "do not re-run the write", manifest.write_id)

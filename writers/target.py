@@ -152,3 +152,13 @@ def add_catalog_partitions(spark: SparkSession, table: str, keys: Sequence[str],
             clauses.append(f"PARTITION ({values}) LOCATION {sql_string(loc)}")
         spark.sql(f"ALTER TABLE {name} ADD IF NOT EXISTS " + " ".join(clauses))
     spark.catalog.refreshTable(table)
+
+
+def active_session() -> SparkSession:
+    """The active SparkSession (a writer or job not given ``spark=``)."""
+    from pyspark.sql import SparkSession
+
+    session = SparkSession.getActiveSession()
+    if session is None:
+        raise ConfigurationError("no active SparkSession; pass spark=")
+    return session

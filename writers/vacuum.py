@@ -101,9 +101,9 @@ def vacuum_retired(target: HasPublisher | Publisher, db: str, table: str, *,
         raise ConfigurationError(f"{info.qualified} is registered without a location: "
                                  "it has no files to delete")
     if spark is None:
-        from partition_notify.writers.writer import _active_session
+        from partition_notify.writers.target import active_session
 
-        spark = _active_session()
+        spark = active_session()
     files: TableFiles = HadoopFiles(HadoopFs(spark, info.location))
     remover = FileRemover(lambda name: files if name == info.qualified else None)
     store = publisher.store

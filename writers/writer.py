@@ -41,7 +41,7 @@ from partition_notify.writers.layout import (
 )
 from partition_notify.writers.lease import Lease
 from partition_notify.writers.progress import Progress
-from partition_notify.writers.recovery import recover
+from partition_notify.writers.recovery import commit_step_failure, recover
 from partition_notify.writers.spark_errors import (
     check_format,
     guard_partition_names,
@@ -50,6 +50,7 @@ from partition_notify.writers.spark_errors import (
 )
 from partition_notify.writers.target import (
     Target,
+    active_session,
     catalog_metadata,
     check_absolute,
     check_keys,
@@ -57,7 +58,6 @@ from partition_notify.writers.target import (
 
 from partition_notify.core import limits
 from partition_notify.core.errors import (
-    CommitIncompleteError,
     ConfigurationError,
     ConflictError,
     UnknownTableError,
@@ -144,7 +144,7 @@ class NotifyingWriter:
         # Registering now lets subscribers follow the table before the first write.
         self.info: TableInfo
         if catalog_table:
-            self._target = self._catalog_target(spark or _active_session())
+            self._target = self._catalog_target(spark or active_session())
             self.info = self._target.info
         else:
             try:
@@ -204,11 +204,11 @@ class NotifyingWriter:
         frame = target.prepare(df)
         fs = HadoopFs(spark, target.location)
         recover(self.publisher, fs, spark, target.location, files=self.files,
-                stale_after_seconds=self.lease_seconds, lease_seconds=self.lease_seconds)
-
+                stale_after_seconds=self.lease_seconds, lease_seconds=self.lease_seconds,
+                raise_refused=False)
         staged = self._stage(frame, fs, target, mode=mode, set_done=done_spec,
                              revision=revision, owns_revision=attempt is not None)
-        finish = None if attempt is None else self._settler(attempt.tx, target.info.id)
+        finish = None if attempt is None else self._settler(attempt, target.info.id)
         if attempt is not None:
             attempt.committing = True
         manifest = staged.manifest
@@ -219,12 +219,11 @@ class NotifyingWriter:
         except WriteOvertakenError:
             raise  # nothing was placed: there is nothing to recover
         except Exception as exc:
-            raise CommitIncompleteError(
-                f"write {manifest.write_id} to {target.info.qualified}: Spark committed the "
-                f"data but the commit step failed ({type(exc).__name__}: {exc}); the manifest "
-                f"in {manifest.staging} lets recover() finish it — do not re-run the write",
-                manifest.write_id,
-            ) from exc
+            failure = commit_step_failure(manifest, target.info.qualified, exc,
+                                          attempt is not None and attempt.refused is exc)
+            if failure is exc:
+                raise
+            raise failure from exc
         finally:
             staged.lease.stop()
 
@@ -287,7 +286,7 @@ class NotifyingWriter:
         (default: the writer's ``lease_seconds``) are touched, so a live
         writer elsewhere is left alone. Every write runs this first.
         """
-        session = spark or _active_session()
+        session = spark or active_session()
         target = self._resolve(session)
         fs = HadoopFs(session, target.location)
         stale = self.lease_seconds if stale_after_seconds is None else stale_after_seconds
@@ -306,12 +305,16 @@ class NotifyingWriter:
                 f"revision {revision} of {self.info.qualified} is {state}; pass the revision "
                 "of a running write transaction of this table, or none (write() begins one)")
 
-    def _settler(self, tx: WriteTransaction, table_id: int) -> Callable[[], int]:
+    def _settler(self, attempt: _Attempt, table_id: int) -> Callable[[], int]:
         files = self.files
         assert files is not None
 
         def settle() -> int:
-            return files.settle(tx, table_id=table_id)
+            try:
+                return files.settle(attempt.tx, table_id=table_id)
+            except ConflictError as exc:  # refused, not unreachable: the error says so
+                attempt.refused = exc
+                raise
 
         return settle
 
@@ -381,6 +384,8 @@ class _Attempt:
 
     tx: WriteTransaction
     committing: bool = False
+    #: ``settle`` refused the revision (aborted on request, or overtaken since it expired).
+    refused: Exception | None = None
 
 
 def _discard(fs: HadoopFs, staging: str, write_id: str) -> None:
@@ -389,12 +394,3 @@ def _discard(fs: HadoopFs, staging: str, write_id: str) -> None:
     except Exception as exc:  # the original error matters more
         log.error("write %s failed and its staging %s could not be deleted (%s); "
                   "recover() will delete it once its lease lapses", write_id, staging, exc)
-
-
-def _active_session() -> SparkSession:
-    from pyspark.sql import SparkSession
-
-    session = SparkSession.getActiveSession()
-    if session is None:
-        raise ConfigurationError("no active SparkSession; pass spark=")
-    return session

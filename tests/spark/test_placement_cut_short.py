@@ -113,3 +113,43 @@ def test_a_cut_short_overwrite_is_not_aborted_and_its_recovery_finishes_it(
         (0, "20110301", "eu"), *((i, "20110228", "us") for i in range(100, 105))]
     snap = revisions.create_snapshot(T, r0)
     assert len(_rows(read_snapshot(spark, app, "sales", "orders", snapshot=snap).frame)) == 6
+
+
+def test_a_cut_short_overwrite_overtaken_since_leaves_no_file_outside_the_rows(
+        spark, app, clock, tmp_path):
+    """Overwrite A died after moving one old file to ``_pn_retired/<A>/`` (no rows: they
+    commit with the release); overwrite B of the same partition took the expired lease
+    and retired the rest, its rows naming ``_pn_retired/<B>/`` for every old file. A's
+    recovery is refused (overtaken) and discarded: the file A moved used to stay in
+    ``_pn_retired/<A>/`` for good, where no row names it (no retention deletes it, and
+    the snapshot before B read a path that was not there)."""
+    from partition_notify.revisions.repositories import RevisionUnitOfWork
+    from partition_notify.writers import CommitIncompleteError
+
+    from tests.spark.test_recovery import age_locks
+
+    root = tmp_path / "warehouse" / "orders"
+    revisions = app.revisions
+    r0 = path_writer(app, tmp_path, revisions=revisions).write(
+        frame(spark, rows_for(["20110228"], ["us"], per=6)).repartition(3)).revision
+    a = path_writer(app, tmp_path, revisions=revisions)
+    assert a.files is not None
+    a.files = _DiesAfterOneRename(a.files.manager)
+    with pytest.raises(CommitIncompleteError):
+        a.write(frame(spark, [(100 + i, float(i), "20110228", "us") for i in range(5)]),
+                mode="overwrite")
+    [a_dir] = {p.parent for p in root.rglob("_pn_retired/*/*.parquet")}
+    clock.advance(120)  # A's placement lease expires; overwrite B takes it over
+    path_writer(app, tmp_path, revisions=revisions).write(
+        frame(spark, rows_for(["20110228"], ["us"], per=1)), mode="overwrite")
+
+    age_locks(tmp_path, 3600)
+    assert path_writer(app, tmp_path, revisions=revisions).recover(
+        spark, stale_after_seconds=0.0) == []
+    assert not list(a_dir.glob("*.parquet")), "A's moved file left where no row names it"
+    with RevisionUnitOfWork(app.store.engine, write=False) as uow:
+        named = {r.path for r in uow.files.up_to(T, 10**9) if r.revision == r0}
+    assert len(named) >= 2 and all((root / p).exists() for p in named), \
+        sorted(p for p in named if not (root / p).exists())
+    snap = revisions.create_snapshot(T, r0)
+    assert len(_rows(read_snapshot(spark, app, "sales", "orders", snapshot=snap).frame)) == 6
