@@ -110,6 +110,21 @@ def _url(value: str) -> str:
     return value.rstrip("/")
 
 
+def _conf_spool_dir(value: str) -> str:
+    """The jar refuses a relative spoolDir (Preflight.checkSpoolDir, Hadoop's
+    ``Path.isAbsolute``): serve could not find it, so every write would be refused."""
+    scheme = re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", value)
+    path = value[scheme.end():] if scheme else value
+    if path.startswith("//"):  # scheme://authority/path
+        path = path[2:].partition("/")[1]
+    if value and not path.startswith("/"):
+        raise argparse.ArgumentTypeError(
+            f"--spool-dir {value!r}: expected an absolute path or URI (/srv/spool, "
+            "hdfs://nn:8020/spool): serve scans it (PN_SPARK_SPOOL_DIRS), and the jar "
+            "refuses every write given a relative one")
+    return value
+
+
 def supported_spark(version: str) -> bool:
     """Whether the jar supports this Spark version (e.g. ``3.5.2``, ``4.0.1``)."""
     parts = version.strip().split(".")
@@ -258,7 +273,8 @@ def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser]) ->
     sp.add_argument("--spark-version", type=_spark_version,
                     help=f"the Spark the flags are for: refused unless {SUPPORTED_SPARK} "
                     "(one jar serves both)")
-    sp.add_argument("--spool-dir", help="where manifests go when serve is unreachable "
+    sp.add_argument("--spool-dir", type=_conf_spool_dir,
+                    help="where manifests go when serve is unreachable "
                     "(default: _partition_notify/ under each output path)")
 
     grp = sub.add_parser(
