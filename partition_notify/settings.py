@@ -372,9 +372,9 @@ def warn_unknown(environ: Mapping[str, str]) -> list[str]:
 
 def warn_unknown_in_env_file(path: Path) -> list[str]:
     """The same for the keys of the ``.env`` file at ``path``, naming it and the line."""
-    keys = env_file_keys(path, Settings.model_config.get("env_file_encoding"))
-    return _warn(unknown_lines(((key, f"{path}:{line}: ") for line, key in keys),
-                               known_variables()))
+    known = known_variables()
+    keys = env_file_keys(path, Settings.model_config.get("env_file_encoding"), known)
+    return _warn(unknown_lines(((key, f"{path}:{line}: ") for line, key in keys), known))
 
 
 def _warn(lines: list[str]) -> list[str]:

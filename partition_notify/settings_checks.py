@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Annotated
 
 from pydantic import BeforeValidator, SecretStr
 
 from partition_notify.contract.topics import validate_prefix
+from partition_notify.core.errors import ConfigurationError
 from partition_notify.core.limits import MAX_SECONDS
 
 #: Unicode's control characters (C0, DEL, C1): in a message field, a STOMP header
@@ -122,6 +123,8 @@ OTHER_PREFIXES = ("PN_ICEBERG_CATALOG__", "PN_TEST_", "PN_TANSU_",
                   "PN_SERVICES_", "PN_BENCH_", "PN_FUZZ_", "PN_H3_", "PN_BUILD_",
                   "PN_ACTIVEMQ_", "PN_KAFKA_", "PN_RABBIT_", "PN_POSTGRES_", "PN_READER_",
                   "PN_BROKER_ADMIN_")
+#: The variable a ``.env`` statement sets (``export`` allowed, as python-dotenv reads it).
+_STATEMENT_KEY = re.compile(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=")
 #: Unknown names already warned about in this process (at most the environment's
 #: and the .env file's size): each once, from whichever source came first.
 _warned: set[str] = set()
@@ -144,10 +147,14 @@ def unknown_lines(names: Iterable[tuple[str, str]], known: Sequence[str]) -> lis
     return lines
 
 
-def env_file_keys(path: Path, encoding: str | None) -> list[tuple[int, str]]:
+def env_file_keys(path: Path, encoding: str | None,
+                  known: Collection[str] = ()) -> list[tuple[int, str]]:
     """``(line number, key)`` of each assignment in the ``.env`` file at ``path``,
     parsed as pydantic-settings parses it (python-dotenv); none if it is missing or
-    unreadable (loading the settings then says why)."""
+    unreadable (loading the settings then says why). A statement python-dotenv cannot
+    parse that sets one of the ``known`` variables raises ConfigurationError: skipped
+    (with python-dotenv's own warning), its setting fell back to the default, e.g. the
+    store ``./partition-notify.db``, which ``serve`` would create and serve."""
     from dotenv.parser import parse_stream
 
     try:
@@ -157,9 +164,14 @@ def env_file_keys(path: Path, encoding: str | None) -> list[tuple[int, str]]:
         return []
     keys = []
     for binding in bindings:
+        # A binding's line is where its leading blank lines start, not its key's.
+        text = binding.original.string
+        line = binding.original.line + text[:len(text) - len(text.lstrip())].count("\n")
         if binding.key is not None:
-            # A binding's line is where its leading blank lines start, not its key's.
-            text = binding.original.string
-            keys.append((binding.original.line + text[:len(text) - len(text.lstrip())]
-                         .count("\n"), binding.key))
+            keys.append((line, binding.key))
+        elif (name := _STATEMENT_KEY.match(text)) and name[1].upper() in known:
+            raise ConfigurationError(
+                f"{path}:{line}: {name[1].upper()} cannot be read: expected KEY=VALUE, a "
+                "quoted value closed on its line with nothing after the closing quote but "
+                "a # comment")
     return keys

@@ -40,7 +40,10 @@ def _one(ref: object, whole: object) -> tuple[str, str]:
             where = "" if ref is whole else f" in {whole!r}"
             raise InvalidNameError(f"table {ref!r}{where} must be written db.table")
         return names.db_name(db), names.table_name(name)
-    if _is_pair(ref):
+    if isinstance(ref, tuple) and len(ref) == 2 and all(isinstance(x, str) for x in ref):
+        # A pair with a dot in a name (``wait_for_set_done("db", "t.x")``, a three-part
+        # catalog.db.table on the CLI) is refused by the name check, which says which
+        # name and why, rather than as a reference of the wrong shape.
         db, name = ref
         return names.db_name(db), names.table_name(name)
     raise InvalidNameError(f"table reference {ref!r} in {whole!r} is not one of: {_SHAPES}")

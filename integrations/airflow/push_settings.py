@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from typing import TYPE_CHECKING
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings.exceptions import SettingsError
 
 from partition_notify.core.errors import ConfigurationError
+from partition_notify.core.limits import MAX_SECONDS
 
 if TYPE_CHECKING:
     from partition_notify.store import Store
@@ -22,12 +24,18 @@ log = logging.getLogger(__name__)
 
 PREFIX = "PN_AIRFLOW_"
 ASSETS_EXAMPLE = '{"sales.orders": "sales_orders"}'
+#: What urllib can send a request to: a scheme it knows, a host, nothing it must refuse.
+_URL = re.compile(
+    r"https?://([^\s/?#@]*@)?(\[[0-9A-Fa-f:.]+\]|[^\s/?#:@\[\]]+)(:\d{1,5})?(/[^\s?#]*)?")
 
 
 class AirflowPushSettings(BaseSettings):
     """``PN_AIRFLOW_*``: where and what the sink pushes. Off unless ``PN_AIRFLOW_URL`` is set."""
 
-    model_config = SettingsConfigDict(env_prefix=PREFIX, env_file=".env", extra="ignore")
+    # No NaN or infinity: a deadline of either overflows the socket's timer, an interval
+    # never comes (as for every PN_* setting, partition_notify/settings.py).
+    model_config = SettingsConfigDict(env_prefix=PREFIX, env_file=".env", extra="ignore",
+                                      allow_inf_nan=False)
 
     url: str | None = Field(None, description="Airflow API server, e.g. http://airflow:8080")
     username: str | None = None
@@ -46,6 +54,31 @@ class AirflowPushSettings(BaseSettings):
         description="how long a table waits for Airflow to say whether a maybe-sent set-done "
                     "arrived before dead-lettering it as unknown",
     )
+
+    @field_validator("timeout_seconds", "interval_seconds", "settle_timeout_seconds")
+    @classmethod
+    def _at_most_ten_years(cls, value: float) -> float:
+        if value > MAX_SECONDS:
+            raise ValueError(f"must be at most {MAX_SECONDS} seconds (ten years)")
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        # Checked at start: a bad one failed every push run instead ("unknown url type").
+        if value and not _URL.fullmatch(value):
+            raise ValueError("expected http(s)://host[:port] of the Airflow API server, "
+                             "e.g. http://airflow:8080")
+        return value
+
+    @field_validator("assets")
+    @classmethod
+    def _asset_refs(cls, value: dict[str, str | int]) -> dict[str, str | int]:
+        for table, asset in value.items():
+            if isinstance(asset, bool) or asset == "" or (isinstance(asset, int) and asset < 1):
+                raise ValueError(f"{table}: expected an asset name (non-empty text) or id "
+                                 f"(a positive integer), got {asset!r}")
+        return value
 
 
 def load_push_settings() -> AirflowPushSettings:

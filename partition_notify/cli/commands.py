@@ -223,14 +223,18 @@ def cmd_schema(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise ValidationError(f"{where} is not a directory; expected a directory for "
                               "one NAME.schema.json per message")
+    written = []
     try:
         out.mkdir(exist_ok=True)
         for name, schema in schemas.items():
-            (out / f"{name}.schema.json").write_text(
-                json.dumps(schema, indent=2, sort_keys=True) + "\n")
-            print(out / f"{name}.schema.json")
+            written.append(out / f"{name}.schema.json")
+            written[-1].write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n")
     except OSError as exc:
         raise ValidationError(f"{where}: cannot write there ({exc.strerror})") from None
+    # Printed after the writes, outside their handler: a reader of stdout that left
+    # (`| head`) is a broken pipe (exit 141), not a failure to write the directory.
+    for path in written:
+        print(path)
     return 0
 
 

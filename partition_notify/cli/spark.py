@@ -11,15 +11,16 @@ the manifests kept because no table matched, listed by ``commits ignored``).
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import os
+import re
 import shlex
 import sys
 from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 from partition_notify.cli.common import plain
 from partition_notify.core.errors import ConfigurationError, InvalidManifestError
@@ -46,13 +47,82 @@ def jar_path() -> Path:
     return jar
 
 
+_EXPECTED_URL = "expected http(s)://host:port of `partition-notify serve`"
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+#: RFC 2396 host names, as java.net.URI reads them: no '_', no label starting or ending in '-'.
+_HOST_NAME = re.compile(rf"{_LABEL}(?:\.{_LABEL})*\.?")
+
+
+def _host_problem(host: str) -> str | None:
+    if host.startswith("["):
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            return f"host {host!r} is not an IPv6 address"
+        return None
+    labels = host.rstrip(".").split(".")
+    ipv4 = len(labels) == 4 and all(x.isascii() and x.isdigit() and int(x) <= 255
+                                    for x in labels)
+    # URI takes a dotted name whose last label starts with a digit only as an IPv4 address.
+    if not _HOST_NAME.fullmatch(host) or (len(labels) > 1 and labels[-1][:1].isdigit()
+                                          and not ipv4):
+        return (f"host {host!r} is not a host name (letters, digits and '-' in labels "
+                "joined by dots; no '_') nor an IP address")
+    return None
+
+
+def serve_url_problem(value: str) -> str | None:
+    """Why the Spark jar would refuse ``value`` as ``spark.partitionnotify.serveUrl``, else
+    None. The jar (Settings.urlProblem) reads it with java.net.URI, which finds no host
+    in ``http://pn_serve:8080`` or ``http://pn:80x``: every write would be refused, so
+    spark-conf must not print such a URL. A port out of range, which URI lets through
+    and the connection then fails on, is refused too."""
+    if any(c.isspace() for c in value):
+        return ("it contains whitespace (an inline '# comment' in spark-defaults.conf is "
+                f"part of the value); {_EXPECTED_URL}")
+    scheme, sep, rest = value.partition("://")
+    if scheme not in ("http", "https") or not sep:  # URI compares the scheme exactly
+        return _EXPECTED_URL
+    # Not urlsplit: it raises on a bracket it cannot match instead of saying what is wrong.
+    host_port = re.split(r"[/?#]", rest, maxsplit=1)[0].rpartition("@")[2]
+    if host_port.startswith("["):
+        end = host_port.find("]") + 1
+        host, port = host_port[:end], host_port[end:]
+        if not end or (port and not port.startswith(":")):
+            return f"host {host_port!r} is not [IPv6 address]:port; {_EXPECTED_URL}"
+        port = port[1:]
+    else:
+        host, _, port = host_port.partition(":")
+    if not host:
+        return f"it has no host; {_EXPECTED_URL}"
+    problem = _host_problem(host)
+    if problem:
+        return problem
+    if port and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+        return f"port {port!r} is not a port number from 1 to 65535"
+    return None
+
+
 def _url(value: str) -> str:
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise argparse.ArgumentTypeError(
-            f"--serve-url {value!r}: expected http(s)://host:port of `partition-notify serve`"
-        )
+    problem = serve_url_problem(value)
+    if problem:
+        raise argparse.ArgumentTypeError(f"--serve-url {value!r}: {problem}")
     return value.rstrip("/")
+
+
+def _conf_spool_dir(value: str) -> str:
+    """The jar refuses a relative spoolDir (Preflight.checkSpoolDir, Hadoop's
+    ``Path.isAbsolute``): serve could not find it, so every write would be refused."""
+    scheme = re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", value)
+    path = value[scheme.end():] if scheme else value
+    if path.startswith("//"):  # scheme://authority/path
+        path = path[2:].partition("/")[1]
+    if value and not path.startswith("/"):
+        raise argparse.ArgumentTypeError(
+            f"--spool-dir {value!r}: expected an absolute path or URI (/srv/spool, "
+            "hdfs://nn:8020/spool): serve scans it (PN_SPARK_SPOOL_DIRS), and the jar "
+            "refuses every write given a relative one")
+    return value
 
 
 def supported_spark(version: str) -> bool:
@@ -203,7 +273,8 @@ def add_parsers(sub: SubParsers, parser_class: type[argparse.ArgumentParser]) ->
     sp.add_argument("--spark-version", type=_spark_version,
                     help=f"the Spark the flags are for: refused unless {SUPPORTED_SPARK} "
                     "(one jar serves both)")
-    sp.add_argument("--spool-dir", help="where manifests go when serve is unreachable "
+    sp.add_argument("--spool-dir", type=_conf_spool_dir,
+                    help="where manifests go when serve is unreachable "
                     "(default: _partition_notify/ under each output path)")
 
     grp = sub.add_parser(

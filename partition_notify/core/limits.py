@@ -42,6 +42,8 @@ CONNECT_TIMEOUT_SECONDS = 10.0
 MAX_QUOTED_CHARS = 120
 #: A URI's scheme (RFC 3986), e.g. ``file:``, ``hdfs:``, ``s3a:``.
 _URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+#: Unicode's control characters (C0, DEL, C1): never part of a path a writer reports.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def excerpt(value: object, *, shown: str | None = None, limit: int = MAX_QUOTED_CHARS) -> str:
@@ -103,6 +105,12 @@ def location(value: object, *, field: str) -> str:
     ``""`` (no location) passes. A relative path would be resolved against each
     process's own working directory: two processes would mean two places."""
     value = text(value, field=field)
+    # A line break pasted along (a script's JSON, a CRLF file) matched no Spark commit's
+    # output path, so every commit was ignored; in log lines it would forge entries.
+    if found := _CONTROL.search(value):
+        raise ValidationError(
+            f"{field} {excerpt(value)} contains the control character {found.group()!r} at "
+            f"position {found.start()}; expected an absolute path or a URI")
     if relative_path(value):
         raise ValidationError(
             f"{field} must be an absolute path or a URI (file:, hdfs://, s3a://...), "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, Depends, FastAPI
 
 from partition_notify.app import App
 from partition_notify.http import (
@@ -23,7 +23,7 @@ from partition_notify.http import (
 )
 from partition_notify.http.context import HttpContext
 from partition_notify.http.hub import EventHub
-from partition_notify.http.json_body import RefuseRepeatedKeys
+from partition_notify.http.json_body import RefuseRepeatedKeys, refuse_repeated_query
 from partition_notify.http.limits import ConnectionCaps
 from partition_notify.http.slow_clients import BodyDeadline
 from partition_notify.http.store import HttpStore
@@ -88,6 +88,7 @@ def create_http_app(
         version="1",
         description=DESCRIPTION,
         lifespan=lifespan,
+        dependencies=[Depends(refuse_repeated_query)],
     )
     api.state.pn = ctx
     problems.install(api)

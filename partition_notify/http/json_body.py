@@ -7,14 +7,17 @@ saw another request. This middleware parses each body declared JSON once more
 (core/json_keys.py) and answers a problem naming the repeated key's path,
 ``body.spec.datestamp``; nothing is stored. A body that is not JSON at all is
 left to FastAPI (its 400), one not declared JSON to the 415 (problems.py).
+A query parameter given twice is refused the same way (``refuse_repeated_query``).
 """
 
 from __future__ import annotations
 
+from fastapi import Request
+from fastapi.dependencies.models import Dependant
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from partition_notify.core import json_keys
-from partition_notify.http.problems import json_type, problem_response
+from partition_notify.http.problems import ApiProblem, json_type, problem_response
 
 
 class RefuseRepeatedKeys:
@@ -68,3 +71,29 @@ def _repeated(body: bytes) -> json_keys.RepeatedKey | None:
         return json_keys.loads(body)[1]
     except (ValueError, RecursionError):  # not JSON (or too deep): FastAPI's 400 says so
         return None
+
+
+def refuse_repeated_query(request: Request) -> None:
+    """A dependency of every route: a query parameter the route reads, given twice, is a
+    422 naming it, as a repeated JSON key is. Starlette keeps the last value
+    (``?spec=datestamp=1&spec=datestamp=2`` answered for ``datestamp=2``), other
+    frameworks and proxies the first. Parameters the route does not read stay ignored."""
+    route = request.scope.get("route")
+    dependant = getattr(route, "dependant", None)
+    if dependant is None or not request.query_params:
+        return
+    for name in _query_names(dependant):
+        count = len(request.query_params.getlist(name))
+        if count > 1:
+            raise ApiProblem(422, "invalid-input", "Invalid input",
+                             f"query.{name}: given {count} times; expected once "
+                             "(frameworks differ in which value they keep, so none is)",
+                             field=f"query.{name}")
+
+
+def _query_names(dependant: Dependant) -> set[str]:
+    """The query parameters a route reads, its dependencies' included."""
+    names = {param.alias for param in dependant.query_params}
+    for sub in dependant.dependencies:
+        names |= _query_names(sub)
+    return names

@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 
 from partition_notify.contract import spec
+from partition_notify.core.limits import MAX_INT64
 from partition_notify.http.auth import Principal, require_role
 from partition_notify.http.common import table_info, table_json, wanted_spec
 from partition_notify.http.context import HttpContext, context
@@ -68,7 +69,7 @@ def set_done_history(
     _: Reader,
     ctx: Ctx,
     since: Annotated[float | None, Query(ge=0, allow_inf_nan=False)] = None,
-    since_event_id: Annotated[int | None, Query(ge=0)] = None,
+    since_event_id: Annotated[int | None, Query(ge=0, le=MAX_INT64)] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_HISTORY_PAGE)] = HISTORY_PAGE,
 ) -> dict[str, object]:
     info = table_info(ctx, table)

@@ -35,3 +35,26 @@ def test_a_closed_stdout_ends_the_command_quietly(tmp_path: Path) -> None:
     err = proc.stderr.decode()
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
     assert err.strip() == "" and proc.returncode == EXIT_BROKEN_PIPE == 141, (proc.returncode, err)
+
+
+def test_schema_out_with_a_closed_stdout_writes_the_files_and_ends_quietly(
+        tmp_path: Path) -> None:
+    """``schema --out DIR | head -1`` said ``--out 'DIR': cannot write there (Broken
+    pipe)``, exit 1: stdout's broken pipe was taken for the directory's failure."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = tmp_path / "schemas"
+    read_fd, write_fd = os.pipe()
+    os.close(read_fd)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "partition_notify.cli", "schema",
+                               "--out", str(out)], env=env, stdout=write_fd,
+                              stderr=subprocess.PIPE, timeout=60, check=False)
+    finally:
+        os.close(write_fd)
+    err = proc.stderr.decode()
+    assert err.strip() == "" and proc.returncode == EXIT_BROKEN_PIPE, (proc.returncode, err)
+    # Every file is written however early the reader left: they are the command's output.
+    from partition_notify.contract import json_schemas
+
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        f"{name}.schema.json" for name in json_schemas())

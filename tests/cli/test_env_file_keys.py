@@ -61,3 +61,30 @@ def test_an_env_file_of_known_keys_is_quiet(sqlite_url: str, tmp_path: Path) -> 
     done = _tables(sqlite_url, tmp_path)
     assert done.returncode == 0, done.stderr
     assert "not a partition-notify setting" not in done.stderr, done.stderr
+
+
+def test_a_setting_line_the_env_file_parser_cannot_read_is_refused(
+        sqlite_url: str, tmp_path: Path) -> None:
+    """``PN_STORE_URL="sqlite:///...`` (its closing quote missing) was skipped by
+    python-dotenv with a warning of its own, and the store fell back to the default
+    ``./partition-notify.db``: ``serve`` would have created and served an empty store
+    beside the real one. A line of a setting we read is refused, naming file and line;
+    other tools' lines stay theirs."""
+    build_app(store_url=sqlite_url).close()
+    env = tmp_path / ".env"
+    for text, line, name in [
+        (f'OTHER="x" junk\nPN_STORE_URL="{sqlite_url}\nPN_TOPIC_POLICY=per-table\n', 2,
+         "PN_STORE_URL"),
+        ("# comment\n\nexport pn_topic_policy='single\n", 3, "PN_TOPIC_POLICY"),
+    ]:
+        env.write_text(text)
+        done = clean_cli(["tables"], tmp_path)
+        assert done.returncode == 1, done.stderr
+        mine = [x for x in done.stderr.splitlines() if x.startswith("partition-notify")]
+        assert mine == [f"partition-notify tables: error: {env}:{line}: {name} cannot be read: "
+                        "expected KEY=VALUE, a quoted value closed on its line with nothing "
+                        "after the closing quote but a # comment"], done.stderr
+        assert not (tmp_path / "partition-notify.db").exists()
+    env.write_text(f'OTHER_TOOL="x" junk\nPN_STORE_URL={sqlite_url}\n')
+    done = clean_cli(["tables"], tmp_path)
+    assert done.returncode == 0, done.stderr

@@ -82,3 +82,24 @@ def test_a_followed_delta_table_refuses_a_relative_location(
     assert "'tables/orders'" in err[0] and "absolute path or a URI" in err[0], err
     with build_app(store_url=sqlite_url) as app:
         assert app.store.catalog.tables() == []
+
+
+@pytest.mark.parametrize("where", ["/data/orders\n", "/data/orders\r", "s3a://b/\torders",
+                                   "/data/\x1b[2Jorders"])
+def test_a_location_with_a_control_character_is_refused(
+    capsys: pytest.CaptureFixture[str], sqlite_url: str, where: str
+) -> None:
+    """A line break pasted along (``"/data/orders\\n"`` from a script's JSON, a CRLF file)
+    was stored: no Spark commit's output path ever matched it, so every commit of the
+    table was ignored ("no registered table matches its location"), and it went as
+    is into log lines."""
+    cli = ("--store-url", sqlite_url)
+    code, err = _run(capsys, *cli, "register", "loc.ctl", "--keys", "ds", "--location", where)
+    assert code == 1 and len(err) == 1, (code, err)
+    assert "location of loc.ctl" in err[0] and "control character" in err[0], err
+    with build_app(store_url=sqlite_url) as app:
+        assert app.store.catalog.tables() == []
+        app.publisher.register_table("loc", "ctl", ["ds"])
+        with pytest.raises(ValidationError, match="control character"):
+            app.publisher.alter_table("loc", "ctl", location=where)
+        assert app.publisher.table("loc", "ctl").location is None

@@ -124,3 +124,21 @@ def test_dead_letters_of_a_table_no_longer_registered_are_still_listed(
         assert err == "", err
         assert [line.count('"event_id": 7') for line in out.splitlines()] == (
             [1] if "gone" in argv[-1] else []), out
+
+
+@pytest.mark.parametrize("argv", [["history", "sales.orders.x"],
+                                  ["wait", "sales.orders.x", "datestamp=1", "--timeout", "0"],
+                                  ["tail", "sales.orders.x", "--timeout", "0"],
+                                  ["announce", "sales.orders.x", "datestamp=1"]],
+                         ids=lambda a: a[0])
+def test_a_three_part_table_name_is_refused_naming_the_part(
+    capsys: pytest.CaptureFixture[str], store: list[str], argv: list[str],
+) -> None:
+    """``wait``/``history`` said ``table reference ('sales', 'orders.x') in [('sales',
+    'orders.x')] is not one of: ...`` where the other commands name the table name."""
+    capsys.readouterr()
+    assert main([*store, *argv]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.splitlines() == [
+        f"partition-notify {argv[0]}: error: table name 'orders.x': illegal character(s) '.'; "
+        "expected letters, digits and '_'"], err

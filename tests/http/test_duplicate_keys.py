@@ -93,3 +93,26 @@ def test_the_same_key_in_different_objects_and_other_refusals_are_unchanged(
                        "body", "not valid JSON")
         deep = "[" * 20_000 + "]" * 20_000
         assert_problem(post(c, f"/v1/tables/{table}/set-done", deep), 400, "body", "nested")
+
+
+def test_a_repeated_query_parameter_is_422_naming_it(server: Server) -> None:
+    """``?spec=datestamp=1&spec=datestamp=2`` answered for the last spec only, silently
+    (a proxy or another framework takes the first): as with a repeated JSON key, none
+    is taken. Parameters a route does not read stay ignored, repeated or not."""
+    table = server.table()
+    db, name = table.split(".")
+    server.app.publisher.send_mark_set_done(db, name, "datestamp=2")
+    base = f"/v1/tables/{table}"
+    with server.client("read") as c:
+        for url, param in [
+            (f"{base}/set-done/covering?spec=datestamp=1&spec=datestamp=2", "spec"),
+            (f"{base}/wait?spec=datestamp=1&spec=datestamp=2&timeout=0", "spec"),
+            (f"{base}/wait?spec=datestamp=2&timeout=0&timeout=5", "timeout"),
+            (f"{base}/set-done?since_event_id=0&since_event_id=1", "since_event_id"),
+            (f"{base}/stream?last_event_id=0&last_event_id=1", "last_event_id"),
+        ]:
+            assert_problem(c.get(url), 422, f"query.{param}",
+                           f"query.{param}: given 2 times; expected once")
+        ok = c.get(f"{base}/set-done/covering?spec=datestamp=2&x=1&x=2")
+        assert ok.status_code == 200 and ok.json()["done"] is True, ok.text
+        assert c.get("/v1/tables?x=1&x=2").status_code == 200

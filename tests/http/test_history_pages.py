@@ -60,3 +60,17 @@ def test_a_page_size_out_of_range_is_refused(server: Server) -> None:
                        "greater than or equal to 1")
         assert_problem(c.get(url, params={"limit": MAX_HISTORY_PAGE + 1}), 422, "query.limit",
                        f"less than or equal to {MAX_HISTORY_PAGE}")
+
+
+def test_a_cursor_past_the_largest_event_id_is_refused(server: Server) -> None:
+    """An event id is a signed 64-bit integer; one past it failed in the driver
+    (OverflowError binding the parameter: a 500) instead of naming the query field."""
+    table = server.table()
+    with server.client("read") as c:
+        url = f"/v1/tables/{table}/set-done"
+        for too_big in (2**63, 10**23):
+            assert_problem(c.get(url, params={"since_event_id": too_big}), 422,
+                           "query.since_event_id", f"less than or equal to {2**63 - 1}")
+        largest = c.get(url, params={"since_event_id": 2**63 - 1})
+        assert largest.status_code == 200, largest.text
+        assert largest.json()["setDone"] == []

@@ -32,6 +32,19 @@ def _serve_once(store_url: str, **env: str) -> subprocess.CompletedProcess[str]:
     ({"PN_AIRFLOW_ASSETS": '["sales_orders"]'}, "PN_AIRFLOW_ASSETS='[\"sales_orders\"]'"),
     ({"PN_AIRFLOW_ASSETS": '{"sales.orders": "a"}', "PN_AIRFLOW_TIMEOUT_SECONDS": "abc"},
      "PN_AIRFLOW_TIMEOUT_SECONDS='abc'"),
+    # Before session 28: inf was a traceback (OverflowError from the socket's timeout),
+    # 1e300 an interval that never came, a URL without scheme or host a failed push at
+    # every run ("unknown url type"), an empty asset name a request Airflow refuses.
+    ({"PN_AIRFLOW_ASSETS": '{"sales.orders": "a"}', "PN_AIRFLOW_TIMEOUT_SECONDS": "inf"},
+     "PN_AIRFLOW_TIMEOUT_SECONDS='inf'"),
+    ({"PN_AIRFLOW_ASSETS": '{"sales.orders": "a"}', "PN_AIRFLOW_INTERVAL_SECONDS": "1e300"},
+     "PN_AIRFLOW_INTERVAL_SECONDS='1e300': Value error, must be at most 315360000 seconds"),
+    ({"PN_AIRFLOW_ASSETS": '{"sales.orders": "a"}', "PN_AIRFLOW_URL": "airflow:8080"},
+     "PN_AIRFLOW_URL='airflow:8080': Value error, expected http(s)://host[:port]"),
+    ({"PN_AIRFLOW_ASSETS": '{"sales.orders": "a"}', "PN_AIRFLOW_URL": "http://air flow"},
+     "PN_AIRFLOW_URL='http://air flow': Value error, expected http(s)://host[:port]"),
+    ({"PN_AIRFLOW_ASSETS": '{"sales.orders": ""}'},
+     "PN_AIRFLOW_ASSETS='{\"sales.orders\": \"\"}': Value error, sales.orders: expected"),
 ])
 def test_a_bad_push_setting_is_one_line(sqlite_url: str, env: dict[str, str],
                                         named: str) -> None:

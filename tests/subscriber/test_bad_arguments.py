@@ -95,3 +95,24 @@ def test_subscribing_to_an_unregistered_table_says_how_to_register_it(sub: Any) 
         sub.subscribe(["db.t", "db.returns"], callback=print)
     assert str(caught.value) == ("table(s) db.returns not registered (register first: "
                                  "partition-notify register db.returns --keys ...)")
+
+
+@pytest.mark.parametrize(("db", "table", "named"), [
+    ("db", "t.x", "table name 't.x': illegal character(s) '.'"),
+    ("db.x", "t", "database name 'db.x': illegal character(s) '.'"),
+    ("db", "", "table name is empty"),
+])
+def test_a_name_with_a_dot_is_refused_naming_the_name(sub: Any, db: str, table: str,
+                                                      named: str) -> None:
+    """``wait_for_set_done("db", "t.x", ...)`` (a three-part name, Spark's
+    catalog.db.table) said ``table reference ('db', 't.x') in [('db', 't.x')] is not
+    one of: ...``: the internal pair, not which name is wrong and why."""
+    calls = [
+        lambda: sub.wait_for_set_done(db, table, "ds=1", timeout=0),
+        lambda: sub.set_done_history(db, table),
+        lambda: sub.is_partition_present(db, table, "ds=1"),
+    ]
+    for call in calls:
+        with pytest.raises(ValidationError) as err:
+            call()
+        assert named in str(err.value) and "table reference" not in str(err.value), err.value
