@@ -22,7 +22,7 @@ def cmd_alter(args: argparse.Namespace) -> int:
     changes = (args.keys, args.topic, args.location, args.retention_seconds)
     if all(change is None for change in changes):
         raise ValidationError(
-            "alter: nothing to change: give --keys, --topic, --location or --retention-seconds")
+            "nothing to change: give --keys, --topic, --location or --retention-seconds")
     with open_app(args) as app:
         before = app.publisher.table(*db_table(args))
         info = app.alter_table(

@@ -71,6 +71,9 @@ def test_bad_input_is_one_line_naming_field_and_value(
     assert _run(capsys, "--store-url", sqlite_url, "register", "fix.bad", "--keys", "ds")[0] == 0
     code, _, err = _run(capsys, "--store-url", sqlite_url, *argv)
     assert code == 1 and len(err) == 1 and fragment in err[0], (code, err)
+    command = argv[0]
+    # Named once, by the CLI's own prefix ("partition-notify alter: error: ..."), not again.
+    assert err[0].count(f"{command}:") == 1, err
 
 
 def test_unregister_removes_rows_and_a_new_registration_starts_clean(
