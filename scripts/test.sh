@@ -9,8 +9,14 @@ cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 started=0
 TMPD=$(mktemp -d -t pn-test.XXXXXX)  # the lanes' logs and pytest's temporary folders
-cleanup() { [ "$started" = 1 ] && bash scripts/services.sh down || true; rm -rf "$TMPD"; }
+# What runs in the background stops with this script (a CI time-out, Ctrl-C) rather than
+# running on against stopped services.
+kill_tree() { local c kids; kids=$(pgrep -P "$1" || true); kill "$1" 2>/dev/null || true
+  for c in $kids; do kill_tree "$c"; done; }  # the parent first: it starts no other child
+cleanup() { for p in ${venvs:-} ${rest:-} ${a:-} ${b:-}; do kill_tree "$p"; done
+  [ "$started" = 1 ] && bash scripts/services.sh down || true; rm -rf "$TMPD"; }
 trap cleanup EXIT
+trap 'exit 130' INT; trap 'exit 143' TERM
 # The other venvs and the services are independent of each other: set up at once.
 # The two editable installs share this tree's build files, so they run one after
 # the other; the REST catalog's venv installs from a requirements file.
@@ -31,12 +37,12 @@ echo "== mypy --strict" && .venv/bin/python scripts/typecheck_tree.py && .venv/b
 # own venv. Without ARGS the core suite is split in two lanes that run at once,
 # each with its own temporary directory: every test that reaches a broker or
 # PostgreSQL names its own topics and databases, so the lanes cannot see each
-# other's messages. Lane B holds the broker-heavy folders; lane A the rest (a
+# other's messages. Lane B holds the broker-heavy folders and the lakehouse; lane A the rest (a
 # new folder lands there), then the commit protocol on PySpark 4 and the
 # schedulers; lane B ends with PySpark 3.5.
 SPARK35="${PN_SPARK35_VENV:-.venv-spark35}/bin/python"
 SCHED="${PN_SCHED_VENV:-.venv-sched}/bin/python"
-LANE_B=(cli http transports subscriber contract serve publisher security ui faults)
+LANE_B=(cli http transports subscriber contract serve publisher security ui faults lakehouse)
 run() { local name=$1; shift; echo "== pytest: $name"; local t0=$SECONDS rc=0
   "$@" || rc=1
   echo "== pytest: $name: $([ $rc = 0 ] && echo passed || echo FAILED) in $((SECONDS - t0)) s"
