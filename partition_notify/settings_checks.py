@@ -18,18 +18,13 @@ from pydantic import BeforeValidator, SecretStr
 
 from partition_notify.contract.topics import validate_prefix
 from partition_notify.core.errors import ConfigurationError
-from partition_notify.core.limits import MAX_SECONDS
-
-#: Unicode's control characters (C0, DEL, C1): in a message field, a STOMP header
-#: (a newline ends the header and starts one of the value's choosing), a log
-#: line (a forged entry) or a terminal (an escape sequence) they do harm.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+from partition_notify.core.limits import CONTROL_CHARS, MAX_SECONDS
 
 
 def printable(value: object) -> object:
     """``value``, if it is no text or text without control characters."""
     text = value.get_secret_value() if isinstance(value, SecretStr) else value
-    if isinstance(text, str) and (found := _CONTROL.search(text)):
+    if isinstance(text, str) and (found := CONTROL_CHARS.search(text)):
         raise ValueError(
             f"contains the control character {found.group()!r} at position {found.start()}; "
             "expected printable text (no line break, tab, NUL or escape)")

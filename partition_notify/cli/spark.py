@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from partition_notify.cli.common import plain
 from partition_notify.core.errors import ConfigurationError, InvalidManifestError
+from partition_notify.core.limits import URI_SCHEME
 
 if TYPE_CHECKING:
     from partition_notify.cli.common import SubParsers
@@ -113,7 +114,7 @@ def _url(value: str) -> str:
 def _conf_spool_dir(value: str) -> str:
     """The jar refuses a relative spoolDir (Preflight.checkSpoolDir, Hadoop's
     ``Path.isAbsolute``): serve could not find it, so every write would be refused."""
-    scheme = re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", value)
+    scheme = URI_SCHEME.match(value)
     path = value[scheme.end():] if scheme else value
     if path.startswith("//"):  # scheme://authority/path
         path = path[2:].partition("/")[1]

@@ -41,9 +41,11 @@ CONNECT_TIMEOUT_SECONDS = 10.0
 #: 20,000 values, quoted whole, made a 170 KB error line or problem body.
 MAX_QUOTED_CHARS = 120
 #: A URI's scheme (RFC 3986), e.g. ``file:``, ``hdfs:``, ``s3a:``.
-_URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
-#: Unicode's control characters (C0, DEL, C1): never part of a path a writer reports.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+#: Unicode's control characters (C0, DEL, C1): in a path a writer reports, a message
+#: field, a STOMP header (a newline starts a header of the value's choosing), a log line
+#: (a forged entry) or a terminal (an escape sequence) they do harm.
+CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def excerpt(value: object, *, shown: str | None = None, limit: int = MAX_QUOTED_CHARS) -> str:
@@ -97,7 +99,7 @@ def text(value: object, *, field: str) -> str:
 
 def relative_path(value: str) -> bool:
     """Whether ``value`` is a relative path: not empty, not absolute, not a URI."""
-    return bool(value) and not value.startswith("/") and not _URI_SCHEME.match(value)
+    return bool(value) and not value.startswith("/") and not URI_SCHEME.match(value)
 
 
 def location(value: object, *, field: str) -> str:
@@ -107,7 +109,7 @@ def location(value: object, *, field: str) -> str:
     value = text(value, field=field)
     # A line break pasted along (a script's JSON, a CRLF file) matched no Spark commit's
     # output path, so every commit was ignored; in log lines it would forge entries.
-    if found := _CONTROL.search(value):
+    if found := CONTROL_CHARS.search(value):
         raise ValidationError(
             f"{field} {excerpt(value)} contains the control character {found.group()!r} at "
             f"position {found.start()}; expected an absolute path or a URI")
